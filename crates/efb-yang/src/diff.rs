@@ -1,0 +1,510 @@
+//! What changed between two trees, at two grains:
+//! - [`diff`]: path-level changes, what `show | compare`, history and `set` lines show;
+//! - [`changed_records`]: the records (one per entry of a top-level list, plus the rest of
+//!   each top-level container) that must be stored again. Both skip shared subtrees, so
+//!   their cost follows the size of the change, not of the configuration.
+
+use std::collections::BTreeMap;
+
+use crate::path::{DataPath, Segment};
+use crate::schema::{NodeKind, Schema, SchemaId};
+use crate::tree::{Child, DataTree, Inner, Keys, LeafList, List};
+use crate::{Error, Problem, Value};
+
+/// One path-level change. Applying the deletes, then the creates and sets, in order, to the
+/// old tree gives the new one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// A list entry was created; what it holds follows as further changes.
+    Create { path: DataPath },
+    /// A leaf got a value (`old` is the value it had), or a leaf-list item was added.
+    Set {
+        path: DataPath,
+        old: Option<Value>,
+        new: Value,
+    },
+    /// A node was removed with everything under it.
+    Delete { path: DataPath },
+}
+
+impl Change {
+    pub fn path(&self) -> &DataPath {
+        match self {
+            Change::Create { path } | Change::Set { path, .. } | Change::Delete { path } => path,
+        }
+    }
+
+    /// One line for people: `+ path`, `~ path = new (was old)`, `- path`.
+    pub fn describe(&self, schema: &Schema) -> String {
+        match self {
+            Change::Create { path } => format!("+ {}", path.display(schema)),
+            Change::Set {
+                path,
+                old: None,
+                new,
+            } => {
+                if is_leaf_list_item(schema, path) {
+                    format!("+ {}", path.display(schema))
+                } else {
+                    format!("+ {} = {}", path.display(schema), new)
+                }
+            }
+            Change::Set {
+                path,
+                old: Some(old),
+                new,
+            } => format!("~ {} = {} (was {})", path.display(schema), new, old),
+            Change::Delete { path } => format!("- {}", path.display(schema)),
+        }
+    }
+}
+
+fn is_leaf_list_item(schema: &Schema, path: &DataPath) -> bool {
+    path.last()
+        .is_some_and(|s| schema.node(s.node).kind == NodeKind::LeafList && !s.keys.is_empty())
+}
+
+/// Path-level changes from `old` to `new`: deletes first, then creates and sets, each in
+/// tree order (list entries in list order).
+pub fn diff(schema: &Schema, old: &DataTree, new: &DataTree) -> Vec<Change> {
+    let mut walk = Walk {
+        schema,
+        deletes: Vec::new(),
+        sets: Vec::new(),
+    };
+    walk.inner(&DataPath::root(), old.root(), new.root());
+    let mut changes = walk.deletes;
+    changes.extend(walk.sets);
+    changes
+}
+
+struct Walk<'a> {
+    schema: &'a Schema,
+    deletes: Vec<Change>,
+    sets: Vec<Change>,
+}
+
+impl Walk<'_> {
+    fn inner(&mut self, path: &DataPath, old: &Inner, new: &Inner) {
+        if old.ptr_eq(new) {
+            return;
+        }
+        let mut ids: Vec<SchemaId> = old.children().map(|(id, _)| id).collect();
+        ids.extend(new.children().map(|(id, _)| id));
+        ids.sort();
+        ids.dedup();
+        for id in ids {
+            let here = path.child(Segment::new(id));
+            match (old.get(id), new.get(id)) {
+                (Some(_), None) => self.deletes.push(Change::Delete { path: here }),
+                (None, Some(child)) => self.created(&here, child),
+                (Some(a), Some(b)) => self.child(&here, a, b),
+                (None, None) => {}
+            }
+        }
+    }
+
+    fn child(&mut self, path: &DataPath, old: &Child, new: &Child) {
+        match (old, new) {
+            (Child::Leaf(a), Child::Leaf(b)) => {
+                if a != b {
+                    self.sets.push(Change::Set {
+                        path: path.clone(),
+                        old: Some(a.clone()),
+                        new: b.clone(),
+                    });
+                }
+            }
+            (Child::LeafList(a), Child::LeafList(b)) => self.leaf_list(path, a, b),
+            (Child::Container(a), Child::Container(b)) => self.inner(path, a, b),
+            (Child::List(a), Child::List(b)) => self.list(path, a, b),
+            // Different kinds cannot share a schema node; treat as replacement.
+            (_, new) => {
+                self.deletes.push(Change::Delete { path: path.clone() });
+                self.created(path, new);
+            }
+        }
+    }
+
+    fn created(&mut self, path: &DataPath, child: &Child) {
+        match child {
+            Child::Leaf(v) => self.sets.push(Change::Set {
+                path: path.clone(),
+                old: None,
+                new: v.clone(),
+            }),
+            Child::LeafList(items) => {
+                for v in items.iter() {
+                    self.sets.push(item_set(path, v));
+                }
+            }
+            Child::Container(c) => self.inner(path, &Inner::default(), c),
+            Child::List(list) => {
+                for (keys, entry) in list.iter() {
+                    self.created_entry(path, keys, entry);
+                }
+            }
+        }
+    }
+
+    fn created_entry(&mut self, list_path: &DataPath, keys: &Keys, entry: &Inner) {
+        let path = entry_path(list_path, keys);
+        self.sets.push(Change::Create { path: path.clone() });
+        self.inner(&path, &Inner::default(), entry);
+    }
+
+    fn leaf_list(&mut self, path: &DataPath, old: &LeafList, new: &LeafList) {
+        if old == new {
+            return;
+        }
+        let user_ordered = path
+            .node()
+            .is_some_and(|id| self.schema.node(id).user_ordered);
+        let reordered = user_ordered && {
+            let kept: Vec<&Value> = old.iter().filter(|v| new.iter().any(|n| n == *v)).collect();
+            let prefix: Vec<&Value> = new.iter().take(kept.len()).collect();
+            kept != prefix
+        };
+        for v in old.iter() {
+            if reordered || !new.iter().any(|n| n == v) {
+                self.deletes.push(Change::Delete {
+                    path: item_path(path, v),
+                });
+            }
+        }
+        for v in new.iter() {
+            if reordered || !old.iter().any(|o| o == v) {
+                self.sets.push(item_set(path, v));
+            }
+        }
+    }
+
+    fn list(&mut self, path: &DataPath, old: &List, new: &List) {
+        if old.order().is_some() {
+            return self.user_ordered_list(path, old, new);
+        }
+        for item in old.entries().diff(new.entries()) {
+            match item {
+                imbl::ordmap::DiffItem::Add(keys, entry) => self.created_entry(path, keys, entry),
+                imbl::ordmap::DiffItem::Remove(keys, _) => self.deletes.push(Change::Delete {
+                    path: entry_path(path, keys),
+                }),
+                imbl::ordmap::DiffItem::Update {
+                    old: (keys, a),
+                    new: (_, b),
+                } => self.inner(&entry_path(path, keys), a, b),
+            }
+        }
+    }
+
+    /// Entries keep their place when set again, and new ones go last; so from the first
+    /// entry whose place differs, entries are deleted and created again in the new order.
+    fn user_ordered_list(&mut self, path: &DataPath, old: &List, new: &List) {
+        let mut expected: Vec<&Keys> = old.keys().filter(|k| new.get(k).is_some()).collect();
+        expected.extend(new.keys().filter(|k| old.get(k).is_none()));
+        let first_moved = new
+            .keys()
+            .zip(&expected)
+            .position(|(a, b)| a != *b)
+            .unwrap_or(expected.len());
+        for keys in old.keys() {
+            if new.get(keys).is_none() {
+                self.deletes.push(Change::Delete {
+                    path: entry_path(path, keys),
+                });
+            }
+        }
+        for (i, (keys, entry)) in new.iter().enumerate() {
+            match old.get(keys) {
+                Some(before) if i < first_moved => {
+                    self.inner(&entry_path(path, keys), before, entry)
+                }
+                Some(_) => {
+                    self.deletes.push(Change::Delete {
+                        path: entry_path(path, keys),
+                    });
+                    self.created_entry(path, keys, entry);
+                }
+                None => self.created_entry(path, keys, entry),
+            }
+        }
+    }
+}
+
+fn entry_path(list_path: &DataPath, keys: &Keys) -> DataPath {
+    let mut path = list_path.clone();
+    if let Some(last) = path.segments.last_mut() {
+        last.keys = keys.to_vec();
+    }
+    path
+}
+
+fn item_path(leaf_list: &DataPath, value: &Value) -> DataPath {
+    let mut path = leaf_list.clone();
+    if let Some(last) = path.segments.last_mut() {
+        last.keys = vec![value.clone()];
+    }
+    path
+}
+
+fn item_set(leaf_list: &DataPath, value: &Value) -> Change {
+    Change::Set {
+        path: item_path(leaf_list, value),
+        old: None,
+        new: value.clone(),
+    }
+}
+
+/// Applies changes (as [`diff`] produces them) to a tree. Deleting what is already gone is
+/// not an error: changes are replayed onto a tree that others may have changed too.
+pub fn apply(schema: &Schema, tree: &mut DataTree, changes: &[Change]) -> Result<(), Error> {
+    for change in changes {
+        match change {
+            Change::Delete { path } => {
+                tree.remove(path);
+            }
+            Change::Create { path } => tree.set(schema, path, None)?,
+            Change::Set { path, new, .. } => tree.set(schema, path, Some(new.clone()))?,
+        }
+    }
+    Ok(())
+}
+
+/// A unit of storage: an entry of a list directly under a top-level container (a port, a
+/// link, a unit, a flow, a profile), or what else a top-level container holds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RecordKey {
+    path: DataPath,
+}
+
+impl RecordKey {
+    pub fn path(&self) -> &DataPath {
+        &self.path
+    }
+
+    /// The key of a list entry record (`Some` for entries, `None` for container rests).
+    pub fn entry(&self) -> Option<(SchemaId, &[Value])> {
+        match self.path.segments.as_slice() {
+            [_, entry] => Some((entry.node, &entry.keys)),
+            _ => None,
+        }
+    }
+
+    pub fn display(&self, schema: &Schema) -> String {
+        self.path.display(schema)
+    }
+
+    pub fn parse(schema: &Schema, text: &str) -> Result<RecordKey, Error> {
+        let path = DataPath::parse(schema, text)?;
+        let valid = match path.segments.as_slice() {
+            [top] => schema.node(top.node).kind == NodeKind::Container,
+            [top, entry] => {
+                schema.node(top.node).parent.is_none()
+                    && is_record_list(schema, entry.node)
+                    && !entry.keys.is_empty()
+            }
+            _ => false,
+        };
+        if valid {
+            Ok(RecordKey { path })
+        } else {
+            Err(Error::Invalid(vec![Problem::new(
+                text,
+                "not a record path",
+            )]))
+        }
+    }
+
+    /// The record holding the node at `path`.
+    pub fn of(schema: &Schema, path: &DataPath) -> Option<RecordKey> {
+        let top = path.segments.first()?;
+        match path.segments.get(1) {
+            Some(entry) if is_record_list(schema, entry.node) && !entry.keys.is_empty() => {
+                Some(RecordKey {
+                    path: DataPath {
+                        segments: vec![Segment::new(top.node), entry.clone()],
+                    },
+                })
+            }
+            _ => Some(RecordKey {
+                path: DataPath {
+                    segments: vec![Segment::new(top.node)],
+                },
+            }),
+        }
+    }
+}
+
+/// Lists stored entry by entry: system-ordered lists right under a top-level container.
+/// (A user-ordered list's order would be lost across records, so it stays in its parent's.)
+fn is_record_list(schema: &Schema, id: SchemaId) -> bool {
+    let node = schema.node(id);
+    node.kind == NodeKind::List
+        && !node.user_ordered
+        && node.parent.is_some_and(|p| schema.node(p).parent.is_none())
+}
+
+/// Every record of a tree, in order, with its data.
+pub fn records(schema: &Schema, tree: &DataTree) -> Vec<(RecordKey, DataTree)> {
+    let mut out = Vec::new();
+    for (top, child) in tree.root().children() {
+        let Child::Container(inner) = child else {
+            continue;
+        };
+        let rest_key = RecordKey {
+            path: DataPath {
+                segments: vec![Segment::new(top)],
+            },
+        };
+        if let Some(rest) = record_data(schema, tree, &rest_key) {
+            out.push((rest_key, rest));
+        }
+        for (id, child) in inner.children() {
+            if let (Child::List(list), true) = (child, is_record_list(schema, id)) {
+                for (keys, _) in list.iter() {
+                    let key = RecordKey {
+                        path: DataPath {
+                            segments: vec![
+                                Segment::new(top),
+                                Segment::with_keys(id, keys.to_vec()),
+                            ],
+                        },
+                    };
+                    if let Some(data) = record_data(schema, tree, &key) {
+                        out.push((key, data));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The data of one record, as a tree holding only it; `None` when the tree has none.
+pub fn record_data(schema: &Schema, tree: &DataTree, key: &RecordKey) -> Option<DataTree> {
+    if key.entry().is_some() {
+        let part = tree.subtree(&key.path);
+        return (!part.is_empty()).then_some(part);
+    }
+    let top = key.path.segments.first()?.node;
+    let inner = tree.root().container(top)?;
+    let mut rest = Inner::default();
+    for (id, child) in inner.children() {
+        if !(matches!(child, Child::List(_)) && is_record_list(schema, id)) {
+            rest.put(schema, id, child.clone());
+        }
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut root = Inner::default();
+    root.put(schema, top, Child::Container(rest));
+    Some(DataTree::from_root(root))
+}
+
+/// Replaces one record of `tree` with `data` (or removes it).
+pub fn put_record(schema: &Schema, tree: &mut DataTree, key: &RecordKey, data: Option<&DataTree>) {
+    if key.entry().is_some() {
+        tree.remove(&key.path);
+    } else if let Some(top) = key.path.segments.first() {
+        let lists: Vec<(SchemaId, Child)> = tree
+            .root()
+            .container(top.node)
+            .map(|inner| {
+                inner
+                    .children()
+                    .filter(|(id, c)| matches!(c, Child::List(_)) && is_record_list(schema, *id))
+                    .map(|(id, c)| (id, c.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        tree.remove(&key.path);
+        if !lists.is_empty() {
+            let mut inner = Inner::default();
+            for (id, child) in lists {
+                inner.put(schema, id, child);
+            }
+            tree.root_mut()
+                .put(schema, top.node, Child::Container(inner));
+        }
+    }
+    if let Some(data) = data {
+        tree.merge(schema, data);
+    }
+}
+
+/// Records that differ between two trees.
+pub fn changed_records(schema: &Schema, old: &DataTree, new: &DataTree) -> Vec<RecordKey> {
+    let mut changed = Vec::new();
+    if old.ptr_eq(new) {
+        return changed;
+    }
+    let empty = Inner::default();
+    let mut tops: Vec<SchemaId> = old.root().children().map(|(id, _)| id).collect();
+    tops.extend(new.root().children().map(|(id, _)| id));
+    tops.sort();
+    tops.dedup();
+    for top in tops {
+        let a = old.root().container(top).unwrap_or(&empty);
+        let b = new.root().container(top).unwrap_or(&empty);
+        if a.ptr_eq(b) {
+            continue;
+        }
+        let mut rest_changed = false;
+        let mut ids: Vec<SchemaId> = a.children().map(|(id, _)| id).collect();
+        ids.extend(b.children().map(|(id, _)| id));
+        ids.sort();
+        ids.dedup();
+        for id in ids {
+            match (a.get(id), b.get(id), is_record_list(schema, id)) {
+                (x, y, true) => {
+                    let empty_list = List::default();
+                    let x = as_list(x).unwrap_or(&empty_list);
+                    let y = as_list(y).unwrap_or(&empty_list);
+                    for item in x.entries().diff(y.entries()) {
+                        let keys = match item {
+                            imbl::ordmap::DiffItem::Add(k, _)
+                            | imbl::ordmap::DiffItem::Remove(k, _) => k,
+                            imbl::ordmap::DiffItem::Update { new: (k, _), .. } => k,
+                        };
+                        changed.push(RecordKey {
+                            path: DataPath {
+                                segments: vec![
+                                    Segment::new(top),
+                                    Segment::with_keys(id, keys.to_vec()),
+                                ],
+                            },
+                        });
+                    }
+                }
+                (x, y, false) => rest_changed |= x != y,
+            }
+        }
+        if rest_changed {
+            changed.push(RecordKey {
+                path: DataPath {
+                    segments: vec![Segment::new(top)],
+                },
+            });
+        }
+    }
+    changed
+}
+
+fn as_list(child: Option<&Child>) -> Option<&List> {
+    match child {
+        Some(Child::List(l)) => Some(l),
+        _ => None,
+    }
+}
+
+/// Groups changes by the record they touch (for conflict messages and history).
+pub fn by_record(schema: &Schema, changes: &[Change]) -> BTreeMap<RecordKey, Vec<Change>> {
+    let mut map: BTreeMap<RecordKey, Vec<Change>> = BTreeMap::new();
+    for change in changes {
+        if let Some(key) = RecordKey::of(schema, change.path()) {
+            map.entry(key).or_default().push(change.clone());
+        }
+    }
+    map
+}

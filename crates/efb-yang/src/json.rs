@@ -1,0 +1,492 @@
+//! RFC 7951 JSON: printing our trees, and reading JSON through libyang (which checks every
+//! name and value against the schema) into our trees.
+
+use std::fmt::Write;
+
+use yang2::data::{
+    DataFormat, DataNodeRef, DataParserFlags, DataTree as LyTree, DataValidationFlags,
+};
+use yang2::ffi;
+
+use crate::ly;
+use crate::schema::{JsonKind, NodeKind, Schema, SchemaId};
+use crate::tree::{Child, DataTree, Inner, LeafList, List};
+use crate::{Error, Problem, Value};
+
+/// How to print.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PrintOptions {
+    /// Also print leaves left at their schema default (RFC 6243 report-all).
+    pub with_defaults: bool,
+    /// Indented, one member per line.
+    pub pretty: bool,
+}
+
+/// Prints a tree as RFC 7951 JSON: module-qualified top-level members, 64-bit numbers as
+/// strings, `empty` as `[null]`.
+pub fn to_json(schema: &Schema, tree: &DataTree, options: PrintOptions) -> String {
+    let mut printer = Printer {
+        schema,
+        options,
+        out: String::new(),
+        depth: 0,
+    };
+    printer.object(tree.root(), None, None, true);
+    if options.pretty {
+        printer.out.push('\n');
+    }
+    printer.out
+}
+
+struct Printer<'a> {
+    schema: &'a Schema,
+    options: PrintOptions,
+    out: String,
+    depth: usize,
+}
+
+impl Printer<'_> {
+    fn newline(&mut self) {
+        if self.options.pretty {
+            self.out.push('\n');
+            for _ in 0..self.depth {
+                self.out.push_str("  ");
+            }
+        }
+    }
+
+    fn member_name(&mut self, id: SchemaId, top: bool) {
+        let node = self.schema.node(id);
+        self.out.push('"');
+        if top {
+            self.out.push_str(&node.module);
+            self.out.push(':');
+        }
+        self.out.push_str(&node.name);
+        self.out
+            .push_str(if self.options.pretty { "\": " } else { "\":" });
+    }
+
+    /// Prints the members of an inner node (plus the keys of a list entry, first).
+    fn object(
+        &mut self,
+        inner: &Inner,
+        parent: Option<SchemaId>,
+        keys: Option<&[Value]>,
+        top: bool,
+    ) {
+        self.out.push('{');
+        self.depth += 1;
+        let mut first = true;
+        if let (Some(list), Some(keys)) = (parent, keys) {
+            let key_ids = self.schema.node(list).keys.clone();
+            for (id, value) in key_ids.iter().zip(keys) {
+                self.separator(&mut first);
+                self.member_name(*id, false);
+                self.value(value);
+            }
+        }
+        let mut members: Vec<(SchemaId, Option<&Child>)> =
+            inner.children().map(|(id, c)| (id, Some(c))).collect();
+        if self.options.with_defaults {
+            self.add_defaults(inner, parent, top, &mut members);
+        }
+        for (id, child) in members {
+            match child {
+                Some(child) => {
+                    self.separator(&mut first);
+                    self.member_name(id, top);
+                    self.child(id, child);
+                }
+                None => {
+                    let rendered = self.defaults_only(id, top);
+                    if let Some(text) = rendered {
+                        self.separator(&mut first);
+                        self.out.push_str(&text);
+                    }
+                }
+            }
+        }
+        self.depth -= 1;
+        if !first {
+            self.newline();
+        }
+        self.out.push('}');
+    }
+
+    fn separator(&mut self, first: &mut bool) {
+        if !*first {
+            self.out.push(',');
+        }
+        *first = false;
+        self.newline();
+    }
+
+    fn child(&mut self, id: SchemaId, child: &Child) {
+        match child {
+            Child::Leaf(v) => self.value(v),
+            Child::LeafList(items) => self.leaf_list(items),
+            Child::Container(c) => self.object(c, Some(id), None, false),
+            Child::List(l) => self.list(id, l),
+        }
+    }
+
+    fn list(&mut self, id: SchemaId, list: &List) {
+        self.out.push('[');
+        self.depth += 1;
+        let mut first = true;
+        for (keys, entry) in list.iter() {
+            self.separator(&mut first);
+            self.object(entry, Some(id), Some(keys), false);
+        }
+        self.depth -= 1;
+        if !first {
+            self.newline();
+        }
+        self.out.push(']');
+    }
+
+    fn leaf_list(&mut self, items: &LeafList) {
+        self.out.push('[');
+        let mut first = true;
+        for v in items.iter() {
+            if !first {
+                self.out.push(',');
+            }
+            first = false;
+            self.value(v);
+        }
+        self.out.push(']');
+    }
+
+    fn value(&mut self, v: &Value) {
+        match v.kind() {
+            JsonKind::Number | JsonKind::Bool => self.out.push_str(v.as_str()),
+            JsonKind::Empty => self.out.push_str("[null]"),
+            JsonKind::String => write_json_string(&mut self.out, v.as_str()),
+        }
+    }
+
+    /// Schema children missing from `inner` that have defaults to report.
+    fn add_defaults(
+        &self,
+        inner: &Inner,
+        parent: Option<SchemaId>,
+        top: bool,
+        members: &mut Vec<(SchemaId, Option<&Child>)>,
+    ) {
+        let candidates: Vec<SchemaId> = match parent {
+            Some(p) if !top => self.schema.node(p).children.clone(),
+            _ => self.schema.roots().to_vec(),
+        };
+        for id in candidates {
+            let node = self.schema.node(id);
+            if inner.get(id).is_some() || node.is_key || !node.config {
+                continue;
+            }
+            if !case_selected(self.schema, inner, parent, id) {
+                continue;
+            }
+            let has_default = match node.kind {
+                NodeKind::Leaf => node.default.is_some(),
+                NodeKind::Container => true,
+                _ => false,
+            };
+            if has_default {
+                members.push((id, None));
+            }
+        }
+        members.sort_by_key(|(id, _)| *id);
+    }
+
+    /// A missing leaf with a default, or a missing container holding some: rendered as a
+    /// complete member, or nothing when there is nothing to report.
+    fn defaults_only(&mut self, id: SchemaId, top: bool) -> Option<String> {
+        let node = self.schema.node(id);
+        let mut sub = Printer {
+            schema: self.schema,
+            options: self.options,
+            out: String::new(),
+            depth: self.depth,
+        };
+        sub.member_name(id, top);
+        match node.kind {
+            NodeKind::Leaf => {
+                let text = node.default.clone()?;
+                sub.value(&Value::new(text, node.json_kind()));
+            }
+            _ => {
+                let before = sub.out.len();
+                sub.object(&Inner::default(), Some(id), None, false);
+                if sub.out[before..].trim_matches(|c: char| c.is_whitespace()) == "{}" {
+                    return None;
+                }
+            }
+        }
+        Some(sub.out)
+    }
+}
+
+/// Whether a node that sits in a choice may be instantiated as a default: its case is the one
+/// present, or no case is present and it is the choice's default case.
+fn case_selected(schema: &Schema, inner: &Inner, parent: Option<SchemaId>, id: SchemaId) -> bool {
+    let node = schema.node(id);
+    let Some(case) = node.cases.last() else {
+        return true;
+    };
+    let present_case = inner.children().find_map(|(other, _)| {
+        schema
+            .node(other)
+            .cases
+            .iter()
+            .find(|c| c.choice == case.choice)
+            .map(|c| c.case.clone())
+    });
+    match present_case {
+        Some(present) => present == case.case,
+        None => parent.is_some_and(|p| {
+            schema
+                .node(p)
+                .default_cases
+                .iter()
+                .any(|d| d.choice == case.choice && d.case == case.case)
+        }),
+    }
+}
+
+pub(crate) fn write_json_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// What to check when reading JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// Names and value types only: a fragment or a configuration still being written.
+    Types,
+    /// Everything YANG says: mandatory nodes, references, choices, ranges.
+    Complete,
+}
+
+/// Reads RFC 7951 JSON configuration. Every problem libyang finds is returned with its path.
+pub fn from_json(schema: &Schema, text: &str, check: Check) -> Result<DataTree, Error> {
+    let ly = parse_ly(schema, text, check)?;
+    Ok(convert(schema, &ly))
+}
+
+/// Parses with libyang, collecting all errors.
+pub(crate) fn parse_ly<'a>(
+    schema: &'a Schema,
+    text: &str,
+    check: Check,
+) -> Result<LyTree<'a>, Error> {
+    let ctx = schema.context();
+    let raw = ly::context_raw(ctx);
+    ly::clear_errors(raw);
+    let mut parser = DataParserFlags::STRICT | DataParserFlags::NO_STATE;
+    if check == Check::Types {
+        parser |= DataParserFlags::NO_VALIDATION;
+    }
+    let validation = DataValidationFlags::from_bits_retain(
+        ffi::LYD_VALIDATE_NO_STATE | ffi::LYD_VALIDATE_MULTI_ERROR,
+    );
+    // libyang reads the input as a C string.
+    let mut input = String::with_capacity(text.len() + 1);
+    input.push_str(text);
+    input.push('\0');
+    match LyTree::parse_string(ctx, input.as_bytes(), DataFormat::JSON, parser, validation) {
+        Ok(tree) => {
+            ly::clear_errors(raw);
+            Ok(tree)
+        }
+        Err(e) => {
+            let mut problems = ly::take_errors(raw);
+            if problems.is_empty() {
+                problems.push(Problem::new("", e.to_string()));
+            }
+            Err(Error::Invalid(problems))
+        }
+    }
+}
+
+/// Converts a libyang tree into ours, leaving out the defaults libyang added.
+pub(crate) fn convert(schema: &Schema, ly: &LyTree<'_>) -> DataTree {
+    let mut tree = DataTree::new();
+    if let Some(first) = ly.reference() {
+        for node in first.inclusive_siblings() {
+            add_node(schema, tree.root_mut(), &node);
+        }
+    }
+    tree
+}
+
+fn add_node(schema: &Schema, parent: &mut Inner, node: &DataNodeRef<'_, '_>) {
+    let Some(id) = schema.by_raw(&node.schema()) else {
+        return;
+    };
+    let info = schema.node(id);
+    match info.kind {
+        NodeKind::Leaf => {
+            if !ly::is_implicit_default(node) && !info.is_key {
+                parent.put(schema, id, Child::Leaf(term_value(schema, id, node)));
+            }
+        }
+        NodeKind::LeafList => {
+            if !ly::is_implicit_default(node) {
+                let value = term_value(schema, id, node);
+                parent
+                    .leaf_list_mut(schema, id)
+                    .insert(value, info.user_ordered);
+            }
+        }
+        NodeKind::List => {
+            let keys: Vec<Value> = node
+                .list_keys()
+                .filter_map(|k| {
+                    let kid = schema.by_raw(&k.schema())?;
+                    Some(term_value(schema, kid, &k))
+                })
+                .collect();
+            let mut entry = Inner::default();
+            for child in node.children() {
+                add_node(schema, &mut entry, &child);
+            }
+            parent.list_mut(schema, id).put(keys.into(), entry);
+        }
+        _ => {
+            let mut inner = Inner::default();
+            for child in node.children() {
+                add_node(schema, &mut inner, &child);
+            }
+            if !inner.is_empty() {
+                parent.put(schema, id, Child::Container(inner));
+            }
+        }
+    }
+}
+
+fn term_value(schema: &Schema, id: SchemaId, node: &DataNodeRef<'_, '_>) -> Value {
+    let text = node.value_canonical().unwrap_or_default();
+    let info = schema.node(id);
+    let kind = match info.leaf_type.as_ref().map(|t| t.base) {
+        Some(ly::BaseType::Union) => JsonKind::of(ly::resolved_base_type(node)),
+        _ => info.json_kind(),
+    };
+    Value::new(text, kind)
+}
+
+/// Reads JSON this crate printed (the datastore's own records) without libyang: names are
+/// checked against the schema, values are taken as written, since they were checked before
+/// they were stored. Loading 100 000 stored flows this way takes a fraction of a libyang parse.
+pub fn from_trusted_json(schema: &Schema, text: &str) -> Result<DataTree, Error> {
+    let fail = |path: &str, message: String| Error::Invalid(vec![Problem::new(path, message)]);
+    let doc: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| fail("", format!("not JSON: {e}")))?;
+    let serde_json::Value::Object(members) = doc else {
+        return Err(fail("", "expected a JSON object".into()));
+    };
+    let mut root = Inner::default();
+    for (name, value) in &members {
+        let id = schema
+            .root(name)
+            .ok_or_else(|| fail(name, "unknown top-level node".into()))?;
+        trusted_member(schema, &mut root, id, value).map_err(|m| fail(name, m))?;
+    }
+    Ok(DataTree::from_root(root))
+}
+
+fn trusted_member(
+    schema: &Schema,
+    parent: &mut Inner,
+    id: SchemaId,
+    value: &serde_json::Value,
+) -> Result<(), String> {
+    let node = schema.node(id);
+    match node.kind {
+        NodeKind::Leaf => parent.put(schema, id, Child::Leaf(trusted_scalar(value)?)),
+        NodeKind::LeafList => {
+            let items = value.as_array().ok_or("expected an array")?;
+            let list = parent.leaf_list_mut(schema, id);
+            for item in items {
+                list.insert(trusted_scalar(item)?, node.user_ordered);
+            }
+        }
+        NodeKind::List => {
+            let entries = value.as_array().ok_or("expected an array")?;
+            for entry in entries {
+                let (keys, inner) = trusted_entry(schema, id, entry)?;
+                parent.list_mut(schema, id).put(keys.into(), inner);
+            }
+        }
+        _ => {
+            let inner = trusted_object(schema, id, value, &[])?;
+            if !inner.is_empty() {
+                parent.put(schema, id, Child::Container(inner));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn trusted_entry(
+    schema: &Schema,
+    list: SchemaId,
+    entry: &serde_json::Value,
+) -> Result<(Vec<Value>, Inner), String> {
+    let object = entry.as_object().ok_or("expected an object")?;
+    let key_ids = &schema.node(list).keys;
+    let mut keys = Vec::with_capacity(key_ids.len());
+    for key in key_ids {
+        let name = &schema.node(*key).name;
+        let value = object
+            .get(name)
+            .ok_or_else(|| format!("entry without its key {name}"))?;
+        keys.push(trusted_scalar(value)?);
+    }
+    let inner = trusted_object(schema, list, entry, key_ids)?;
+    Ok((keys, inner))
+}
+
+fn trusted_object(
+    schema: &Schema,
+    id: SchemaId,
+    value: &serde_json::Value,
+    skip: &[SchemaId],
+) -> Result<Inner, String> {
+    let object = value.as_object().ok_or("expected an object")?;
+    let mut inner = Inner::default();
+    for (name, member) in object {
+        let child = schema
+            .child(id, name)
+            .ok_or_else(|| format!("unknown node {name} in {}", schema.node(id).name))?;
+        if !skip.contains(&child) {
+            trusted_member(schema, &mut inner, child, member)?;
+        }
+    }
+    Ok(inner)
+}
+
+fn trusted_scalar(value: &serde_json::Value) -> Result<Value, String> {
+    Ok(match value {
+        serde_json::Value::Number(n) => Value::new(n.to_string(), JsonKind::Number),
+        serde_json::Value::String(s) => Value::new(s.as_str(), JsonKind::String),
+        serde_json::Value::Bool(b) => Value::new(b.to_string(), JsonKind::Bool),
+        serde_json::Value::Array(a) if a.len() == 1 && a[0].is_null() => {
+            Value::new("", JsonKind::Empty)
+        }
+        other => return Err(format!("unexpected value {other}")),
+    })
+}

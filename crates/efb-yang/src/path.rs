@@ -1,0 +1,241 @@
+//! Data paths: a node of the schema plus the list keys (or leaf-list value) that pick one
+//! instance, at every step. Written and read in libyang's XPath-like form:
+//! `/ecofilter-balancer:ecofilter-balancer/flow[name='bgp']/match/dst-port`.
+
+use std::fmt::Write;
+
+use crate::schema::{NodeKind, Schema, SchemaId};
+use crate::{Error, Problem, Value};
+
+/// One step of a data path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Segment {
+    pub node: SchemaId,
+    /// For a list: its key values in key order (empty: every entry). For a leaf-list: the
+    /// item's value (empty: every item). Empty for everything else.
+    pub keys: Vec<Value>,
+}
+
+impl Segment {
+    pub fn new(node: SchemaId) -> Segment {
+        Segment {
+            node,
+            keys: Vec::new(),
+        }
+    }
+
+    pub fn with_keys(node: SchemaId, keys: Vec<Value>) -> Segment {
+        Segment { node, keys }
+    }
+}
+
+/// A path from the top of the data to one node (or to every instance of a list).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DataPath {
+    pub segments: Vec<Segment>,
+}
+
+impl DataPath {
+    pub fn root() -> DataPath {
+        DataPath::default()
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    pub fn last(&self) -> Option<&Segment> {
+        self.segments.last()
+    }
+
+    pub fn node(&self) -> Option<SchemaId> {
+        self.segments.last().map(|s| s.node)
+    }
+
+    pub fn child(&self, segment: Segment) -> DataPath {
+        let mut segments = self.segments.clone();
+        segments.push(segment);
+        DataPath { segments }
+    }
+
+    pub fn parent(&self) -> DataPath {
+        let mut segments = self.segments.clone();
+        segments.pop();
+        DataPath { segments }
+    }
+
+    /// True when `self` is `other` or one of its ancestors.
+    pub fn contains(&self, other: &DataPath) -> bool {
+        self.segments.len() <= other.segments.len()
+            && self
+                .segments
+                .iter()
+                .zip(&other.segments)
+                .all(|(a, b)| a.node == b.node && (a.keys.is_empty() || a.keys == b.keys))
+    }
+
+    /// True when one of the two paths contains the other.
+    pub fn overlaps(&self, other: &DataPath) -> bool {
+        self.contains(other) || other.contains(self)
+    }
+
+    /// The path in libyang's form.
+    pub fn display(&self, schema: &Schema) -> String {
+        let mut out = String::new();
+        for (i, seg) in self.segments.iter().enumerate() {
+            let node = schema.node(seg.node);
+            out.push('/');
+            if i == 0 {
+                out.push_str(&node.module);
+                out.push(':');
+            }
+            out.push_str(&node.name);
+            match node.kind {
+                NodeKind::List => {
+                    for (key, value) in node.keys.iter().zip(&seg.keys) {
+                        let _ = write!(
+                            out,
+                            "[{}={}]",
+                            schema.node(*key).name,
+                            quote(value.as_str())
+                        );
+                    }
+                }
+                NodeKind::LeafList => {
+                    if let Some(value) = seg.keys.first() {
+                        let _ = write!(out, "[.={}]", quote(value.as_str()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if out.is_empty() {
+            out.push('/');
+        }
+        out
+    }
+
+    /// Reads a path in libyang's form. The module prefix is optional on every step; keys may
+    /// come in any order, values in single or double quotes. A list step without keys means
+    /// every entry.
+    pub fn parse(schema: &Schema, text: &str) -> Result<DataPath, Error> {
+        let invalid = |message: String| Error::Invalid(vec![Problem::new(text, message)]);
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut rest = text.trim();
+        if rest == "/" || rest.is_empty() {
+            return Ok(DataPath::root());
+        }
+        rest = rest
+            .strip_prefix('/')
+            .ok_or_else(|| invalid("a path starts with /".into()))?;
+        while !rest.is_empty() {
+            let end = rest.find(['/', '[']).unwrap_or(rest.len());
+            let name = &rest[..end];
+            rest = &rest[end..];
+            let node = match segments.last() {
+                None => schema.root(name),
+                Some(parent) => schema.child(parent.node, name),
+            }
+            .ok_or_else(|| invalid(unknown_node_message(schema, segments.last(), name)))?;
+            let mut predicates = Vec::new();
+            while let Some(after) = rest.strip_prefix('[') {
+                let (predicate, tail) = split_predicate(after)
+                    .ok_or_else(|| invalid(format!("unterminated predicate after {name}")))?;
+                predicates.push(predicate);
+                rest = tail;
+            }
+            let keys = predicate_keys(schema, node, &predicates).map_err(invalid)?;
+            segments.push(Segment { node, keys });
+            rest = rest.strip_prefix('/').unwrap_or(rest);
+        }
+        Ok(DataPath { segments })
+    }
+}
+
+fn unknown_node_message(schema: &Schema, parent: Option<&Segment>, name: &str) -> String {
+    let children: Vec<&str> = match parent {
+        None => schema
+            .roots()
+            .iter()
+            .map(|id| schema.node(*id).name.as_str())
+            .collect(),
+        Some(p) => schema
+            .node(p.node)
+            .children
+            .iter()
+            .map(|id| schema.node(*id).name.as_str())
+            .collect(),
+    };
+    format!(
+        "unknown node \"{name}\"; expected one of: {}",
+        children.join(", ")
+    )
+}
+
+/// `name='x']...` -> (("name", "x"), "...")
+fn split_predicate(text: &str) -> Option<((String, String), &str)> {
+    let eq = text.find('=')?;
+    let name = text[..eq].trim().to_string();
+    let after = text[eq + 1..].trim_start();
+    let quote = after.chars().next()?;
+    if quote != '\'' && quote != '"' {
+        return None;
+    }
+    let body = &after[1..];
+    let close = body.find(quote)?;
+    let value = body[..close].to_string();
+    let tail = body[close + 1..].trim_start().strip_prefix(']')?;
+    Some(((name, value), tail))
+}
+
+fn predicate_keys(
+    schema: &Schema,
+    node: SchemaId,
+    predicates: &[(String, String)],
+) -> Result<Vec<Value>, String> {
+    let info = schema.node(node);
+    match info.kind {
+        NodeKind::List if !predicates.is_empty() => {
+            let mut keys = Vec::with_capacity(info.keys.len());
+            for key in &info.keys {
+                let key_name = &schema.node(*key).name;
+                let (_, text) = predicates
+                    .iter()
+                    .find(|(n, _)| n.rsplit(':').next() == Some(key_name.as_str()))
+                    .ok_or_else(|| format!("{} needs its key {key_name}", info.name))?;
+                keys.push(
+                    schema
+                        .value(*key, text)
+                        .map_err(|e| format!("{key_name}: {e}"))?,
+                );
+            }
+            if predicates.len() != info.keys.len() {
+                return Err(format!(
+                    "{} is keyed by {} only",
+                    info.name,
+                    info.keys
+                        .iter()
+                        .map(|k| schema.node(*k).name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            Ok(keys)
+        }
+        NodeKind::LeafList if !predicates.is_empty() => match predicates {
+            [(dot, text)] if dot == "." => Ok(vec![schema.value(node, text)?]),
+            _ => Err(format!("{} items are selected with [.='value']", info.name)),
+        },
+        _ if predicates.is_empty() => Ok(Vec::new()),
+        _ => Err(format!("{} takes no predicate", info.name)),
+    }
+}
+
+/// Quotes a value for a path predicate.
+pub fn quote(value: &str) -> String {
+    if value.contains('\'') {
+        format!("\"{value}\"")
+    } else {
+        format!("'{value}'")
+    }
+}

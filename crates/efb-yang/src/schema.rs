@@ -1,0 +1,727 @@
+//! The YANG schema, embedded in the binary: a libyang context holding the module, and a
+//! compact Rust index of its data nodes (names, kinds, keys, types, defaults, descriptions)
+//! that the data tree, JSON, set lines, the shell and gNMI all navigate.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use yang2::context::{Context, ContextFlags, EmbeddedModuleKey, EmbeddedModules};
+use yang2::schema::{SchemaNode, SchemaNodeKind};
+use yang2::utils::Binding;
+
+use crate::ly::{self, BaseType, TypeInfo};
+use crate::{Error, Problem};
+
+/// Name of the module this management plane serves.
+pub const MODULE_NAME: &str = "ecofilter-balancer";
+
+/// The module text, embedded: no search path is read at run time.
+pub const MODULE_TEXT: &str = include_str!("../../../yang/ecofilter-balancer.yang");
+
+/// Index of a node in the schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SchemaId(pub(crate) u32);
+
+impl SchemaId {
+    pub(crate) fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Kinds of data-bearing schema nodes. Choices and cases are not data nodes: their children
+/// appear directly under the enclosing node, with [`SchemaNodeInfo::cases`] recording where
+/// they came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    Container,
+    List,
+    Leaf,
+    LeafList,
+    Rpc,
+    Input,
+    Output,
+    Notification,
+}
+
+/// A choice/case a node sits in: nodes of different cases of one choice exclude each other.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaseOf {
+    /// Schema path of the choice (unique within the module).
+    pub choice: String,
+    pub case: String,
+}
+
+/// How a value of a leaf is written in RFC 7951 JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum JsonKind {
+    /// A JSON number: integers of 32 bits or less.
+    Number,
+    /// A JSON string: everything else, including 64-bit integers and decimal64.
+    String,
+    Bool,
+    /// `[null]`: the `empty` type.
+    Empty,
+}
+
+impl JsonKind {
+    pub(crate) fn of(base: BaseType) -> JsonKind {
+        match base {
+            BaseType::Uint8
+            | BaseType::Uint16
+            | BaseType::Uint32
+            | BaseType::Int8
+            | BaseType::Int16
+            | BaseType::Int32 => JsonKind::Number,
+            BaseType::Bool => JsonKind::Bool,
+            BaseType::Empty => JsonKind::Empty,
+            _ => JsonKind::String,
+        }
+    }
+}
+
+/// One data-bearing node of the schema.
+#[derive(Clone, Debug)]
+pub struct SchemaNodeInfo {
+    pub id: SchemaId,
+    pub name: String,
+    pub module: String,
+    pub kind: NodeKind,
+    /// Configuration (`config true`) or state.
+    pub config: bool,
+    pub parent: Option<SchemaId>,
+    /// Data children in schema order, choices and cases flattened.
+    pub children: Vec<SchemaId>,
+    /// Key leaves of a list, in key order.
+    pub keys: Vec<SchemaId>,
+    pub is_key: bool,
+    pub user_ordered: bool,
+    pub mandatory: bool,
+    /// Canonical default of a leaf.
+    pub default: Option<String>,
+    pub description: String,
+    pub units: Option<String>,
+    /// Choices and cases between this node and its data parent, outermost first.
+    pub cases: Vec<CaseOf>,
+    pub leaf_type: Option<TypeInfo>,
+    /// Descendant paths in libyang's data form, without predicates: `/ecofilter-balancer:ports/port/mtu`.
+    pub schema_path: String,
+    /// Default case of each choice directly under this node: (choice path, case name).
+    pub default_cases: Vec<CaseOf>,
+    /// Has `must` or `when` statements (their XPath may look anywhere in the data).
+    pub constrained: bool,
+    /// A list with `min-elements`, `max-elements` or `unique`: constraints over all entries.
+    pub bounded: bool,
+}
+
+impl SchemaNodeInfo {
+    pub fn is_leaf(&self) -> bool {
+        self.kind == NodeKind::Leaf
+    }
+
+    pub fn is_inner(&self) -> bool {
+        matches!(
+            self.kind,
+            NodeKind::Container
+                | NodeKind::List
+                | NodeKind::Rpc
+                | NodeKind::Input
+                | NodeKind::Output
+                | NodeKind::Notification
+        )
+    }
+
+    /// JSON encoding of this leaf's values when the type alone decides it.
+    pub fn json_kind(&self) -> JsonKind {
+        match &self.leaf_type {
+            Some(t) => JsonKind::of(effective_base(t)),
+            None => JsonKind::String,
+        }
+    }
+
+    /// A short phrase saying what values the leaf accepts, for error messages and help.
+    pub fn accepts(&self) -> String {
+        match &self.leaf_type {
+            Some(t) => describe_type(t),
+            None => String::new(),
+        }
+    }
+}
+
+fn effective_base(t: &TypeInfo) -> BaseType {
+    match (&t.base, &t.leafref_real) {
+        (BaseType::LeafRef, Some(real)) => effective_base(real),
+        (base, _) => *base,
+    }
+}
+
+/// Describes what a type accepts, in words an engineer reads at the prompt.
+pub fn describe_type(t: &TypeInfo) -> String {
+    if let Some(known) = t.typedef.as_deref().and_then(describe_known_typedef) {
+        return known.to_string();
+    }
+    match t.base {
+        b if b.is_integer() => match &t.range {
+            Some(range) => format!("an integer in {range}"),
+            None => "an integer".to_string(),
+        },
+        BaseType::Bool => "true or false".to_string(),
+        BaseType::Empty => "no value".to_string(),
+        BaseType::Enumeration => {
+            let names: Vec<&str> = t.enums.iter().map(|e| e.name.as_str()).collect();
+            format!("one of {}", names.join(", "))
+        }
+        BaseType::LeafRef => match &t.leafref_path {
+            Some(path) => format!("the name of an existing {}", leafref_target_words(path)),
+            None => "a reference".to_string(),
+        },
+        BaseType::Union => t
+            .members
+            .iter()
+            .map(describe_type)
+            .collect::<Vec<_>>()
+            .join(", or "),
+        BaseType::String => {
+            let mut text = "a string".to_string();
+            if let Some(length) = &t.range {
+                text.push_str(&format!(" of length {length}"));
+            }
+            if !t.patterns.is_empty() {
+                text.push_str(&format!(" matching {}", t.patterns.join(" and ")));
+            }
+            text
+        }
+        BaseType::Decimal64 => "a decimal number".to_string(),
+        _ => format!("a value of type {:?}", t.base).to_lowercase(),
+    }
+}
+
+fn describe_known_typedef(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "ipv4-prefix" => "an IPv4 prefix such as 192.0.2.0/24",
+        "ipv6-prefix" => "an IPv6 prefix such as 2001:db8::/32",
+        "ip-address" | "ip-address-no-zone" => "an IPv4 or IPv6 address",
+        "ipv4-address" | "ipv4-address-no-zone" => "an IPv4 address",
+        "ipv6-address" | "ipv6-address-no-zone" => "an IPv6 address",
+        "mac-address" => "a MAC address such as 00:11:22:33:44:55",
+        "port-number" => "a port number in 0..65535",
+        "l4-port-or-range" => "a port (179) or a range of ports (1024-65535)",
+        "counter64" => "a 64-bit counter",
+        "date-and-time" => "a date and time such as 2026-11-30T12:00:00Z",
+        _ => return None,
+    })
+}
+
+/// `/efb:ports/efb:port/efb:name` -> `port` (the list whose key the reference names).
+fn leafref_target_words(path: &str) -> String {
+    let steps: Vec<&str> = path
+        .split('/')
+        .filter(|s| !s.is_empty() && !s.starts_with(".."))
+        .map(|s| s.rsplit(':').next().unwrap_or(s))
+        .collect();
+    match steps.len() {
+        0 => path.to_string(),
+        1 => steps[0].to_string(),
+        n => steps[n - 2].to_string(),
+    }
+}
+
+/// The schema: a libyang context with the module loaded, and the Rust index of its nodes.
+pub struct Schema {
+    ctx: Context,
+    nodes: Vec<SchemaNodeInfo>,
+    /// libyang's compiled node behind each entry (0 for RPC input/output).
+    raw: Vec<usize>,
+    by_raw: HashMap<usize, SchemaId>,
+    roots: Vec<SchemaId>,
+    rpcs: Vec<SchemaId>,
+    notifications: Vec<SchemaId>,
+    module: ModuleInfo,
+    independent: Vec<SchemaId>,
+}
+
+/// Identity of the loaded module, as gNMI Capabilities and the shell report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleInfo {
+    pub name: String,
+    pub revision: String,
+    pub namespace: String,
+    pub prefix: String,
+    pub organization: String,
+}
+
+impl fmt::Debug for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Schema")
+            .field("module", &self.module)
+            .field("nodes", &self.nodes.len())
+            .finish()
+    }
+}
+
+impl Schema {
+    /// Loads the embedded module. Fails if libyang reports any error or warning.
+    pub fn load() -> Result<Schema, Error> {
+        Schema::load_text(MODULE_TEXT)
+    }
+
+    /// Loads a module text (tests load variants of the module this way).
+    pub fn load_text(text: &'static str) -> Result<Schema, Error> {
+        let revision = module_revision(text)
+            .ok_or_else(|| Error::Schema("the module has no revision statement".into()))?;
+        let mut ctx = Context::new(ContextFlags::NO_YANGLIBRARY | ContextFlags::DISABLE_SEARCHDIRS)
+            .map_err(|e| Error::Schema(e.to_string()))?;
+        ly::store_all_errors();
+        let mut embedded = EmbeddedModules::new();
+        embedded.insert(
+            EmbeddedModuleKey::new(MODULE_NAME, Some(revision), None, None),
+            text,
+        );
+        ctx.set_embedded_modules(&embedded);
+        let raw = ly::context_raw(&ctx);
+        ly::clear_errors(raw);
+        if let Err(e) = ctx.load_module(MODULE_NAME, Some(revision), &[]) {
+            let mut problems = ly::take_errors(raw);
+            if problems.is_empty() {
+                problems.push(Problem::new("", e.to_string()));
+            }
+            return Err(Error::Invalid(problems));
+        }
+        let warnings = ly::take_errors(raw);
+        if !warnings.is_empty() {
+            return Err(Error::Invalid(warnings));
+        }
+        Schema::index(ctx)
+    }
+
+    fn index(ctx: Context) -> Result<Schema, Error> {
+        let module = ctx
+            .get_module_latest(MODULE_NAME)
+            .ok_or_else(|| Error::Schema(format!("module {MODULE_NAME} did not load")))?;
+        let info = ModuleInfo {
+            name: module.name().to_string(),
+            revision: module.revision().unwrap_or_default().to_string(),
+            namespace: module.namespace().to_string(),
+            prefix: module.prefix().to_string(),
+            organization: module.organization().unwrap_or_default().to_string(),
+        };
+        let mut builder = IndexBuilder::default();
+        let roots = builder.add_siblings(module.data(), None, &[]);
+        let rpcs = builder.add_siblings(module.rpcs(), None, &[]);
+        let notifications = builder.add_siblings(module.notifications(), None, &[]);
+        let IndexBuilder { nodes, raw, by_raw } = builder;
+        let mut schema = Schema {
+            ctx,
+            nodes,
+            raw,
+            by_raw,
+            roots,
+            rpcs,
+            notifications,
+            module: info,
+            independent: Vec::new(),
+        };
+        schema.independent = schema.find_independent_lists();
+        Ok(schema)
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    pub fn module(&self) -> &ModuleInfo {
+        &self.module
+    }
+
+    pub fn node(&self, id: SchemaId) -> &SchemaNodeInfo {
+        &self.nodes[id.index()]
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &SchemaNodeInfo> {
+        self.nodes.iter()
+    }
+
+    /// Top-level data nodes (`ports`, `ecofilter-balancer`, `liveness`).
+    pub fn roots(&self) -> &[SchemaId] {
+        &self.roots
+    }
+
+    pub fn rpcs(&self) -> &[SchemaId] {
+        &self.rpcs
+    }
+
+    pub fn notifications(&self) -> &[SchemaId] {
+        &self.notifications
+    }
+
+    pub fn root(&self, name: &str) -> Option<SchemaId> {
+        let name = name
+            .strip_prefix(&format!("{MODULE_NAME}:"))
+            .unwrap_or(name);
+        self.roots
+            .iter()
+            .chain(&self.rpcs)
+            .chain(&self.notifications)
+            .copied()
+            .find(|id| self.node(*id).name == name)
+    }
+
+    /// A data child of `parent` by name (a module prefix `ecofilter-balancer:` is accepted).
+    pub fn child(&self, parent: SchemaId, name: &str) -> Option<SchemaId> {
+        let name = name
+            .strip_prefix(&format!("{MODULE_NAME}:"))
+            .unwrap_or(name);
+        self.node(parent)
+            .children
+            .iter()
+            .copied()
+            .find(|id| self.node(*id).name == name)
+    }
+
+    /// The node at a schema path such as `/ecofilter-balancer/flow/match/dst-port`.
+    pub fn find(&self, path: &str) -> Option<SchemaId> {
+        let mut steps = path.split('/').filter(|s| !s.is_empty());
+        let mut id = self.root(steps.next()?)?;
+        for step in steps {
+            id = self.child(id, step)?;
+        }
+        Some(id)
+    }
+
+    pub(crate) fn by_raw(&self, node: &SchemaNode<'_>) -> Option<SchemaId> {
+        self.by_raw.get(&(node.as_raw() as usize)).copied()
+    }
+
+    /// The libyang schema node behind an index entry (none for RPC input and output, which
+    /// libyang does not expose as nodes).
+    pub(crate) fn ly_node(&self, id: SchemaId) -> Option<SchemaNode<'_>> {
+        let raw = self.raw[id.index()];
+        // SAFETY: `raw` was read from this context's compiled schema, which lives as long as
+        // `self.ctx`.
+        (raw != 0).then(|| unsafe { SchemaNode::from_raw(&self.ctx, raw as *mut _) })
+    }
+
+    /// Checks a leaf value against its type and returns it in canonical form.
+    pub fn value(&self, id: SchemaId, text: &str) -> Result<crate::Value, String> {
+        let node = self
+            .ly_node(id)
+            .filter(|_| !self.node(id).is_inner())
+            .ok_or_else(|| format!("{} takes no value", self.node(id).name))?;
+        let checked = ly::check_value(&self.ctx, &node, text)?;
+        let kind = match self.node(id).leaf_type.as_ref().map(|t| t.base) {
+            Some(BaseType::Union) => JsonKind::of(checked.base),
+            _ => self.node(id).json_kind(),
+        };
+        Ok(crate::Value::new(checked.canonical, kind))
+    }
+
+    /// Whether the node sits in configuration (not state, RPC or notification).
+    pub fn is_config_data(&self, id: SchemaId) -> bool {
+        let node = self.node(id);
+        node.config && self.roots.contains(&self.top(id))
+    }
+
+    /// The top-level ancestor of a node (the node itself when it is top-level).
+    pub fn top(&self, mut id: SchemaId) -> SchemaId {
+        while let Some(parent) = self.node(id).parent {
+            id = parent;
+        }
+        id
+    }
+
+    /// Ancestors from the top down to `id` included.
+    pub fn lineage(&self, id: SchemaId) -> Vec<SchemaId> {
+        let mut chain = vec![id];
+        let mut cur = id;
+        while let Some(parent) = self.node(cur).parent {
+            chain.push(parent);
+            cur = parent;
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// Configuration lists whose entries can be validated one by one: nothing in the
+    /// schema refers into them (no leafref targets them, no must/when anywhere), and no
+    /// constraint spans their entries (no min/max-elements, no unique). For such a list, a
+    /// valid configuration changed only in some of its entries is valid exactly when the
+    /// rest of the configuration plus those entries is. With 100 000 flows, that is what
+    /// keeps a one-flow commit fast.
+    pub fn independent_lists(&self) -> &[SchemaId] {
+        &self.independent
+    }
+
+    fn find_independent_lists(&self) -> Vec<SchemaId> {
+        if self.nodes.iter().any(|n| n.constrained) {
+            return Vec::new();
+        }
+        let targets: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|n| n.config)
+            .filter_map(|n| {
+                let path = n.leaf_type.as_ref()?.leafref_path.as_ref()?;
+                Some(resolve_leafref(&n.schema_path, path))
+            })
+            .collect();
+        self.nodes
+            .iter()
+            .filter(|n| {
+                n.kind == NodeKind::List
+                    && n.config
+                    && !n.bounded
+                    && !n.user_ordered
+                    && n.parent.is_some_and(|p| self.node(p).parent.is_none())
+                    && self.roots.contains(&self.top(n.id))
+                    && !targets
+                        .iter()
+                        .any(|t| within(t, &unprefixed(&n.schema_path)))
+            })
+            .map(|n| n.id)
+            .collect()
+    }
+
+    /// True when a node of one case would exclude `existing` from the same parent.
+    pub(crate) fn excludes(&self, new: SchemaId, existing: SchemaId) -> bool {
+        let a = &self.node(new).cases;
+        let b = &self.node(existing).cases;
+        a.iter()
+            .zip(b)
+            .find(|(x, y)| x.choice == y.choice && x.case != y.case)
+            .is_some()
+    }
+}
+
+/// A leafref path, made absolute and without prefixes, from the leaf holding it.
+fn resolve_leafref(leaf_path: &str, target: &str) -> String {
+    let target = unprefixed(target);
+    if target.starts_with('/') {
+        return target;
+    }
+    let mut steps: Vec<String> = unprefixed(leaf_path)
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    for step in target.split('/') {
+        match step {
+            ".." => {
+                steps.pop();
+            }
+            "" | "." => {}
+            name => steps.push(name.to_string()),
+        }
+    }
+    format!("/{}", steps.join("/"))
+}
+
+/// `/efb:a/efb:b[x=current()]` -> `/a/b`.
+fn unprefixed(path: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    for c in path.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ if depth > 0 => {}
+            _ => out.push(c),
+        }
+    }
+    out.split('/')
+        .map(|step| step.rsplit(':').next().unwrap_or(step))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn within(path: &str, ancestor: &str) -> bool {
+    path == ancestor || path.starts_with(&format!("{ancestor}/"))
+}
+
+fn module_revision(text: &str) -> Option<&str> {
+    let at = text.find("revision ")?;
+    let rest = &text[at + "revision ".len()..];
+    let end = rest.find(|c: char| c.is_whitespace() || c == '{' || c == ';')?;
+    Some(rest[..end].trim_matches('"'))
+}
+
+#[derive(Default)]
+struct IndexBuilder {
+    nodes: Vec<SchemaNodeInfo>,
+    raw: Vec<usize>,
+    by_raw: HashMap<usize, SchemaId>,
+}
+
+impl IndexBuilder {
+    fn add_siblings<'a>(
+        &mut self,
+        siblings: impl Iterator<Item = SchemaNode<'a>>,
+        parent: Option<SchemaId>,
+        cases: &[CaseOf],
+    ) -> Vec<SchemaId> {
+        let mut ids = Vec::new();
+        for node in siblings {
+            match node.kind() {
+                SchemaNodeKind::Choice => {
+                    let choice = node.path(yang2::schema::SchemaPathFormat::LOG);
+                    for case in node.children() {
+                        let mut inner = cases.to_vec();
+                        inner.push(CaseOf {
+                            choice: choice.clone(),
+                            case: case.name().to_string(),
+                        });
+                        // A shorthand case (a leaf directly in the choice) is its own case.
+                        if case.kind() == SchemaNodeKind::Case {
+                            ids.extend(self.add_siblings(case.children(), parent, &inner));
+                        } else {
+                            ids.extend(self.add_siblings(std::iter::once(case), parent, &inner));
+                        }
+                    }
+                    if let (Some(parent), Some(default)) = (parent, node.default_case()) {
+                        self.nodes[parent.index()].default_cases.push(CaseOf {
+                            choice,
+                            case: default.name().to_string(),
+                        });
+                    }
+                }
+                SchemaNodeKind::Case | SchemaNodeKind::AnyData | SchemaNodeKind::Action => {}
+                _ => ids.push(self.add_node(&node, parent, cases)),
+            }
+        }
+        ids
+    }
+
+    fn add_node(
+        &mut self,
+        node: &SchemaNode<'_>,
+        parent: Option<SchemaId>,
+        cases: &[CaseOf],
+    ) -> SchemaId {
+        let kind = match node.kind() {
+            SchemaNodeKind::Container => NodeKind::Container,
+            SchemaNodeKind::List => NodeKind::List,
+            SchemaNodeKind::Leaf => NodeKind::Leaf,
+            SchemaNodeKind::LeafList => NodeKind::LeafList,
+            SchemaNodeKind::Rpc | SchemaNodeKind::Action => NodeKind::Rpc,
+            SchemaNodeKind::Input => NodeKind::Input,
+            SchemaNodeKind::Output => NodeKind::Output,
+            _ => NodeKind::Notification,
+        };
+        let leaf_type = matches!(kind, NodeKind::Leaf | NodeKind::LeafList)
+            .then(|| ly::leaf_type_info(node))
+            .flatten();
+        let in_operation = matches!(
+            kind,
+            NodeKind::Rpc | NodeKind::Input | NodeKind::Output | NodeKind::Notification
+        ) || node.is_within_input()
+            || node.is_within_output()
+            || node.is_within_notification();
+        let id = self.push(SchemaNodeInfo {
+            id: SchemaId(0),
+            name: node.name().to_string(),
+            module: node.module().name().to_string(),
+            kind,
+            config: node.is_config() && !in_operation,
+            parent,
+            children: Vec::new(),
+            keys: Vec::new(),
+            is_key: node.is_list_key(),
+            user_ordered: node.is_user_ordered(),
+            mandatory: node.is_mandatory(),
+            // yang2 reads the default without checking it exists: ask first.
+            default: if kind == NodeKind::Leaf && node.has_default() {
+                node.default_value_canonical().map(str::to_string)
+            } else {
+                None
+            },
+            description: node
+                .description()
+                .map(normalize_description)
+                .unwrap_or_default(),
+            units: node.units().map(str::to_string),
+            cases: cases.to_vec(),
+            leaf_type,
+            schema_path: node.path(yang2::schema::SchemaPathFormat::DATA),
+            default_cases: Vec::new(),
+            constrained: node.musts().is_some_and(|m| m.count() > 0) || node.whens().count() > 0,
+            bounded: kind == NodeKind::List
+                && (node.min_elements().is_some()
+                    || node.max_elements().is_some()
+                    || ly::list_has_unique(node)),
+        });
+        self.raw[id.index()] = node.as_raw() as usize;
+        self.by_raw.insert(node.as_raw() as usize, id);
+        let children = match kind {
+            NodeKind::Rpc => {
+                let mut ids = Vec::new();
+                if let Some((children, _)) = node.input() {
+                    ids.push(self.add_operation_part(id, "input", NodeKind::Input, children));
+                }
+                if let Some((children, _)) = node.output() {
+                    ids.push(self.add_operation_part(id, "output", NodeKind::Output, children));
+                }
+                ids
+            }
+            _ => self.add_siblings(node.children(), Some(id), &[]),
+        };
+        let keys = if kind == NodeKind::List {
+            node.list_keys()
+                .filter_map(|k| self.by_raw.get(&(k.as_raw() as usize)).copied())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let entry = &mut self.nodes[id.index()];
+        entry.children = children;
+        entry.keys = keys;
+        id
+    }
+
+    fn push(&mut self, mut info: SchemaNodeInfo) -> SchemaId {
+        let id = SchemaId(self.nodes.len() as u32);
+        info.id = id;
+        self.nodes.push(info);
+        self.raw.push(0);
+        id
+    }
+
+    /// RPC input and output are not nodes libyang hands out; they are ours, holding the
+    /// parameters as children.
+    fn add_operation_part<'a>(
+        &mut self,
+        rpc: SchemaId,
+        name: &str,
+        kind: NodeKind,
+        children: impl Iterator<Item = SchemaNode<'a>>,
+    ) -> SchemaId {
+        let rpc_node = &self.nodes[rpc.index()];
+        let id = self.push(SchemaNodeInfo {
+            id: SchemaId(0),
+            name: name.to_string(),
+            module: rpc_node.module.clone(),
+            kind,
+            config: false,
+            parent: Some(rpc),
+            children: Vec::new(),
+            keys: Vec::new(),
+            is_key: false,
+            user_ordered: false,
+            mandatory: false,
+            default: None,
+            description: String::new(),
+            units: None,
+            cases: Vec::new(),
+            leaf_type: None,
+            schema_path: format!("{}/{name}", rpc_node.schema_path),
+            default_cases: Vec::new(),
+            constrained: false,
+            bounded: false,
+        });
+        let children = self.add_siblings(children, Some(id), &[]);
+        self.nodes[id.index()].children = children;
+        id
+    }
+}
+
+/// YANG descriptions are wrapped and indented in the module; the shell wants one paragraph.
+fn normalize_description(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

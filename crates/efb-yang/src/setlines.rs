@@ -1,0 +1,400 @@
+//! The shell's configuration lines, derived from the schema:
+//! `set ports port p4-2 number 4 lane 2 speed 10g`,
+//! `set ecofilter-balancer flow bgp match dst-port 179 action bypass`,
+//! `delete ecofilter-balancer link l2`.
+//!
+//! Words name schema nodes; a list name is followed by its key values; a leaf name by its
+//! value (none for `empty` leaves). After a leaf, the next word may name a sibling, or a
+//! node higher up to the nearest list entry, so one line can set several leaves.
+
+use crate::diff::{self, Change};
+use crate::path::{DataPath, Segment};
+use crate::schema::{NodeKind, Schema, SchemaId};
+use crate::tree::DataTree;
+use crate::{Error, Problem, Value};
+
+/// What a line does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    Set,
+    Delete,
+}
+
+/// One parsed line: the verb, and each node it names with the value given for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub verb: Verb,
+    pub targets: Vec<(DataPath, Option<Value>)>,
+}
+
+/// Renders changes as the lines that make them: `delete` lines first, then `set` lines.
+pub fn render_changes(schema: &Schema, changes: &[Change]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (i, change) in changes.iter().enumerate() {
+        match change {
+            Change::Delete { path } => lines.push(format!("delete {}", words(schema, path))),
+            Change::Set { path, new, .. } => {
+                let node = schema.node(path.node().unwrap_or(SchemaId(0)));
+                let mut line = format!("set {}", words(schema, path));
+                if node.kind == NodeKind::Leaf && node.json_kind() != crate::JsonKind::Empty {
+                    line.push(' ');
+                    line.push_str(&quote_word(new.as_str()));
+                }
+                lines.push(line);
+            }
+            Change::Create { path } => {
+                // An entry whose content follows is created by the content's lines.
+                let has_content = changes
+                    .get(i + 1)
+                    .is_some_and(|next| path.contains(next.path()) && next.path() != path);
+                if !has_content {
+                    lines.push(format!("set {}", words(schema, path)));
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// A whole tree as `set` lines.
+pub fn render_tree(schema: &Schema, tree: &DataTree) -> Vec<String> {
+    render_changes(schema, &diff::diff(schema, &DataTree::new(), tree))
+}
+
+/// The words naming a path: node names, with list keys (or the leaf-list item) after them.
+pub fn words(schema: &Schema, path: &DataPath) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for seg in &path.segments {
+        let node = schema.node(seg.node);
+        out.push(node.name.clone());
+        for key in &seg.keys {
+            out.push(quote_word(key.as_str()));
+        }
+    }
+    out.join(" ")
+}
+
+/// Quotes a word when the shell would otherwise split or misread it.
+pub fn quote_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word.chars().all(|c| {
+            !c.is_whitespace() && !matches!(c, '"' | '\'' | '\\' | '|' | ';' | '#' | '{' | '}')
+        });
+    if plain {
+        word.to_string()
+    } else {
+        let escaped = word.replace('\\', "\\\\").replace('"', "\\\"");
+        format!("\"{escaped}\"")
+    }
+}
+
+/// Splits a line into words: whitespace separates, double or single quotes group, a
+/// backslash escapes the next character inside double quotes.
+pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut chars = line.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        let mut word = String::new();
+        let mut quoted = false;
+        while let Some(&c) = chars.peek() {
+            match c {
+                c if c.is_whitespace() => break,
+                '"' => {
+                    quoted = true;
+                    chars.next();
+                    loop {
+                        match chars.next() {
+                            Some('"') => break,
+                            Some('\\') => match chars.next() {
+                                Some(e) => word.push(e),
+                                None => return Err("unterminated quote".into()),
+                            },
+                            Some(c) => word.push(c),
+                            None => return Err("unterminated quote".into()),
+                        }
+                    }
+                }
+                '\'' => {
+                    quoted = true;
+                    chars.next();
+                    loop {
+                        match chars.next() {
+                            Some('\'') => break,
+                            Some(c) => word.push(c),
+                            None => return Err("unterminated quote".into()),
+                        }
+                    }
+                }
+                c => {
+                    word.push(c);
+                    chars.next();
+                }
+            }
+        }
+        if !word.is_empty() || quoted {
+            words.push(word);
+        }
+    }
+    Ok(words)
+}
+
+/// Parses one `set` or `delete` line (the verb included).
+pub fn parse_line(schema: &Schema, line: &str) -> Result<Line, Error> {
+    let fail = |message: String| Error::Invalid(vec![Problem::new("", message)]);
+    let words = split_words(line).map_err(fail)?;
+    let (verb, rest) = match words.split_first() {
+        Some((v, rest)) if v == "set" => (Verb::Set, rest),
+        Some((v, rest)) if v == "delete" => (Verb::Delete, rest),
+        Some((v, _)) => {
+            return Err(fail(format!(
+                "unknown command \"{v}\"; expected set or delete"
+            )));
+        }
+        None => return Err(fail("empty line".into())),
+    };
+    let targets = parse_words(schema, verb, rest)?;
+    Ok(Line { verb, targets })
+}
+
+/// Parses the words after the verb.
+pub fn parse_words(
+    schema: &Schema,
+    verb: Verb,
+    words: &[String],
+) -> Result<Vec<(DataPath, Option<Value>)>, Error> {
+    let mut parser = WordParser {
+        schema,
+        verb,
+        words,
+        at: 0,
+        path: DataPath::root(),
+        targets: Vec::new(),
+    };
+    parser.run()?;
+    Ok(parser.targets)
+}
+
+struct WordParser<'a> {
+    schema: &'a Schema,
+    verb: Verb,
+    words: &'a [String],
+    at: usize,
+    path: DataPath,
+    targets: Vec<(DataPath, Option<Value>)>,
+}
+
+impl WordParser<'_> {
+    fn fail(&self, message: String) -> Error {
+        let path = if self.path.is_root() {
+            String::new()
+        } else {
+            words(self.schema, &self.path)
+        };
+        Error::Invalid(vec![Problem::new(path, message)])
+    }
+
+    fn run(&mut self) -> Result<(), Error> {
+        if self.words.is_empty() {
+            return Err(self.fail(format!(
+                "{} what? expected one of: {}",
+                verb_word(self.verb),
+                self.child_names(None)
+            )));
+        }
+        while self.at < self.words.len() {
+            let word = self.words[self.at].clone();
+            let id = self.lookup(&word)?;
+            self.at += 1;
+            let node = self.schema.node(id);
+            match node.kind {
+                NodeKind::Container => {
+                    self.path = self.path.child(Segment::new(id));
+                    self.finish_if_last(None);
+                }
+                NodeKind::List => {
+                    let keys = self.take_keys(id)?;
+                    self.path = self.path.child(Segment::with_keys(id, keys));
+                    self.finish_if_last(None);
+                }
+                NodeKind::Leaf => {
+                    let value = self.take_leaf_value(id)?;
+                    self.targets
+                        .push((self.path.child(Segment::new(id)), value));
+                }
+                NodeKind::LeafList => {
+                    let value = self.take_leaf_value(id)?;
+                    let keys = value.clone().into_iter().collect();
+                    self.targets
+                        .push((self.path.child(Segment::with_keys(id, keys)), value));
+                }
+                _ => return Err(self.fail(format!("{word} is an operation, not configuration"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_if_last(&mut self, value: Option<Value>) {
+        if self.at == self.words.len() {
+            self.targets.push((self.path.clone(), value));
+        }
+    }
+
+    /// Finds the node a word names: a child of the current node, or, after a leaf, of an
+    /// ancestor up to the nearest list entry.
+    fn lookup(&mut self, word: &str) -> Result<SchemaId, Error> {
+        let mut context = self.path.clone();
+        loop {
+            let found = match context.node() {
+                None => self
+                    .schema
+                    .root(word)
+                    .filter(|id| self.schema.is_config_data(*id)),
+                Some(parent) => self
+                    .schema
+                    .child(parent, word)
+                    .filter(|id| self.schema.node(*id).config),
+            };
+            if let Some(id) = found {
+                self.path = context;
+                return Ok(id);
+            }
+            let can_climb = !self.targets.is_empty()
+                && context
+                    .last()
+                    .is_some_and(|s| self.schema.node(s.node).kind != NodeKind::List);
+            if !can_climb {
+                return Err(self.fail(format!(
+                    "unknown word \"{word}\"; expected one of: {}",
+                    self.child_names(self.path.node())
+                )));
+            }
+            context = context.parent();
+        }
+    }
+
+    fn child_names(&self, parent: Option<SchemaId>) -> String {
+        let ids: Vec<SchemaId> = match parent {
+            None => self
+                .schema
+                .roots()
+                .iter()
+                .copied()
+                .filter(|id| self.schema.is_config_data(*id))
+                .collect(),
+            Some(p) => self
+                .schema
+                .node(p)
+                .children
+                .iter()
+                .copied()
+                .filter(|id| {
+                    let n = self.schema.node(*id);
+                    n.config && !n.is_key
+                })
+                .collect(),
+        };
+        ids.iter()
+            .map(|id| self.schema.node(*id).name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn take_keys(&mut self, list: SchemaId) -> Result<Vec<Value>, Error> {
+        let node = self.schema.node(list);
+        let mut keys = Vec::new();
+        for key in &node.keys {
+            let key_node = self.schema.node(*key);
+            let Some(word) = self.words.get(self.at) else {
+                if self.verb == Verb::Delete && keys.is_empty() {
+                    // `delete ... flow` removes every entry.
+                    return Ok(keys);
+                }
+                return Err(self.fail(format!(
+                    "{} needs its {} ({})",
+                    node.name,
+                    key_node.name,
+                    key_node.accepts()
+                )));
+            };
+            let value = self.schema.value(*key, word).map_err(|e| {
+                self.fail(format!(
+                    "{} {}: {e}; expected {}",
+                    node.name,
+                    key_node.name,
+                    key_node.accepts()
+                ))
+            })?;
+            keys.push(value);
+            self.at += 1;
+        }
+        Ok(keys)
+    }
+
+    fn take_leaf_value(&mut self, leaf: SchemaId) -> Result<Option<Value>, Error> {
+        let node = self.schema.node(leaf);
+        if node.json_kind() == crate::JsonKind::Empty && node.kind == NodeKind::Leaf {
+            return Ok(None);
+        }
+        let Some(word) = self.words.get(self.at) else {
+            if self.verb == Verb::Delete {
+                return Ok(None);
+            }
+            return Err(self.fail(format!("{} needs a value: {}", node.name, node.accepts())));
+        };
+        let value = self.schema.value(leaf, word).map_err(|e| {
+            self.fail(format!(
+                "{} \"{word}\": {e}; expected {}",
+                node.name,
+                node.accepts()
+            ))
+        })?;
+        self.at += 1;
+        Ok(Some(value))
+    }
+}
+
+fn verb_word(verb: Verb) -> &'static str {
+    match verb {
+        Verb::Set => "set",
+        Verb::Delete => "delete",
+    }
+}
+
+/// Applies `set` / `delete` lines to a tree, stopping at the first line in error (the error
+/// says which line). Blank lines and `#` comments are skipped.
+pub fn apply_lines(schema: &Schema, tree: &mut DataTree, text: &str) -> Result<usize, Error> {
+    let mut applied = 0;
+    for (number, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at_line = |e: Error| {
+            Error::Invalid(
+                e.problems()
+                    .into_iter()
+                    .map(|p| Problem::new(p.path, format!("line {}: {}", number + 1, p.message)))
+                    .collect(),
+            )
+        };
+        let parsed = parse_line(schema, line).map_err(at_line)?;
+        apply_line(schema, tree, &parsed).map_err(at_line)?;
+        applied += 1;
+    }
+    Ok(applied)
+}
+
+/// Applies one parsed line.
+pub fn apply_line(schema: &Schema, tree: &mut DataTree, line: &Line) -> Result<(), Error> {
+    for (path, value) in &line.targets {
+        match line.verb {
+            Verb::Set => tree.set(schema, path, value.clone())?,
+            Verb::Delete => tree.delete(schema, path)?,
+        }
+    }
+    Ok(())
+}

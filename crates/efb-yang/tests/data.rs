@@ -1,0 +1,453 @@
+//! Data trees: reading JSON through libyang, printing RFC 7951, edits by path, diffs, set
+//! lines, records, and validation of a change.
+
+#![allow(clippy::unwrap_used)]
+
+use efb_yang::diff::{self, Change};
+use efb_yang::json::{self, Check, PrintOptions};
+use efb_yang::setlines;
+use efb_yang::validate::{self, Scope};
+use efb_yang::{DataPath, DataTree, Schema};
+
+fn schema() -> Schema {
+    Schema::load().expect("schema")
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../../examples/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn path(schema: &Schema, text: &str) -> DataPath {
+    DataPath::parse(schema, text).unwrap()
+}
+
+fn normalized(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn example_sites_round_trip_through_libyang_and_our_printer() {
+    let schema = schema();
+    for name in ["one-filter-site.json", "ten-filter-site.json"] {
+        let text = example(name);
+        let tree = json::from_json(&schema, &text, Check::Complete).unwrap();
+        let printed = json::to_json(&schema, &tree, PrintOptions::default());
+        // libyang reads what we print, and it is the same data.
+        let again = json::from_json(&schema, &printed, Check::Complete).unwrap();
+        assert_eq!(tree, again, "{name}");
+        let trusted = json::from_trusted_json(&schema, &printed).unwrap();
+        assert_eq!(tree, trusted, "{name}");
+        // Printing is stable.
+        assert_eq!(
+            printed,
+            json::to_json(&schema, &again, PrintOptions::default())
+        );
+    }
+}
+
+#[test]
+fn printing_follows_rfc_7951() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    let lines = "set ports port p1 number 1 speed 100g\n\
+                 set ecofilter-balancer flow f1 priority 7 match src-port 1024-2047 dst-port 80\n\
+                 set ecofilter-balancer flow f1 action drop\n\
+                 set ecofilter-balancer flow f1 links l1\n\
+                 set ecofilter-balancer link l1 lan-port p1 wan-port p1";
+    setlines::apply_lines(&schema, &mut tree, lines).unwrap();
+    let printed = normalized(&json::to_json(&schema, &tree, PrintOptions::default()));
+    let flow = &printed["ecofilter-balancer:ecofilter-balancer"]["flow"][0];
+    assert_eq!(flow["name"], "f1");
+    assert_eq!(flow["priority"], 7, "uint32 is a JSON number");
+    assert_eq!(
+        flow["match"]["dst-port"], 80,
+        "the union member port-number is a number"
+    );
+    assert_eq!(
+        flow["match"]["src-port"], "1024-2047",
+        "the range member is a string"
+    );
+    assert_eq!(
+        flow["action"]["drop"],
+        serde_json::json!([null]),
+        "empty is [null]"
+    );
+    assert_eq!(flow["links"], serde_json::json!(["l1"]));
+    assert!(
+        printed.get("ecofilter-balancer:ports").is_some(),
+        "top-level names are module-qualified"
+    );
+}
+
+#[test]
+fn defaults_are_reported_on_request_only() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    setlines::apply_lines(&schema, &mut tree, "set ports port p1 number 1 speed 100g").unwrap();
+    let plain = normalized(&json::to_json(&schema, &tree, PrintOptions::default()));
+    assert!(
+        plain["ecofilter-balancer:ports"]["port"][0]
+            .get("mtu")
+            .is_none()
+    );
+    let all = normalized(&json::to_json(
+        &schema,
+        &tree,
+        PrintOptions {
+            with_defaults: true,
+            pretty: true,
+        },
+    ));
+    assert_eq!(all["ecofilter-balancer:ports"]["port"][0]["mtu"], 9000);
+    assert_eq!(all["ecofilter-balancer:ports"]["port"][0]["enabled"], true);
+    assert_eq!(
+        all["ecofilter-balancer:ecofilter-balancer"]["balancing-method"],
+        "layer-3"
+    );
+    // libyang agrees with what we print with defaults.
+    json::from_json(
+        &schema,
+        &json::to_json(
+            &schema,
+            &tree,
+            PrintOptions {
+                with_defaults: true,
+                pretty: false,
+            },
+        ),
+        Check::Types,
+    )
+    .unwrap();
+}
+
+#[test]
+fn bad_json_gets_one_clear_problem_per_fault_with_its_path() {
+    let schema = schema();
+    let unknown = r#"{"ecofilter-balancer:ports": {"port": [{"name": "p1", "number": 1, "speed": "100g", "colour": "red"}]}}"#;
+    let err = json::from_json(&schema, unknown, Check::Types).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("colour"), "{text}");
+
+    let wrong_type = r#"{"ecofilter-balancer:ports": {"port": [{"name": "p1", "number": 40, "speed": "100g"}]}}"#;
+    let err = json::from_json(&schema, wrong_type, Check::Types).unwrap_err();
+    let problems = err.problems();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].path.contains("port[name='p1']/number"),
+        "{problems:?}"
+    );
+
+    let dangling = r#"{"ecofilter-balancer:ecofilter-balancer": {"link": [{"name": "l1", "lan-port": "p1", "wan-port": "p2"}]}}"#;
+    let err = json::from_json(&schema, dangling, Check::Complete).unwrap_err();
+    let problems = err.problems();
+    assert_eq!(
+        problems.len(),
+        2,
+        "both references are reported: {problems:?}"
+    );
+    assert!(
+        problems.iter().all(|p| p.path.contains("link[name='l1']")),
+        "{problems:?}"
+    );
+
+    let not_json = "{\"ecofilter-balancer:ports\": ";
+    assert!(json::from_json(&schema, not_json, Check::Types).is_err());
+}
+
+#[test]
+fn edits_by_path() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    let mtu = path(&schema, "/ecofilter-balancer:ports/port[name='p1']/mtu");
+    let value = schema.value(mtu.node().unwrap(), "9216").unwrap();
+    tree.set(&schema, &mtu, Some(value)).unwrap();
+    assert_eq!(tree.leaf(&schema, &mtu).unwrap().as_str(), "9216");
+    // The key leaf reads back from the entry.
+    let name = path(&schema, "/ecofilter-balancer:ports/port[name='p1']/name");
+    assert_eq!(tree.leaf(&schema, &name).unwrap().as_str(), "p1");
+    // Values are checked against the type.
+    assert!(schema.value(mtu.node().unwrap(), "70000").is_err());
+    // Choosing one case of a choice removes the other.
+    let drop = path(
+        &schema,
+        "/ecofilter-balancer:ecofilter-balancer/flow[name='f']/action/drop",
+    );
+    let unit = path(
+        &schema,
+        "/ecofilter-balancer:ecofilter-balancer/flow[name='f']/action/to-ecofilter/ecofilter-unit",
+    );
+    tree.set(
+        &schema,
+        &unit,
+        Some(schema.value(unit.node().unwrap(), "u1").unwrap()),
+    )
+    .unwrap();
+    tree.set(&schema, &drop, None).unwrap();
+    assert!(tree.contains(&schema, &drop));
+    assert!(!tree.contains(&schema, &unit));
+    // Delete refuses what is not there; remove does not mind.
+    let missing = path(&schema, "/ecofilter-balancer:ports/port[name='p9']");
+    assert!(tree.delete(&schema, &missing).is_err());
+    assert!(!tree.remove(&missing));
+    // Removing the last leaf of a container removes the container.
+    tree.delete(&schema, &drop).unwrap();
+    let action = path(
+        &schema,
+        "/ecofilter-balancer:ecofilter-balancer/flow[name='f']/action",
+    );
+    assert!(!tree.contains(&schema, &action));
+    // A list key cannot be changed through its leaf.
+    let err = tree.set(
+        &schema,
+        &name,
+        Some(schema.value(name.node().unwrap(), "p2").unwrap()),
+    );
+    assert!(err.is_err());
+}
+
+#[test]
+fn set_lines_parse_several_leaves_and_render_back() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    let text = "set ports port p4-2 number 4 lane 2 speed 10g\n\
+                set ports port p4-1 number 4 lane 1 speed 10g\n\
+                set ecofilter-balancer link l1 lan-port p4-2 wan-port p4-1\n\
+                set ecofilter-balancer ecofilter-unit u1 cores 17\n\
+                set ecofilter-balancer flow bgp match dst-port 179 action bypass\n\
+                set ecofilter-balancer flow \"with space\" description \"a quoted \\\"value\\\"\"";
+    setlines::apply_lines(&schema, &mut tree, text).unwrap();
+    let rendered = setlines::render_tree(&schema, &tree);
+    assert!(
+        rendered.contains(&"set ecofilter-balancer flow bgp match dst-port 179".to_string()),
+        "{rendered:#?}"
+    );
+    assert!(
+        rendered.contains(&"set ecofilter-balancer flow bgp action bypass".to_string()),
+        "{rendered:#?}"
+    );
+    assert!(
+        rendered.contains(
+            &"set ecofilter-balancer flow \"with space\" description \"a quoted \\\"value\\\"\""
+                .to_string()
+        ),
+        "{rendered:#?}"
+    );
+    // Rendered lines rebuild the same tree.
+    let mut again = DataTree::new();
+    setlines::apply_lines(&schema, &mut again, &rendered.join("\n")).unwrap();
+    assert_eq!(tree, again);
+}
+
+#[test]
+fn set_line_errors_say_what_would_be_accepted() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    let cases = [
+        (
+            "set ports port p1 speed 11g",
+            "one of 10g, 25g, 40g, 50g, 100g",
+        ),
+        ("set ports port p1 mtu 20", "1500..10240"),
+        ("set ports prot p1", "expected one of: port"),
+        ("set ports port", "needs its name"),
+        (
+            "set ecofilter-balancer flow f match src-ipv4 10.0.0.300/8",
+            "IPv4 prefix",
+        ),
+        ("sett ports", "expected set or delete"),
+    ];
+    for (line, expected) in cases {
+        let err = setlines::apply_lines(&schema, &mut tree, line)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expected), "{line}: {err}");
+        assert!(err.contains("line 1"), "{err}");
+    }
+    assert!(tree.is_empty(), "a wrong line changes nothing");
+}
+
+#[test]
+fn diff_gives_path_level_changes_and_replays() {
+    let schema = schema();
+    let old = json::from_json(&schema, &example("one-filter-site.json"), Check::Complete).unwrap();
+    let mut new = old.clone();
+    setlines::apply_lines(
+        &schema,
+        &mut new,
+        "set ecofilter-balancer flow bgp-to priority 320\n\
+         delete ecofilter-balancer flow multicast-v6\n\
+         set ecofilter-balancer flow dns match ip-proto 17 dst-port 53\n\
+         set ecofilter-balancer flow dns action bypass\n\
+         delete ecofilter-balancer flow to-filters action\n\
+         set ecofilter-balancer flow to-filters action drop",
+    )
+    .unwrap();
+    let changes = diff::diff(&schema, &old, &new);
+    let described: Vec<String> = changes.iter().map(|c| c.describe(&schema)).collect();
+    assert!(described.contains(&"~ /ecofilter-balancer:ecofilter-balancer/flow[name='bgp-to']/priority = 320 (was 310)".to_string()), "{described:#?}");
+    assert!(
+        described.contains(
+            &"- /ecofilter-balancer:ecofilter-balancer/flow[name='multicast-v6']".to_string()
+        ),
+        "{described:#?}"
+    );
+    assert!(
+        described
+            .contains(&"+ /ecofilter-balancer:ecofilter-balancer/flow[name='dns']".to_string()),
+        "{described:#?}"
+    );
+    let lines = setlines::render_changes(&schema, &changes);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "delete ecofilter-balancer flow multicast-v6"),
+        "{lines:#?}"
+    );
+    // Deletes first: applying them in order gives the new tree.
+    let mut replayed = old.clone();
+    diff::apply(&schema, &mut replayed, &changes).unwrap();
+    assert_eq!(replayed, new);
+    let mut from_lines = old.clone();
+    setlines::apply_lines(&schema, &mut from_lines, &lines.join("\n")).unwrap();
+    assert_eq!(from_lines, new);
+    // Only the three flows are records to store again.
+    let records = diff::changed_records(&schema, &old, &new);
+    assert_eq!(records.len(), 4, "{records:?}");
+    assert!(diff::diff(&schema, &old, &old.clone()).is_empty());
+}
+
+#[test]
+fn reordering_pairs_is_a_change_that_replays_in_order() {
+    let schema = schema();
+    let old = json::from_json(&schema, &example("one-filter-site.json"), Check::Complete).unwrap();
+    // Move the last pair first by rewriting the unit's pairs in a new order.
+    let mut value: serde_json::Value =
+        serde_json::from_str(&example("one-filter-site.json")).unwrap();
+    let pairs = value["ecofilter-balancer:ecofilter-balancer"]["ecofilter-unit"][0]["pair"]
+        .as_array_mut()
+        .unwrap();
+    let last = pairs.pop().unwrap();
+    pairs.insert(0, last);
+    let new = json::from_json(&schema, &value.to_string(), Check::Complete).unwrap();
+    assert_ne!(old, new, "order of a user-ordered list matters");
+    let changes = diff::diff(&schema, &old, &new);
+    let mut replayed = old.clone();
+    diff::apply(&schema, &mut replayed, &changes).unwrap();
+    assert_eq!(replayed, new);
+    let printed = normalized(&json::to_json(&schema, &replayed, PrintOptions::default()));
+    assert_eq!(
+        printed["ecofilter-balancer:ecofilter-balancer"]["ecofilter-unit"][0]["pair"][0]["name"],
+        "f1-te15-te16"
+    );
+}
+
+#[test]
+fn records_split_and_rebuild_a_tree() {
+    let schema = schema();
+    let tree = json::from_json(&schema, &example("ten-filter-site.json"), Check::Complete).unwrap();
+    let records = diff::records(&schema, &tree);
+    assert_eq!(
+        records.len(),
+        128 + 4 + 2 + 7 + 1 + 1,
+        "ports, links, units, flows, profile, method"
+    );
+    let mut rebuilt = DataTree::new();
+    for (key, data) in &records {
+        let text = json::to_json(&schema, data, PrintOptions::default());
+        let data = json::from_trusted_json(&schema, &text).unwrap();
+        diff::put_record(&schema, &mut rebuilt, key, Some(&data));
+        let parsed = diff::RecordKey::parse(&schema, &key.display(&schema)).unwrap();
+        assert_eq!(&parsed, key);
+    }
+    assert_eq!(rebuilt, tree);
+}
+
+#[test]
+fn a_flow_change_is_validated_with_only_that_flow() {
+    let schema = schema();
+    let running =
+        json::from_json(&schema, &example("one-filter-site.json"), Check::Complete).unwrap();
+    let mut candidate = running.clone();
+    setlines::apply_lines(
+        &schema,
+        &mut candidate,
+        "set ecofilter-balancer flow new action to-ecofilter ecofilter-unit ef1",
+    )
+    .unwrap();
+    let changed = diff::changed_records(&schema, &running, &candidate);
+    assert_eq!(
+        validate::validate_change(&schema, &candidate, &changed),
+        Ok(Scope::Entries(1))
+    );
+
+    // A dangling reference in the changed flow is still caught.
+    setlines::apply_lines(
+        &schema,
+        &mut candidate,
+        "set ecofilter-balancer flow new action to-ecofilter ecofilter-unit nope",
+    )
+    .unwrap();
+    let changed = diff::changed_records(&schema, &running, &candidate);
+    let problems = validate::validate_change(&schema, &candidate, &changed).unwrap_err();
+    assert!(
+        problems[0].path.contains("flow[name='new']"),
+        "{problems:?}"
+    );
+
+    // Deleting the unit the flows refer to needs the whole configuration.
+    let mut candidate = running.clone();
+    setlines::apply_lines(
+        &schema,
+        &mut candidate,
+        "delete ecofilter-balancer ecofilter-unit ef1",
+    )
+    .unwrap();
+    let changed = diff::changed_records(&schema, &running, &candidate);
+    let problems = validate::validate_change(&schema, &candidate, &changed).unwrap_err();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.path.contains("flow[name='to-filters']")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn subtree_replace_and_create() {
+    let schema = schema();
+    let running =
+        json::from_json(&schema, &example("one-filter-site.json"), Check::Complete).unwrap();
+    let flow = path(
+        &schema,
+        "/ecofilter-balancer:ecofilter-balancer/flow[name='bgp-to']",
+    );
+    let part = running.subtree(&flow);
+    assert_eq!(diff::records(&schema, &part).len(), 1);
+    let mut tree = running.clone();
+    let fragment = json::from_json(
+        &schema,
+        r#"{"ecofilter-balancer:ecofilter-balancer": {"flow": [{"name": "bgp-to", "priority": 5}]}}"#,
+        Check::Types,
+    )
+    .unwrap();
+    tree.replace(&schema, &flow, &fragment);
+    let changes = diff::diff(&schema, &running, &tree);
+    // The match and action of the flow are gone, the priority changed, nothing else.
+    assert!(
+        changes.iter().all(|c| flow.contains(c.path())),
+        "{changes:?}"
+    );
+    assert!(
+        changes
+            .iter()
+            .any(|c| matches!(c, Change::Set { new, .. } if new.as_str() == "5"))
+    );
+    assert!(
+        tree.create(&schema, &flow, &fragment).is_err(),
+        "create refuses an existing entry"
+    );
+}
