@@ -406,7 +406,8 @@ impl Schema {
             .ly_node(id)
             .filter(|_| !self.node(id).is_inner())
             .ok_or_else(|| format!("{} takes no value", self.node(id).name))?;
-        let checked = ly::check_value(&self.ctx, &node, text)?;
+        let checked = ly::check_value(&self.ctx, &node, text)
+            .map_err(|e| e.trim_end_matches('.').to_string())?;
         let kind = match self.node(id).leaf_type.as_ref().map(|t| t.base) {
             Some(BaseType::Union) => JsonKind::of(checked.base),
             _ => self.node(id).json_kind(),

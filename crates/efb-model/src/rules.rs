@@ -1,0 +1,461 @@
+//! The rules of MODEL.md that YANG cannot express: errors refuse a commit, warnings go
+//! through with it. Every finding names the path it is about and says why.
+
+use std::collections::{BTreeMap, HashMap};
+
+use efb_yang::Problem;
+
+use crate::paths;
+use crate::types::*;
+
+/// The link id travels in one byte of the balancer's header, with one bit kept.
+pub const MAX_LINKS: usize = 127;
+/// The core travels in one byte of the balancer's header.
+pub const MAX_CORES: u16 = 255;
+/// Bytes the balancer adds on the way to a filter.
+pub const HEADER_BYTES: u16 = 4;
+/// Same-priority flows are compared pairwise; past this many in one priority the check
+/// would cost seconds, so it is skipped with a warning saying so.
+pub const MAX_OVERLAP_GROUP: usize = 4096;
+/// Overlap warnings reported before the rest are summed up in one line.
+pub const MAX_OVERLAP_WARNINGS: usize = 100;
+
+/// Findings of the rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    pub errors: Vec<Problem>,
+    pub warnings: Vec<Problem>,
+}
+
+impl Findings {
+    fn error(&mut self, path: String, message: String) {
+        self.errors.push(Problem::new(path, message));
+    }
+
+    fn warning(&mut self, path: String, message: String) {
+        self.warnings.push(Problem::new(path, message));
+    }
+}
+
+/// Which flows get their own checks: all of them, or those a change touched (the others
+/// were checked when they were committed).
+#[derive(Clone, Copy, Debug)]
+pub enum FlowScope<'a> {
+    All,
+    Only(&'a [String]),
+}
+
+/// Runs every rule.
+pub fn check(config: &Config, flows: FlowScope<'_>) -> Findings {
+    let mut f = Findings::default();
+    check_ports(config, &mut f);
+    check_port_usage(config, &mut f);
+    check_links(config, &mut f);
+    check_units(config, &mut f);
+    check_mtu(config, &mut f);
+    if config.balancing_method == BalancingMethod::DstIp {
+        f.warning(
+            paths::method(),
+            "dst-ip is not session-symmetric: the two directions of a session may reach different filters".into(),
+        );
+    }
+    check_flows(config, flows, &mut f);
+    f
+}
+
+fn check_ports(config: &Config, f: &mut Findings) {
+    let mut by_place: BTreeMap<(u8, Option<u8>), &str> = BTreeMap::new();
+    for port in config.ports.values() {
+        if port.speed.is_whole_port() && port.lane.is_some() {
+            f.error(
+                format!("{}/lane", paths::port(&port.name)),
+                format!(
+                    "a {} port uses the whole port and has no lane; remove the lane or use 10g, 25g or 50g",
+                    port.speed.as_str()
+                ),
+            );
+        }
+        if let Some(other) = by_place.insert((port.number, port.lane), &port.name) {
+            f.error(
+                paths::port(&port.name),
+                format!(
+                    "port {} {} is already configured as {other}",
+                    port.number,
+                    port.lane
+                        .map(|l| format!("lane {l}"))
+                        .unwrap_or_else(|| "(whole)".into())
+                ),
+            );
+        }
+    }
+    for port in config.ports.values().filter(|p| p.lane.is_some()) {
+        if let Some(whole) = by_place.get(&(port.number, None)) {
+            f.error(
+                paths::port(&port.name),
+                format!(
+                    "physical port {} is also configured whole as {whole}; a port is either whole or broken out",
+                    port.number
+                ),
+            );
+        }
+    }
+}
+
+/// Every port serves at most one link or pair side.
+fn check_port_usage(config: &Config, f: &mut Findings) {
+    let mut users: HashMap<&str, String> = HashMap::new();
+    let mut uses: Vec<(&str, String, String)> = Vec::new();
+    for link in config.links.values() {
+        let base = paths::link(&link.name);
+        uses.push((
+            &link.lan_port,
+            format!("{base}/lan-port"),
+            format!("link {}", link.name),
+        ));
+        uses.push((
+            &link.wan_port,
+            format!("{base}/wan-port"),
+            format!("link {}", link.name),
+        ));
+    }
+    for unit in config.units.values() {
+        for pair in &unit.pairs {
+            let base = paths::pair(&unit.name, &pair.name);
+            let who = format!("pair {} of unit {}", pair.name, unit.name);
+            uses.push((&pair.lan_port, format!("{base}/lan-port"), who.clone()));
+            uses.push((&pair.wan_port, format!("{base}/wan-port"), who));
+        }
+    }
+    for (port, path, who) in uses {
+        match users.get(port) {
+            Some(first) => f.error(path, format!("port {port} is already used by {first}")),
+            None => {
+                users.insert(port, who);
+            }
+        }
+    }
+}
+
+fn check_links(config: &Config, f: &mut Findings) {
+    if config.links.len() > MAX_LINKS {
+        f.error(
+            paths::links(),
+            format!(
+                "{} links configured; the balancer's header carries at most {MAX_LINKS}",
+                config.links.len()
+            ),
+        );
+    }
+    for link in config.links.values() {
+        let base = paths::link(&link.name);
+        parity(config, f, &format!("{base}/lan-port"), &link.lan_port, true);
+        parity(
+            config,
+            f,
+            &format!("{base}/wan-port"),
+            &link.wan_port,
+            false,
+        );
+    }
+}
+
+fn parity(config: &Config, f: &mut Findings, path: &str, port: &str, lan: bool) {
+    let Some(p) = config.ports.get(port) else {
+        return;
+    };
+    if p.is_lan_by_convention() != lan {
+        let (side, want) = if lan { ("LAN", "even") } else { ("WAN", "odd") };
+        let what = if p.lane.is_some() {
+            "lane"
+        } else {
+            "port number"
+        };
+        f.warning(
+            path.to_string(),
+            format!("{port} is on the {side} side but its {what} is not {want} (convention: even LAN, odd WAN)"),
+        );
+    }
+}
+
+fn check_units(config: &Config, f: &mut Findings) {
+    for unit in config.units.values() {
+        let base = paths::unit(&unit.name);
+        if unit.cores > MAX_CORES {
+            f.error(
+                format!("{base}/cores"),
+                format!(
+                    "{} cores; the balancer's header carries a core number up to {MAX_CORES}",
+                    unit.cores
+                ),
+            );
+        }
+        if !unit.cores_set && !unit.pairs.is_empty() {
+            f.warning(
+                format!("{base}/cores"),
+                "cores is left at its default of 1: every session of a pair goes to one filter core; set it to the filter's CPU cores minus one".into(),
+            );
+        }
+        for pair in &unit.pairs {
+            let pbase = paths::pair(&unit.name, &pair.name);
+            parity(
+                config,
+                f,
+                &format!("{pbase}/lan-port"),
+                &pair.lan_port,
+                true,
+            );
+            parity(
+                config,
+                f,
+                &format!("{pbase}/wan-port"),
+                &pair.wan_port,
+                false,
+            );
+        }
+        check_active_pairs(config, unit, f);
+    }
+}
+
+fn check_active_pairs(config: &Config, unit: &Unit, f: &mut Findings) {
+    let Some(profile) = unit
+        .liveness_profile
+        .as_ref()
+        .and_then(|p| config.profiles.get(p))
+    else {
+        return;
+    };
+    let pairs = unit.pairs.len();
+    let wanted = profile.active_pairs as usize;
+    let path = format!("{}/liveness-profile", paths::unit(&unit.name));
+    if wanted > pairs {
+        f.error(
+            path,
+            format!(
+                "profile {} needs {wanted} active pairs but unit {} has {pairs}; the unit could never be active",
+                profile.name, unit.name
+            ),
+        );
+    } else if wanted == pairs && pairs > 0 {
+        f.warning(
+            path,
+            format!(
+                "profile {} needs all {pairs} pairs of unit {} active: one failed pair bypasses the whole unit",
+                profile.name, unit.name
+            ),
+        );
+    }
+}
+
+/// Filter-facing ports carry the operator's largest frame plus the balancer's header.
+fn check_mtu(config: &Config, f: &mut Findings) {
+    let operator = config
+        .links
+        .values()
+        .flat_map(|l| [&l.lan_port, &l.wan_port])
+        .filter_map(|p| config.ports.get(p.as_str()))
+        .max_by_key(|p| p.mtu);
+    let Some(largest) = operator else {
+        return;
+    };
+    let needed = largest.mtu.saturating_add(HEADER_BYTES);
+    for unit in config.units.values() {
+        for pair in &unit.pairs {
+            for (side, port) in [("lan-port", &pair.lan_port), ("wan-port", &pair.wan_port)] {
+                if let Some(p) = config.ports.get(port.as_str())
+                    && p.mtu < needed
+                {
+                    f.warning(
+                        format!("{}/{side}", paths::pair(&unit.name, &pair.name)),
+                        format!(
+                            "{port} has MTU {} but operator port {} has MTU {}: frames of more than {} bytes cannot reach the filter (needs {needed})",
+                            p.mtu,
+                            largest.name,
+                            largest.mtu,
+                            p.mtu - HEADER_BYTES.min(p.mtu)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn check_flows(config: &Config, scope: FlowScope<'_>, f: &mut Findings) {
+    let selected: Vec<&Flow> = match scope {
+        FlowScope::All => config.flows.values().map(|v| v.as_ref()).collect(),
+        FlowScope::Only(names) => names
+            .iter()
+            .filter_map(|n| config.flows.get(n).map(|v| v.as_ref()))
+            .collect(),
+    };
+    for flow in &selected {
+        check_flow(config, flow, f);
+    }
+    check_overlaps(config, &selected, matches!(scope, FlowScope::All), f);
+}
+
+fn check_flow(config: &Config, flow: &Flow, f: &mut Findings) {
+    let base = paths::flow(&flow.name);
+    if let Action::ToUnit(unit) = &flow.action
+        && config.units.get(unit).is_some_and(|u| u.pairs.is_empty())
+    {
+        f.error(
+            format!("{base}/action/to-ecofilter/ecofilter-unit"),
+            format!("unit {unit} has no pairs: there is nowhere to send the traffic"),
+        );
+    }
+    for (leaf, range) in [
+        ("src-port", flow.matches.src_port),
+        ("dst-port", flow.matches.dst_port),
+    ] {
+        if let Some(r) = range
+            && r.lo > r.hi
+        {
+            f.error(
+                format!("{base}/match/{leaf}"),
+                format!(
+                    "range {}-{} is reversed; write LOW-HIGH, e.g. {}-{}",
+                    r.lo, r.hi, r.hi, r.lo
+                ),
+            );
+        }
+    }
+    for leaf in &flow.matches.stray_masks {
+        f.error(
+            format!("{base}/match/{leaf}"),
+            format!(
+                "{leaf} needs the address it masks ({})",
+                leaf.trim_end_matches("-mask")
+            ),
+        );
+    }
+}
+
+/// Two flows of the same priority that can match the same packet: which one wins is
+/// arbitrary on the chip.
+fn check_overlaps(config: &Config, selected: &[&Flow], all: bool, f: &mut Findings) {
+    let mut groups: HashMap<u32, Vec<&Flow>> = HashMap::new();
+    let wanted: std::collections::HashSet<u32> = selected.iter().map(|fl| fl.priority).collect();
+    for flow in config.flows.values() {
+        if wanted.contains(&flow.priority) {
+            groups.entry(flow.priority).or_default().push(flow);
+        }
+    }
+    let mut found: Vec<Problem> = Vec::new();
+    let mut unreported = 0usize;
+    let mut priorities: Vec<&u32> = groups.keys().collect();
+    priorities.sort();
+    for priority in priorities {
+        let group = &groups[priority];
+        if group.len() > MAX_OVERLAP_GROUP {
+            f.warning(
+                paths::flow(&group[0].name),
+                format!(
+                    "{} flows share priority {priority}; overlaps among them are not checked (more than {MAX_OVERLAP_GROUP}); give flows distinct priorities",
+                    group.len()
+                ),
+            );
+            continue;
+        }
+        let mut report = |a: &Flow, b: &Flow| {
+            if !flows_overlap(a, b) {
+                return;
+            }
+            let (a, b) = if a.name <= b.name { (a, b) } else { (b, a) };
+            if found.len() < MAX_OVERLAP_WARNINGS {
+                found.push(Problem::new(
+                    paths::flow(&a.name),
+                    format!(
+                        "flows {} and {} have the same priority {priority} and can match the same packets; which one wins is undefined",
+                        a.name, b.name
+                    ),
+                ));
+            } else {
+                unreported += 1;
+            }
+        };
+        if all {
+            for (i, a) in group.iter().enumerate() {
+                for b in &group[i + 1..] {
+                    report(a, b);
+                }
+            }
+        } else {
+            let changed: Vec<&Flow> = selected
+                .iter()
+                .copied()
+                .filter(|fl| fl.priority == *priority)
+                .collect();
+            for a in &changed {
+                for b in group {
+                    // A pair of two changed flows is reported once, from its first name.
+                    let both_changed_twice =
+                        changed.iter().any(|c| c.name == b.name) && b.name < a.name;
+                    if a.name != b.name && !both_changed_twice {
+                        report(a, b);
+                    }
+                }
+            }
+        }
+    }
+    found.sort_by(|x, y| (&x.path, &x.message).cmp(&(&y.path, &y.message)));
+    f.warnings.extend(found);
+    if unreported > 0 {
+        f.warning(
+            String::new(),
+            format!("{unreported} more pairs of same-priority flows overlap"),
+        );
+    }
+}
+
+/// True when some packet could match both flows.
+pub fn flows_overlap(a: &Flow, b: &Flow) -> bool {
+    let links =
+        a.links.is_empty() || b.links.is_empty() || a.links.iter().any(|l| b.links.contains(l));
+    links && matches_overlap(&a.matches, &b.matches)
+}
+
+fn matches_overlap(a: &FlowMatch, b: &FlowMatch) -> bool {
+    fn both<T>(x: &Option<T>, y: &Option<T>, overlap: impl Fn(&T, &T) -> bool) -> bool {
+        match (x, y) {
+            (Some(x), Some(y)) => overlap(x, y),
+            _ => true,
+        }
+    }
+    fn eq<T: PartialEq>(x: &T, y: &T) -> bool {
+        x == y
+    }
+    let family_ok = match (family(a), family(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    };
+    family_ok
+        && (0..3).all(|i| both(&a.vlan_tags[i], &b.vlan_tags[i], eq))
+        && both(&a.vlan_depth, &b.vlan_depth, eq)
+        && both(&a.mpls_depth, &b.mpls_depth, eq)
+        && both(&a.src_ipv4, &b.src_ipv4, Prefix::overlaps)
+        && both(&a.dst_ipv4, &b.dst_ipv4, Prefix::overlaps)
+        && both(&a.src_ipv6, &b.src_ipv6, Prefix::overlaps)
+        && both(&a.dst_ipv6, &b.dst_ipv6, Prefix::overlaps)
+        && both(&a.ip_proto, &b.ip_proto, eq)
+        && both(&a.src_port, &b.src_port, PortRange::overlaps)
+        && both(&a.dst_port, &b.dst_port, PortRange::overlaps)
+        && both(&a.src_mac, &b.src_mac, MacMatch::overlaps)
+        && both(&a.dst_mac, &b.dst_mac, MacMatch::overlaps)
+        && both(&a.llc_dsap, &b.llc_dsap, eq)
+        && both(&a.llc_ssap, &b.llc_ssap, eq)
+}
+
+/// The EtherType a match implies: set explicitly, or by an IPv4 / IPv6 criterion.
+fn family(m: &FlowMatch) -> Option<u16> {
+    if m.packet_type.is_some() {
+        return m.packet_type;
+    }
+    if m.src_ipv4.is_some() || m.dst_ipv4.is_some() {
+        return Some(0x0800);
+    }
+    if m.src_ipv6.is_some() || m.dst_ipv6.is_some() {
+        return Some(0x86dd);
+    }
+    None
+}

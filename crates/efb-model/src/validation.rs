@@ -1,0 +1,161 @@
+//! Everything a commit checks: libyang (every YANG rule), then the rules of MODEL.md on the
+//! typed configuration. A change to a valid configuration is checked in proportion to the
+//! change where the schema allows it.
+
+use std::sync::Arc;
+
+use efb_yang::diff::{self, RecordKey};
+use efb_yang::validate::{self, Scope};
+use efb_yang::{DataTree, Problem, Schema};
+
+use crate::read::{self, ModelIds, ReadError};
+use crate::rules::{self, FlowScope};
+use crate::types::Config;
+
+/// What validation found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub errors: Vec<Problem>,
+    pub warnings: Vec<Problem>,
+    /// How much libyang looked at.
+    pub scope: Scope,
+}
+
+impl Report {
+    pub fn is_valid(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+/// A report, and the typed configuration when the data could be read as one.
+#[derive(Clone, Debug)]
+pub struct Validated {
+    pub report: Report,
+    pub config: Option<Config>,
+}
+
+/// Validates configurations of one schema.
+pub struct Validator {
+    schema: Arc<Schema>,
+    ids: ModelIds,
+}
+
+impl Validator {
+    pub fn new(schema: Arc<Schema>) -> Result<Validator, ReadError> {
+        let ids = ModelIds::new(&schema)?;
+        Ok(Validator { schema, ids })
+    }
+
+    pub fn schema(&self) -> &Arc<Schema> {
+        &self.schema
+    }
+
+    pub fn ids(&self) -> &ModelIds {
+        &self.ids
+    }
+
+    /// The typed view of a tree.
+    pub fn read(&self, tree: &DataTree) -> Result<Config, ReadError> {
+        read::read_config(&self.schema, &self.ids, tree)
+    }
+
+    /// Validates a whole configuration. `libyang_checked`: the tree is known to pass libyang
+    /// already (it was just parsed with complete checks), so only the rules run.
+    pub fn validate(&self, tree: &DataTree, libyang_checked: bool) -> Validated {
+        let mut errors = if libyang_checked {
+            Vec::new()
+        } else {
+            validate::validate(&self.schema, tree)
+                .err()
+                .unwrap_or_default()
+        };
+        let config = self.read_reporting(tree, &mut errors);
+        let mut warnings = Vec::new();
+        if let Some(config) = &config {
+            let findings = rules::check(config, FlowScope::All);
+            errors.extend(findings.errors);
+            warnings = findings.warnings;
+        }
+        Validated {
+            report: Report {
+                errors,
+                warnings,
+                scope: Scope::Full,
+            },
+            config,
+        }
+    }
+
+    /// Validates `candidate`, a change of the valid configuration `base` (read from
+    /// `base_tree`). Flows the change did not touch are not checked again.
+    pub fn validate_change(
+        &self,
+        base_tree: &DataTree,
+        base: &Config,
+        candidate: &DataTree,
+        libyang_checked: bool,
+    ) -> Validated {
+        let changed = diff::changed_records(&self.schema, base_tree, candidate);
+        let (mut errors, scope) = if libyang_checked {
+            (Vec::new(), Scope::Full)
+        } else {
+            match validate::validate_change(&self.schema, candidate, &changed) {
+                Ok(scope) => (Vec::new(), scope),
+                Err(problems) => (problems, Scope::Full),
+            }
+        };
+        let config = match read::update_config(&self.schema, &self.ids, base, candidate, &changed) {
+            Ok(config) => Some(config),
+            Err(e) => {
+                if errors.is_empty() {
+                    errors.push(Problem::new(e.path, e.message));
+                }
+                None
+            }
+        };
+        let mut warnings = Vec::new();
+        if let Some(config) = &config {
+            let flows = changed_flows(&changed, &self.ids);
+            let findings = match (&flows, scope) {
+                (Some(names), Scope::Entries(_)) => rules::check(config, FlowScope::Only(names)),
+                _ => rules::check(config, FlowScope::All),
+            };
+            errors.extend(findings.errors);
+            warnings = findings.warnings;
+        }
+        Validated {
+            report: Report {
+                errors,
+                warnings,
+                scope,
+            },
+            config,
+        }
+    }
+
+    fn read_reporting(&self, tree: &DataTree, errors: &mut Vec<Problem>) -> Option<Config> {
+        match self.read(tree) {
+            Ok(config) => Some(config),
+            Err(e) => {
+                // libyang's own message (a missing mandatory leaf, say) says it better.
+                if errors.is_empty() {
+                    errors.push(Problem::new(e.path, e.message));
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Names of the flows among changed records; `None` when anything else changed too.
+fn changed_flows(changed: &[RecordKey], ids: &ModelIds) -> Option<Vec<String>> {
+    changed
+        .iter()
+        .map(|r| match r.entry() {
+            Some((list, keys)) if list == ids.flow_list() => {
+                keys.first().map(|k| k.as_str().to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
