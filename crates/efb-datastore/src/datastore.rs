@@ -1,0 +1,875 @@
+//! The datastore: running and startup configuration, a private candidate per session, and
+//! the commit that turns a candidate into running.
+//!
+//! One owner (efbd's configuration task) holds it and calls it in turn; it needs no lock of
+//! its own. Every method leaves running and startup either as they were or completely
+//! changed, in memory and on disk.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use efb_model::Config;
+use efb_model::validation::{Report, Validator};
+use efb_yang::diff::{self, Change, RecordKey};
+use efb_yang::json::{self, Check};
+use efb_yang::validate::Scope;
+use efb_yang::{DataPath, DataTree, Problem, Schema, Value, setlines};
+use tracing::{info, info_span, warn};
+
+use crate::error::DatastoreError;
+use crate::southbound::{NoChip, Southbound};
+use crate::store::{self, CommitKind, HistoryEntry, PendingConfirm, RecordChange, Store};
+
+/// Commits kept in history (`rollback 0` to `rollback 49`).
+pub const HISTORY_LENGTH: usize = 50;
+/// `commit confirmed` without minutes waits this long (Junos' default).
+pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Where and how to open a datastore.
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    /// The datastore directory; the database lives in `<dir>/db`.
+    pub dir: PathBuf,
+    /// Loaded when there is no startup configuration; `<dir>/factory-default.json` by
+    /// default, and an empty configuration when that file does not exist either.
+    pub factory_default: Option<PathBuf>,
+    /// Identity of this boot of the machine. A running configuration written during another
+    /// boot is replaced by startup, as a device does when it reboots; within one boot (efbd
+    /// restarted) running is kept. Read from the kernel when not given.
+    pub boot_id: Option<String>,
+}
+
+impl OpenOptions {
+    pub fn new(dir: impl Into<PathBuf>) -> OpenOptions {
+        OpenOptions {
+            dir: dir.into(),
+            factory_default: None,
+            boot_id: None,
+        }
+    }
+}
+
+/// A client's handle on its candidate.
+pub type SessionId = u64;
+
+/// The running configuration, with its typed view.
+#[derive(Clone, Debug)]
+pub struct Running {
+    pub tree: DataTree,
+    pub config: Arc<Config>,
+    /// The commit that made it.
+    pub commit_id: u64,
+}
+
+struct Session {
+    user: String,
+    /// Running when the candidate was started: the base its edits apply to.
+    base: DataTree,
+    base_id: u64,
+    candidate: DataTree,
+    /// The candidate as libyang last passed it whole (after a complete load).
+    libyang_checked: Option<DataTree>,
+}
+
+/// One edit of a candidate.
+#[derive(Clone, Debug)]
+pub enum Edit {
+    /// Merge-set one node (a leaf's value, a leaf-list item, a list entry).
+    Set {
+        path: DataPath,
+        value: Option<Value>,
+    },
+    /// Merge `data` (a tree holding the node at `path` and its ancestors) at `path`.
+    Merge { path: DataPath, data: DataTree },
+    /// Replace the node at `path` with what `data` holds there.
+    Replace { path: DataPath, data: DataTree },
+    /// Create the node at `path` from `data`; an error if it exists.
+    Create { path: DataPath, data: DataTree },
+    /// Remove the node at `path`; an error if it does not exist.
+    Delete { path: DataPath },
+    /// Remove the node at `path` if it exists.
+    Remove { path: DataPath },
+}
+
+/// How a load treats the candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadMode {
+    /// Merge the file into the candidate.
+    Merge,
+    /// The file becomes the candidate.
+    Override,
+}
+
+/// What a load did.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOutcome {
+    /// Problems the loaded configuration still has (a commit would be refused until they
+    /// are fixed); empty when it is complete and valid as far as YANG goes.
+    pub incomplete: Vec<Problem>,
+}
+
+/// What to commit.
+#[derive(Clone, Debug, Default)]
+pub struct CommitRequest {
+    pub comment: Option<String>,
+    /// `commit confirmed`: roll back by itself unless confirmed within this time.
+    pub confirm_timeout: Option<Duration>,
+    /// `commit check`: validate and report, change nothing.
+    pub check_only: bool,
+}
+
+/// What a commit (or commit check) did.
+#[derive(Clone, Debug)]
+pub struct CommitOutcome {
+    /// The new commit; `None` for a check, or when there was nothing to commit.
+    pub commit_id: Option<u64>,
+    pub changes: Vec<Change>,
+    pub warnings: Vec<Problem>,
+    /// How much of the configuration libyang validated.
+    pub scope: Scope,
+    /// When a `commit confirmed` rolls back unless confirmed.
+    pub confirm_deadline: Option<SystemTime>,
+    /// This commit confirmed a pending `commit confirmed`.
+    pub confirmed: Option<u64>,
+}
+
+/// A commit as `show system commit` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// `rollback N` number: 0 is the running configuration.
+    pub index: usize,
+    pub id: u64,
+    pub time: String,
+    pub user: String,
+    pub comment: Option<String>,
+    pub kind: CommitKind,
+    pub records: usize,
+    /// Still waiting for confirmation.
+    pub pending_confirm: bool,
+}
+
+/// Candidate, running and startup configuration, and commit history.
+pub struct Datastore {
+    validator: Validator,
+    store: Store,
+    dir: PathBuf,
+    running: Running,
+    sessions: BTreeMap<SessionId, Session>,
+    next_session: SessionId,
+    pending: Option<PendingConfirm>,
+    /// History metadata, newest first (the changes stay on disk until asked for).
+    history: VecDeque<CommitInfo>,
+    southbound: Box<dyn Southbound>,
+}
+
+impl Datastore {
+    /// Opens (or creates) the datastore in `options.dir`. A running configuration of this
+    /// boot is kept; otherwise startup (or the factory default) is loaded as a new commit.
+    /// A `commit confirmed` whose time ran out while nothing was running is rolled back now.
+    pub fn open(schema: Arc<Schema>, options: OpenOptions) -> Result<Datastore, DatastoreError> {
+        let validator =
+            Validator::new(schema).map_err(|e| DatastoreError::Storage(e.to_string()))?;
+        let store = Store::open(&options.dir)?;
+        let boot_id = options.boot_id.clone().unwrap_or_else(current_boot_id);
+        let schema = validator.schema().clone();
+        let tree = store.running_tree(&schema)?;
+        let last = store.last_commit()?;
+        let mut ds = Datastore {
+            running: Running {
+                tree: DataTree::new(),
+                config: Arc::new(Config::default()),
+                commit_id: last.unwrap_or(0),
+            },
+            validator,
+            dir: options.dir.clone(),
+            sessions: BTreeMap::new(),
+            next_session: 1,
+            pending: store.pending()?,
+            history: VecDeque::new(),
+            southbound: Box::new(NoChip),
+            store,
+        };
+        ds.reload_history()?;
+        let same_boot = ds.store.boot_id()?.as_deref() == Some(boot_id.as_str());
+        ds.adopt_running(tree)?;
+        if last.is_none() || !same_boot {
+            ds.boot(&options)?;
+            ds.store.set_boot_id(&boot_id)?;
+        }
+        ds.expire_pending_confirm(SystemTime::now())?;
+        Ok(ds)
+    }
+
+    /// Replaces the southbound (the chip driver) that every commit must get past.
+    pub fn set_southbound(&mut self, southbound: Box<dyn Southbound>) {
+        self.southbound = southbound;
+    }
+
+    pub fn schema(&self) -> &Arc<Schema> {
+        self.validator.schema()
+    }
+
+    pub fn validator(&self) -> &Validator {
+        &self.validator
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn running(&self) -> &Running {
+        &self.running
+    }
+
+    /// The saved startup configuration, if `save` was ever run.
+    pub fn startup(&self) -> Result<Option<DataTree>, DatastoreError> {
+        self.store.startup_tree(self.schema())
+    }
+
+    /// Running as stored, with its typed view; the model revision it was stored under is
+    /// checked again in full when it differs from ours.
+    fn adopt_running(&mut self, tree: DataTree) -> Result<(), DatastoreError> {
+        let revision = &self.schema().module().revision;
+        let stored = self.store.model_revision()?;
+        let recheck = stored.as_ref().is_some_and(|r| r != revision);
+        let validated = self.validator.validate(&tree, !recheck);
+        if recheck && !validated.report.is_valid() {
+            warn!(
+                stored = stored.as_deref().unwrap_or(""),
+                problems = ?validated.report.errors,
+                "running configuration was written by another model revision and is not valid under this one"
+            );
+        }
+        let config = match validated.config {
+            Some(config) => config,
+            None => self
+                .validator
+                .read(&tree)
+                .map_err(|e| DatastoreError::Storage(format!("running configuration: {e}")))?,
+        };
+        self.running.tree = tree;
+        self.running.config = Arc::new(config);
+        Ok(())
+    }
+
+    /// Start-up: running becomes startup (or the factory default) as a commit of its own.
+    fn boot(&mut self, options: &OpenOptions) -> Result<(), DatastoreError> {
+        let (tree, source) = match self.startup()? {
+            Some(tree) => (tree, "startup configuration".to_string()),
+            None => {
+                let path = options
+                    .factory_default
+                    .clone()
+                    .unwrap_or_else(|| options.dir.join("factory-default.json"));
+                (
+                    read_factory_default(self.schema(), &path)?,
+                    format!("factory default {}", path.display()),
+                )
+            }
+        };
+        info!(%source, "loading the boot configuration");
+        let session = self.open_session("system");
+        self.load_tree(session, tree)?;
+        let outcome = self.commit_as(
+            session,
+            CommitKind::Boot,
+            CommitRequest {
+                comment: Some(format!("boot: {source}")),
+                ..CommitRequest::default()
+            },
+        );
+        self.close_session(session);
+        outcome.map(|_| ())
+    }
+
+    fn reload_history(&mut self) -> Result<(), DatastoreError> {
+        let entries = self.store.history()?;
+        self.history = entries
+            .iter()
+            .enumerate()
+            .map(|(index, e)| self.info_of(index, e))
+            .collect();
+        Ok(())
+    }
+
+    fn info_of(&self, index: usize, entry: &HistoryEntry) -> CommitInfo {
+        CommitInfo {
+            index,
+            id: entry.id,
+            time: entry.time.clone(),
+            user: entry.user.clone(),
+            comment: entry.comment.clone(),
+            kind: entry.kind,
+            records: entry.records.len(),
+            pending_confirm: self
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.commit_id == entry.id),
+        }
+    }
+
+    // ----- sessions and candidates -----
+
+    /// A new session with its own candidate, a copy of running.
+    pub fn open_session(&mut self, user: &str) -> SessionId {
+        let id = self.next_session;
+        self.next_session += 1;
+        self.sessions.insert(
+            id,
+            Session {
+                user: user.to_string(),
+                base: self.running.tree.clone(),
+                base_id: self.running.commit_id,
+                candidate: self.running.tree.clone(),
+                libyang_checked: None,
+            },
+        );
+        id
+    }
+
+    pub fn close_session(&mut self, session: SessionId) {
+        self.sessions.remove(&session);
+    }
+
+    fn session(&self, session: SessionId) -> Result<&Session, DatastoreError> {
+        self.sessions
+            .get(&session)
+            .ok_or(DatastoreError::UnknownSession(session))
+    }
+
+    fn session_mut(&mut self, session: SessionId) -> Result<&mut Session, DatastoreError> {
+        self.sessions
+            .get_mut(&session)
+            .ok_or(DatastoreError::UnknownSession(session))
+    }
+
+    pub fn candidate(&self, session: SessionId) -> Result<&DataTree, DatastoreError> {
+        Ok(&self.session(session)?.candidate)
+    }
+
+    /// Applies edits to the candidate, all or none.
+    pub fn edit(&mut self, session: SessionId, edits: &[Edit]) -> Result<(), DatastoreError> {
+        let schema = self.schema().clone();
+        let s = self.session_mut(session)?;
+        let mut tree = s.candidate.clone();
+        for edit in edits {
+            apply_edit(&schema, &mut tree, edit)?;
+        }
+        s.candidate = tree;
+        Ok(())
+    }
+
+    /// Applies `set` / `delete` lines to the candidate, all or none.
+    pub fn edit_lines(&mut self, session: SessionId, text: &str) -> Result<usize, DatastoreError> {
+        let schema = self.schema().clone();
+        let s = self.session_mut(session)?;
+        let mut tree = s.candidate.clone();
+        let count = setlines::apply_lines(&schema, &mut tree, text)?;
+        s.candidate = tree;
+        Ok(count)
+    }
+
+    /// Loads RFC 7951 JSON into the candidate.
+    pub fn load_json(
+        &mut self,
+        session: SessionId,
+        mode: LoadMode,
+        text: &str,
+    ) -> Result<LoadOutcome, DatastoreError> {
+        let schema = self.schema().clone();
+        let (tree, incomplete, complete) = match mode {
+            LoadMode::Override => match json::from_json(&schema, text, Check::Complete) {
+                Ok(tree) => (tree, Vec::new(), true),
+                Err(complete_err) => {
+                    // Types wrong: refuse. Only incomplete (a reference missing, a mandatory
+                    // leaf not given yet): load it, and say what is missing.
+                    let tree = json::from_json(&schema, text, Check::Types)?;
+                    (tree, complete_err.problems(), false)
+                }
+            },
+            LoadMode::Merge => (
+                json::from_json(&schema, text, Check::Types)?,
+                Vec::new(),
+                false,
+            ),
+        };
+        let s = self.session_mut(session)?;
+        match mode {
+            LoadMode::Override => s.candidate = tree.clone(),
+            LoadMode::Merge => s.candidate.merge(&schema, &tree),
+        }
+        s.libyang_checked = complete.then_some(tree);
+        Ok(LoadOutcome { incomplete })
+    }
+
+    /// Loads a whole tree as the candidate.
+    fn load_tree(&mut self, session: SessionId, tree: DataTree) -> Result<(), DatastoreError> {
+        let s = self.session_mut(session)?;
+        s.candidate = tree;
+        s.libyang_checked = None;
+        Ok(())
+    }
+
+    /// Drops the candidate's changes: it becomes running again.
+    pub fn discard(&mut self, session: SessionId) -> Result<(), DatastoreError> {
+        let running = self.running.clone();
+        let s = self.session_mut(session)?;
+        s.base = running.tree.clone();
+        s.base_id = running.commit_id;
+        s.candidate = running.tree;
+        s.libyang_checked = None;
+        Ok(())
+    }
+
+    /// What this session's candidate changes: its own edits, against the running
+    /// configuration they were made on.
+    pub fn compare(&self, session: SessionId) -> Result<Vec<Change>, DatastoreError> {
+        let s = self.session(session)?;
+        Ok(diff::diff(self.schema(), &s.base, &s.candidate))
+    }
+
+    /// `compare` as `set` / `delete` lines.
+    pub fn compare_lines(&self, session: SessionId) -> Result<Vec<String>, DatastoreError> {
+        Ok(setlines::render_changes(
+            self.schema(),
+            &self.compare(session)?,
+        ))
+    }
+
+    pub fn has_changes(&self, session: SessionId) -> Result<bool, DatastoreError> {
+        let s = self.session(session)?;
+        Ok(s.base != s.candidate)
+    }
+
+    /// Loads the configuration of commit `index` (0: running, 1: the one before...) into
+    /// the candidate.
+    pub fn rollback(&mut self, session: SessionId, index: usize) -> Result<(), DatastoreError> {
+        let tree = self.configuration_at(index)?;
+        let running = self.running.clone();
+        let s = self.session_mut(session)?;
+        s.base = running.tree;
+        s.base_id = running.commit_id;
+        s.candidate = tree;
+        s.libyang_checked = None;
+        Ok(())
+    }
+
+    /// The configuration as commit `index` left it.
+    pub fn configuration_at(&self, index: usize) -> Result<DataTree, DatastoreError> {
+        if index > 0 && index >= self.history.len() {
+            return Err(DatastoreError::NotFound(format!(
+                "rollback {index}: history holds {} commits (0 to {})",
+                self.history.len(),
+                self.history.len().saturating_sub(1)
+            )));
+        }
+        let schema = self.schema().clone();
+        let mut tree = self.running.tree.clone();
+        for entry in self.store.history()?.iter().take(index) {
+            revert(&schema, &mut tree, entry)?;
+        }
+        Ok(tree)
+    }
+
+    /// The path-level changes commit `index` made.
+    pub fn commit_changes(&self, index: usize) -> Result<Vec<Change>, DatastoreError> {
+        let after = self.configuration_at(index)?;
+        let entries = self.store.history()?;
+        let entry = entries
+            .get(index)
+            .ok_or_else(|| DatastoreError::NotFound(format!("no commit {index} in history")))?;
+        let mut before = after.clone();
+        revert(self.schema(), &mut before, entry)?;
+        Ok(diff::diff(self.schema(), &before, &after))
+    }
+
+    pub fn history(&self) -> Vec<CommitInfo> {
+        self.history.iter().cloned().collect()
+    }
+
+    // ----- commit -----
+
+    /// Validates the candidate and, unless only checking, makes it running: on the chip,
+    /// on disk and in memory, or nowhere.
+    pub fn commit(
+        &mut self,
+        session: SessionId,
+        request: CommitRequest,
+    ) -> Result<CommitOutcome, DatastoreError> {
+        self.commit_as(session, CommitKind::Commit, request)
+    }
+
+    fn commit_as(
+        &mut self,
+        session: SessionId,
+        kind: CommitKind,
+        request: CommitRequest,
+    ) -> Result<CommitOutcome, DatastoreError> {
+        let user = self.session(session)?.user.clone();
+        let span = info_span!("commit", session, user = %user, check = request.check_only);
+        let _entered = span.enter();
+        self.rebase(session)?;
+        let s = self.session(session)?;
+        let candidate = s.candidate.clone();
+        let libyang_checked = s
+            .libyang_checked
+            .as_ref()
+            .is_some_and(|t| t.ptr_eq(&candidate));
+        let changes = diff::diff(self.schema(), &self.running.tree, &candidate);
+        if changes.is_empty() {
+            return self.commit_nothing(request);
+        }
+        let validated = self.validator.validate_change(
+            &self.running.tree,
+            &self.running.config,
+            &candidate,
+            libyang_checked,
+        );
+        let Report {
+            errors,
+            warnings,
+            scope,
+        } = validated.report;
+        if !errors.is_empty() {
+            info!(
+                errors = errors.len(),
+                "commit refused: configuration not valid"
+            );
+            return Err(DatastoreError::Invalid { errors, warnings });
+        }
+        let Some(config) = validated.config else {
+            return Err(DatastoreError::Storage(
+                "validated configuration could not be read".into(),
+            ));
+        };
+        let mut outcome = CommitOutcome {
+            commit_id: None,
+            changes,
+            warnings,
+            scope,
+            confirm_deadline: None,
+            confirmed: None,
+        };
+        if request.check_only {
+            return Ok(outcome);
+        }
+        let next = Running {
+            tree: candidate,
+            config: Arc::new(config),
+            commit_id: self.running.commit_id + 1,
+        };
+        self.southbound
+            .apply(&self.running, &next)
+            .map_err(DatastoreError::Southbound)?;
+        let entry = self.history_entry(&user, kind, &request, &next.tree);
+        // A second `commit confirmed` extends the wait; the rollback still goes back to
+        // before the first unconfirmed commit.
+        let pending = request.confirm_timeout.map(|timeout| PendingConfirm {
+            commit_id: next.commit_id,
+            since_commit_id: self
+                .pending
+                .as_ref()
+                .map_or(next.commit_id, |p| p.since_commit_id),
+            deadline_ms: millis(SystemTime::now() + timeout),
+        });
+        if let Err(e) = self.persist(&entry, pending.as_ref()) {
+            // Disk refused: put the chip back as running still is.
+            if let Err(undo) = self.southbound.apply(&next, &self.running) {
+                warn!(%undo, "could not restore the chip after a failed commit");
+            }
+            return Err(e);
+        }
+        outcome.confirmed = self
+            .pending
+            .as_ref()
+            .filter(|_| request.confirm_timeout.is_none())
+            .map(|p| p.commit_id);
+        outcome.commit_id = Some(next.commit_id);
+        outcome.confirm_deadline = pending
+            .as_ref()
+            .map(|p| UNIX_EPOCH + Duration::from_millis(p.deadline_ms));
+        self.pending = pending;
+        self.running = next;
+        self.after_commit(session);
+        info!(
+            id = self.running.commit_id,
+            changes = outcome.changes.len(),
+            ?scope,
+            "committed"
+        );
+        Ok(outcome)
+    }
+
+    /// Nothing changed: still confirms a pending `commit confirmed`, as Junos does.
+    fn commit_nothing(&mut self, request: CommitRequest) -> Result<CommitOutcome, DatastoreError> {
+        let mut outcome = CommitOutcome {
+            commit_id: None,
+            changes: Vec::new(),
+            warnings: Vec::new(),
+            scope: Scope::Entries(0),
+            confirm_deadline: None,
+            confirmed: None,
+        };
+        if !request.check_only && request.confirm_timeout.is_none() {
+            outcome.confirmed = self.confirm()?;
+        }
+        Ok(outcome)
+    }
+
+    /// Confirms a pending `commit confirmed`; returns the commit it confirmed.
+    pub fn confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(None);
+        };
+        self.store.set_pending(None)?;
+        self.reload_history()?;
+        info!(id = pending.commit_id, "commit confirmed");
+        Ok(Some(pending.commit_id))
+    }
+
+    /// When a pending `commit confirmed` must be confirmed by.
+    pub fn pending_confirm_deadline(&self) -> Option<SystemTime> {
+        self.pending
+            .as_ref()
+            .map(|p| UNIX_EPOCH + Duration::from_millis(p.deadline_ms))
+    }
+
+    /// Rolls back a `commit confirmed` whose time is up at `now`. Called by the owner's
+    /// timer, and at open for deadlines that passed while nothing was running.
+    pub fn expire_pending_confirm(
+        &mut self,
+        now: SystemTime,
+    ) -> Result<Option<CommitOutcome>, DatastoreError> {
+        let Some(pending) = self.pending.clone() else {
+            return Ok(None);
+        };
+        if millis(now) < pending.deadline_ms {
+            return Ok(None);
+        }
+        warn!(
+            id = pending.commit_id,
+            "commit confirmed was not confirmed in time: rolling back"
+        );
+        let unconfirmed = (self.running.commit_id + 1).saturating_sub(pending.since_commit_id);
+        let previous = self.configuration_at(unconfirmed as usize)?;
+        let session = self.open_session("system");
+        self.load_tree(session, previous)?;
+        self.pending = None;
+        let outcome = self.commit_as(
+            session,
+            CommitKind::ConfirmTimeout,
+            CommitRequest {
+                comment: Some(format!(
+                    "rollback: commit confirmed {} was not confirmed in time",
+                    pending.commit_id
+                )),
+                ..CommitRequest::default()
+            },
+        );
+        self.close_session(session);
+        if outcome.is_err() {
+            self.pending = Some(pending);
+        }
+        outcome.map(Some)
+    }
+
+    /// `save`: running becomes what the box boots with.
+    pub fn save(&mut self) -> Result<(), DatastoreError> {
+        let records = store::encode_records(self.schema(), &self.running.tree);
+        self.store.save_startup(&records)?;
+        info!(
+            id = self.running.commit_id,
+            records = records.len(),
+            "running saved to startup"
+        );
+        Ok(())
+    }
+
+    /// A session's candidate made on an older running gets the commits made since: refused
+    /// if they changed the same paths as the session did (differently).
+    fn rebase(&mut self, session: SessionId) -> Result<(), DatastoreError> {
+        let schema = self.schema().clone();
+        let running = self.running.clone();
+        let s = self.session(session)?;
+        if s.base_id == running.commit_id {
+            return Ok(());
+        }
+        let mine = diff::diff(&schema, &s.base, &s.candidate);
+        let theirs = diff::diff(&schema, &s.base, &running.tree);
+        let conflicts = conflicting_paths(&schema, &mine, &theirs, &s.candidate, &running.tree);
+        if !conflicts.is_empty() {
+            let since = self.commits_since(s.base_id);
+            return Err(DatastoreError::Conflict {
+                paths: conflicts,
+                since,
+            });
+        }
+        let mut rebased = running.tree.clone();
+        diff::apply(&schema, &mut rebased, &mine)?;
+        let s = self.session_mut(session)?;
+        s.base = running.tree;
+        s.base_id = running.commit_id;
+        s.candidate = rebased;
+        s.libyang_checked = None;
+        Ok(())
+    }
+
+    fn commits_since(&self, base_id: u64) -> String {
+        let later: Vec<String> = self
+            .history
+            .iter()
+            .filter(|c| c.id > base_id)
+            .map(|c| format!("{} by {}", c.id, c.user))
+            .collect();
+        later.join(", ")
+    }
+
+    fn after_commit(&mut self, committer: SessionId) {
+        let running = self.running.clone();
+        if let Some(s) = self.sessions.get_mut(&committer) {
+            s.base = running.tree.clone();
+            s.base_id = running.commit_id;
+            s.candidate = running.tree.clone();
+            s.libyang_checked = None;
+        }
+        // Sessions without edits simply follow running.
+        for s in self.sessions.values_mut() {
+            if s.base == s.candidate && s.base_id != running.commit_id {
+                s.base = running.tree.clone();
+                s.base_id = running.commit_id;
+                s.candidate = running.tree.clone();
+            }
+        }
+    }
+
+    fn history_entry(
+        &self,
+        user: &str,
+        kind: CommitKind,
+        request: &CommitRequest,
+        new: &DataTree,
+    ) -> HistoryEntry {
+        let schema = self.schema();
+        let records = diff::changed_records(schema, &self.running.tree, new)
+            .into_iter()
+            .map(|key| RecordChange {
+                before: diff::record_data(schema, &self.running.tree, &key)
+                    .map(|d| store::record_json(schema, &d)),
+                after: diff::record_data(schema, new, &key).map(|d| store::record_json(schema, &d)),
+                key: key.display(schema),
+            })
+            .collect();
+        HistoryEntry {
+            id: self.running.commit_id + 1,
+            time: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            user: user.to_string(),
+            comment: request.comment.clone(),
+            kind,
+            confirm_timeout_s: request.confirm_timeout.map(|t| t.as_secs()),
+            records,
+        }
+    }
+
+    fn persist(
+        &mut self,
+        entry: &HistoryEntry,
+        pending: Option<&PendingConfirm>,
+    ) -> Result<(), DatastoreError> {
+        let keep_from = (entry.id + 1).saturating_sub(HISTORY_LENGTH as u64);
+        let revision = self.schema().module().revision.clone();
+        self.store
+            .write_commit(entry, pending, keep_from, &revision)?;
+        let info = self.info_of(0, entry);
+        self.history.push_front(info);
+        self.history.truncate(HISTORY_LENGTH);
+        for (index, info) in self.history.iter_mut().enumerate() {
+            info.index = index;
+            info.pending_confirm = pending.is_some_and(|p| p.commit_id == info.id);
+        }
+        Ok(())
+    }
+}
+
+fn apply_edit(schema: &Schema, tree: &mut DataTree, edit: &Edit) -> Result<(), DatastoreError> {
+    match edit {
+        Edit::Set { path, value } => tree.set(schema, path, value.clone())?,
+        Edit::Merge { path, data } => tree.merge(schema, &data.subtree(path)),
+        Edit::Replace { path, data } => tree.replace(schema, path, data),
+        Edit::Create { path, data } => tree.create(schema, path, data)?,
+        Edit::Delete { path } => tree.delete(schema, path)?,
+        Edit::Remove { path } => {
+            tree.remove(path);
+        }
+    }
+    Ok(())
+}
+
+/// Undoes one commit on `tree`: each record it changed gets its value from before.
+fn revert(
+    schema: &Schema,
+    tree: &mut DataTree,
+    entry: &HistoryEntry,
+) -> Result<(), DatastoreError> {
+    for record in &entry.records {
+        let key = RecordKey::parse(schema, &record.key)?;
+        let before = record
+            .before
+            .as_deref()
+            .map(|text| json::from_trusted_json(schema, text))
+            .transpose()?;
+        diff::put_record(schema, tree, &key, before.as_ref());
+    }
+    Ok(())
+}
+
+/// Paths this session changed that the commits since its base changed too, where the two
+/// do not agree on the result.
+fn conflicting_paths(
+    schema: &Schema,
+    mine: &[Change],
+    theirs: &[Change],
+    candidate: &DataTree,
+    running: &DataTree,
+) -> Vec<String> {
+    let mut paths = Vec::new();
+    for a in mine {
+        let path = a.path();
+        let touched = theirs.iter().any(|b| b.path().overlaps(path));
+        if touched && candidate.subtree(path) != running.subtree(path) {
+            let text = path.display(schema);
+            if !paths.contains(&text) {
+                paths.push(text);
+            }
+        }
+    }
+    paths
+}
+
+fn read_factory_default(schema: &Schema, path: &Path) -> Result<DataTree, DatastoreError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => json::from_json(schema, &text, Check::Complete).map_err(|e| {
+            DatastoreError::Edit(
+                e.problems()
+                    .into_iter()
+                    .map(|p| Problem::new(p.path, format!("{}: {}", path.display(), p.message)))
+                    .collect(),
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DataTree::new()),
+        Err(e) => Err(DatastoreError::Storage(format!("{}: {e}", path.display()))),
+    }
+}
+
+fn current_boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown-boot".to_string())
+}
+
+fn millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

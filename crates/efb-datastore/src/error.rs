@@ -1,0 +1,60 @@
+//! Errors of the datastore, each saying what went wrong and what is left unchanged.
+
+use efb_yang::Problem;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatastoreError {
+    /// The candidate breaks YANG or the rules: nothing was committed.
+    #[error("configuration is not valid:\n{}", lines(.errors))]
+    Invalid {
+        errors: Vec<Problem>,
+        warnings: Vec<Problem>,
+    },
+    /// An edit or a load was refused; the candidate is as it was.
+    #[error("{}", lines(.0))]
+    Edit(Vec<Problem>),
+    /// Others committed changes to the same paths since this session's candidate was started.
+    #[error(
+        "commit refused: since your candidate was started, commit {since} changed the same configuration:\n{}\nrun `rollback 0` (or `discard`) to start again from the running configuration",
+        .paths.join("\n")
+    )]
+    Conflict { paths: Vec<String>, since: String },
+    #[error("no session {0}")]
+    UnknownSession(u64),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("datastore {path} is in use by another process (is another efbd running?)")]
+    Locked { path: String },
+    /// The database could not be read or written: nothing was committed.
+    #[error("datastore storage: {0}")]
+    Storage(String),
+    /// The southbound (the chip) refused the configuration: nothing was committed.
+    #[error("the chip refused the configuration: {0}")]
+    Southbound(String),
+}
+
+fn lines(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| format!("  {p}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl From<sled::Error> for DatastoreError {
+    fn from(e: sled::Error) -> DatastoreError {
+        DatastoreError::Storage(e.to_string())
+    }
+}
+
+impl From<efb_yang::Error> for DatastoreError {
+    fn from(e: efb_yang::Error) -> DatastoreError {
+        DatastoreError::Edit(e.problems())
+    }
+}
+
+impl From<efb_yang::EditError> for DatastoreError {
+    fn from(e: efb_yang::EditError) -> DatastoreError {
+        DatastoreError::Edit(vec![e.into()])
+    }
+}

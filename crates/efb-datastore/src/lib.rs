@@ -1,0 +1,23 @@
+//! Candidate, running and startup configuration with real commit semantics, persisted in
+//! an embedded sled database.
+//!
+//! - Each session edits a private candidate; a commit validates it (libyang and the rules
+//!   of MODEL.md), gets it past the southbound (the chip), writes it to disk in one
+//!   transaction, and only then makes it running.
+//! - A candidate started before someone else's commit is rebased onto it, unless both
+//!   changed the same paths: then the commit is refused, naming them.
+//! - `commit check`, `commit confirmed` (rolled back by itself, also across restarts),
+//!   comments, 50 commits of history, `rollback N`, `compare`, `discard`, `save`, `load`.
+
+mod datastore;
+mod error;
+mod southbound;
+mod store;
+
+pub use datastore::{
+    CommitInfo, CommitOutcome, CommitRequest, DEFAULT_CONFIRM_TIMEOUT, Datastore, Edit,
+    HISTORY_LENGTH, LoadMode, LoadOutcome, OpenOptions, Running, SessionId,
+};
+pub use error::DatastoreError;
+pub use southbound::{NoChip, Southbound};
+pub use store::CommitKind;

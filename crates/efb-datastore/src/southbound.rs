@@ -1,0 +1,20 @@
+//! What stands between a validated candidate and running: the chip. A commit only becomes
+//! running once the southbound has applied it; if the southbound refuses, nothing changes.
+
+use crate::datastore::Running;
+
+/// Programs the configuration into the data plane.
+pub trait Southbound: Send {
+    /// Makes the data plane hold `next` instead of `current`. On error the data plane must
+    /// be left as it was, and the message says what was refused and why.
+    fn apply(&mut self, current: &Running, next: &Running) -> Result<(), String>;
+}
+
+/// No data plane: the configuration is only managed (tests, offline use).
+pub struct NoChip;
+
+impl Southbound for NoChip {
+    fn apply(&mut self, _current: &Running, _next: &Running) -> Result<(), String> {
+        Ok(())
+    }
+}
