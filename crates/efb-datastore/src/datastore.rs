@@ -125,7 +125,6 @@ pub struct CommitRequest {
 pub struct CommitOutcome {
     /// The new commit; `None` for a check, or when there was nothing to commit.
     pub commit_id: Option<u64>,
-    pub changes: Vec<Change>,
     pub warnings: Vec<Problem>,
     /// How much of the configuration libyang validated.
     pub scope: Scope,
@@ -133,6 +132,35 @@ pub struct CommitOutcome {
     pub confirm_deadline: Option<SystemTime>,
     /// This commit confirmed a pending `commit confirmed`.
     pub confirmed: Option<u64>,
+    /// The configuration before and after (snapshots: free to keep).
+    before: DataTree,
+    after: DataTree,
+    schema: Arc<Schema>,
+}
+
+impl CommitOutcome {
+    fn new(schema: Arc<Schema>, before: DataTree, after: DataTree, scope: Scope) -> CommitOutcome {
+        CommitOutcome {
+            commit_id: None,
+            warnings: Vec::new(),
+            scope,
+            confirm_deadline: None,
+            confirmed: None,
+            before,
+            after,
+            schema,
+        }
+    }
+
+    /// The path-level changes, worked out when asked for: a commit of 100 000 new flows
+    /// need not list 700 000 changes nobody reads.
+    pub fn changes(&self) -> Vec<Change> {
+        diff::diff(&self.schema, &self.before, &self.after)
+    }
+
+    pub fn has_changes(&self) -> bool {
+        self.before != self.after
+    }
 }
 
 /// A commit as `show system commit` lists it.
@@ -517,8 +545,7 @@ impl Datastore {
             .libyang_checked
             .as_ref()
             .is_some_and(|t| t.ptr_eq(&candidate));
-        let changes = diff::diff(self.schema(), &self.running.tree, &candidate);
-        if changes.is_empty() {
+        if candidate == self.running.tree {
             return self.commit_nothing(request);
         }
         let validated = self.validator.validate_change(
@@ -544,14 +571,13 @@ impl Datastore {
                 "validated configuration could not be read".into(),
             ));
         };
-        let mut outcome = CommitOutcome {
-            commit_id: None,
-            changes,
-            warnings,
+        let mut outcome = CommitOutcome::new(
+            self.schema().clone(),
+            self.running.tree.clone(),
+            candidate.clone(),
             scope,
-            confirm_deadline: None,
-            confirmed: None,
-        };
+        );
+        outcome.warnings = warnings;
         if request.check_only {
             return Ok(outcome);
         }
@@ -593,25 +619,15 @@ impl Datastore {
         self.pending = pending;
         self.running = next;
         self.after_commit(session);
-        info!(
-            id = self.running.commit_id,
-            changes = outcome.changes.len(),
-            ?scope,
-            "committed"
-        );
+        info!(id = self.running.commit_id, ?scope, "committed");
         Ok(outcome)
     }
 
     /// Nothing changed: still confirms a pending `commit confirmed`, as Junos does.
     fn commit_nothing(&mut self, request: CommitRequest) -> Result<CommitOutcome, DatastoreError> {
-        let mut outcome = CommitOutcome {
-            commit_id: None,
-            changes: Vec::new(),
-            warnings: Vec::new(),
-            scope: Scope::Entries(0),
-            confirm_deadline: None,
-            confirmed: None,
-        };
+        let tree = self.running.tree.clone();
+        let mut outcome =
+            CommitOutcome::new(self.schema().clone(), tree.clone(), tree, Scope::Entries(0));
         if !request.check_only && request.confirm_timeout.is_none() {
             outcome.confirmed = self.confirm()?;
         }

@@ -25,7 +25,11 @@ fn config_lines(i: u64) -> String {
         "set ports port p1 number 1 speed 100g\nset ports port p2 number 2 speed 100g\n\
          set ecofilter-balancer link l1 lan-port p2 wan-port p1\n",
     );
-    let method = if i.is_multiple_of(2) { "layer-3" } else { "layer-4" };
+    let method = if i.is_multiple_of(2) {
+        "layer-3"
+    } else {
+        "layer-4"
+    };
     lines.push_str(&format!(
         "set ecofilter-balancer balancing-method {method}\n"
     ));
@@ -68,10 +72,19 @@ fn crash_child() {
     for i in start.. {
         ds.load_json(s, LoadMode::Override, "{}").unwrap();
         ds.edit_lines(s, &config_lines(i)).unwrap();
-        println!("begin {i}");
+        say(&format!("begin {i}"));
         ds.commit(s, CommitRequest::default()).unwrap();
-        println!("done {i}");
+        say(&format!("done {i}"));
     }
+}
+
+/// One line to the parent, flushed at once: stdout to a pipe may be block-buffered, and a
+/// buffered line dies with the process.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }
 
 #[test]

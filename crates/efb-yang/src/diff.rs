@@ -69,23 +69,52 @@ fn is_leaf_list_item(schema: &Schema, path: &DataPath) -> bool {
 pub fn diff(schema: &Schema, old: &DataTree, new: &DataTree) -> Vec<Change> {
     let mut walk = Walk {
         schema,
+        path: DataPath::root(),
         deletes: Vec::new(),
         sets: Vec::new(),
     };
-    walk.inner(&DataPath::root(), old.root(), new.root());
+    walk.inner(old.root(), new.root());
     let mut changes = walk.deletes;
     changes.extend(walk.sets);
     changes
 }
 
+/// Walks two trees side by side. The current path is one stack, pushed and popped as the
+/// walk goes, and copied only into the changes it reports.
 struct Walk<'a> {
     schema: &'a Schema,
+    path: DataPath,
     deletes: Vec<Change>,
     sets: Vec<Change>,
 }
 
 impl Walk<'_> {
-    fn inner(&mut self, path: &DataPath, old: &Inner, new: &Inner) {
+    fn here(&self) -> DataPath {
+        self.path.clone()
+    }
+
+    fn delete_here(&mut self) {
+        let path = self.here();
+        self.deletes.push(Change::Delete { path });
+    }
+
+    fn set_here(&mut self, old: Option<Value>, new: Value) {
+        let path = self.here();
+        self.sets.push(Change::Set { path, old, new });
+    }
+
+    /// Runs `f` with the last path step set to `keys` (a list entry or a leaf-list item).
+    fn at_keys(&mut self, keys: &[Value], f: impl FnOnce(&mut Self)) {
+        if let Some(last) = self.path.segments.last_mut() {
+            last.keys = keys.to_vec();
+        }
+        f(self);
+        if let Some(last) = self.path.segments.last_mut() {
+            last.keys.clear();
+        }
+    }
+
+    fn inner(&mut self, old: &Inner, new: &Inner) {
         if old.ptr_eq(new) {
             return;
         }
@@ -94,70 +123,70 @@ impl Walk<'_> {
         ids.sort();
         ids.dedup();
         for id in ids {
-            let here = path.child(Segment::new(id));
+            self.path.segments.push(Segment::new(id));
             match (old.get(id), new.get(id)) {
-                (Some(_), None) => self.deletes.push(Change::Delete { path: here }),
-                (None, Some(child)) => self.created(&here, child),
-                (Some(a), Some(b)) => self.child(&here, a, b),
+                (Some(_), None) => self.delete_here(),
+                (None, Some(child)) => self.created(child),
+                (Some(a), Some(b)) => self.child(a, b),
                 (None, None) => {}
             }
+            self.path.segments.pop();
         }
     }
 
-    fn child(&mut self, path: &DataPath, old: &Child, new: &Child) {
+    fn child(&mut self, old: &Child, new: &Child) {
         match (old, new) {
             (Child::Leaf(a), Child::Leaf(b)) => {
                 if a != b {
-                    self.sets.push(Change::Set {
-                        path: path.clone(),
-                        old: Some(a.clone()),
-                        new: b.clone(),
-                    });
+                    self.set_here(Some(a.clone()), b.clone());
                 }
             }
-            (Child::LeafList(a), Child::LeafList(b)) => self.leaf_list(path, a, b),
-            (Child::Container(a), Child::Container(b)) => self.inner(path, a, b),
-            (Child::List(a), Child::List(b)) => self.list(path, a, b),
+            (Child::LeafList(a), Child::LeafList(b)) => self.leaf_list(a, b),
+            (Child::Container(a), Child::Container(b)) => self.inner(a, b),
+            (Child::List(a), Child::List(b)) => self.list(a, b),
             // Different kinds cannot share a schema node; treat as replacement.
             (_, new) => {
-                self.deletes.push(Change::Delete { path: path.clone() });
-                self.created(path, new);
+                self.delete_here();
+                self.created(new);
             }
         }
     }
 
-    fn created(&mut self, path: &DataPath, child: &Child) {
+    fn created(&mut self, child: &Child) {
         match child {
-            Child::Leaf(v) => self.sets.push(Change::Set {
-                path: path.clone(),
-                old: None,
-                new: v.clone(),
-            }),
+            Child::Leaf(v) => self.set_here(None, v.clone()),
             Child::LeafList(items) => {
                 for v in items.iter() {
-                    self.sets.push(item_set(path, v));
+                    self.at_keys(std::slice::from_ref(v), |w| w.set_here(None, v.clone()));
                 }
             }
-            Child::Container(c) => self.inner(path, &Inner::default(), c),
+            Child::Container(c) => self.inner(&Inner::default(), c),
             Child::List(list) => {
                 for (keys, entry) in list.iter() {
-                    self.created_entry(path, keys, entry);
+                    self.created_entry(keys, entry);
                 }
             }
         }
     }
 
-    fn created_entry(&mut self, list_path: &DataPath, keys: &Keys, entry: &Inner) {
-        let path = entry_path(list_path, keys);
-        self.sets.push(Change::Create { path: path.clone() });
-        self.inner(&path, &Inner::default(), entry);
+    fn created_entry(&mut self, keys: &Keys, entry: &Inner) {
+        self.at_keys(keys, |w| {
+            let path = w.here();
+            w.sets.push(Change::Create { path });
+            w.inner(&Inner::default(), entry);
+        });
     }
 
-    fn leaf_list(&mut self, path: &DataPath, old: &LeafList, new: &LeafList) {
+    fn deleted_entry(&mut self, keys: &Keys) {
+        self.at_keys(keys, Walk::delete_here);
+    }
+
+    fn leaf_list(&mut self, old: &LeafList, new: &LeafList) {
         if old == new {
             return;
         }
-        let user_ordered = path
+        let user_ordered = self
+            .path
             .node()
             .is_some_and(|id| self.schema.node(id).user_ordered);
         let reordered = user_ordered && {
@@ -167,39 +196,35 @@ impl Walk<'_> {
         };
         for v in old.iter() {
             if reordered || !new.iter().any(|n| n == v) {
-                self.deletes.push(Change::Delete {
-                    path: item_path(path, v),
-                });
+                self.at_keys(std::slice::from_ref(v), Walk::delete_here);
             }
         }
         for v in new.iter() {
             if reordered || !old.iter().any(|o| o == v) {
-                self.sets.push(item_set(path, v));
+                self.at_keys(std::slice::from_ref(v), |w| w.set_here(None, v.clone()));
             }
         }
     }
 
-    fn list(&mut self, path: &DataPath, old: &List, new: &List) {
+    fn list(&mut self, old: &List, new: &List) {
         if old.order().is_some() {
-            return self.user_ordered_list(path, old, new);
+            return self.user_ordered_list(old, new);
         }
         for item in old.entries().diff(new.entries()) {
             match item {
-                imbl::ordmap::DiffItem::Add(keys, entry) => self.created_entry(path, keys, entry),
-                imbl::ordmap::DiffItem::Remove(keys, _) => self.deletes.push(Change::Delete {
-                    path: entry_path(path, keys),
-                }),
+                imbl::ordmap::DiffItem::Add(keys, entry) => self.created_entry(keys, entry),
+                imbl::ordmap::DiffItem::Remove(keys, _) => self.deleted_entry(keys),
                 imbl::ordmap::DiffItem::Update {
                     old: (keys, a),
                     new: (_, b),
-                } => self.inner(&entry_path(path, keys), a, b),
+                } => self.at_keys(keys, |w| w.inner(a, b)),
             }
         }
     }
 
     /// Entries keep their place when set again, and new ones go last; so from the first
     /// entry whose place differs, entries are deleted and created again in the new order.
-    fn user_ordered_list(&mut self, path: &DataPath, old: &List, new: &List) {
+    fn user_ordered_list(&mut self, old: &List, new: &List) {
         let mut expected: Vec<&Keys> = old.keys().filter(|k| new.get(k).is_some()).collect();
         expected.extend(new.keys().filter(|k| old.get(k).is_none()));
         let first_moved = new
@@ -209,49 +234,19 @@ impl Walk<'_> {
             .unwrap_or(expected.len());
         for keys in old.keys() {
             if new.get(keys).is_none() {
-                self.deletes.push(Change::Delete {
-                    path: entry_path(path, keys),
-                });
+                self.deleted_entry(keys);
             }
         }
         for (i, (keys, entry)) in new.iter().enumerate() {
             match old.get(keys) {
-                Some(before) if i < first_moved => {
-                    self.inner(&entry_path(path, keys), before, entry)
-                }
+                Some(before) if i < first_moved => self.at_keys(keys, |w| w.inner(before, entry)),
                 Some(_) => {
-                    self.deletes.push(Change::Delete {
-                        path: entry_path(path, keys),
-                    });
-                    self.created_entry(path, keys, entry);
+                    self.deleted_entry(keys);
+                    self.created_entry(keys, entry);
                 }
-                None => self.created_entry(path, keys, entry),
+                None => self.created_entry(keys, entry),
             }
         }
-    }
-}
-
-fn entry_path(list_path: &DataPath, keys: &Keys) -> DataPath {
-    let mut path = list_path.clone();
-    if let Some(last) = path.segments.last_mut() {
-        last.keys = keys.to_vec();
-    }
-    path
-}
-
-fn item_path(leaf_list: &DataPath, value: &Value) -> DataPath {
-    let mut path = leaf_list.clone();
-    if let Some(last) = path.segments.last_mut() {
-        last.keys = vec![value.clone()];
-    }
-    path
-}
-
-fn item_set(leaf_list: &DataPath, value: &Value) -> Change {
-    Change::Set {
-        path: item_path(leaf_list, value),
-        old: None,
-        new: value.clone(),
     }
 }
 

@@ -313,6 +313,34 @@ pub fn is_implicit_default(node: &DataNodeRef<'_, '_>) -> bool {
     unsafe { (*node.as_raw()).flags & ffi::LYD_DEFAULT != 0 }
 }
 
+/// A term node's canonical value, and the address libyang's dictionary keeps it at (the
+/// same for every equal value, so callers can share one copy).
+pub fn canonical<'n>(node: &'n DataNodeRef<'_, '_>) -> Option<(usize, &'n str)> {
+    // SAFETY: leaf and leaf-list nodes are lyd_node_term; the canonical string is owned by
+    // the context's dictionary and outlives the node borrow.
+    unsafe {
+        let term = node.as_raw() as *const ffi::lyd_node_term;
+        let mut text = (*term).value._canonical;
+        if text.is_null() {
+            text = ffi::lyd_value_get_canonical(ffi_ctx_of(node), &(*term).value);
+        }
+        if text.is_null() {
+            return None;
+        }
+        CStr::from_ptr(text)
+            .to_str()
+            .ok()
+            .map(|s| (text as usize, s))
+    }
+}
+
+/// # Safety
+/// `node` belongs to a live tree.
+unsafe fn ffi_ctx_of(node: &DataNodeRef<'_, '_>) -> *const ffi::ly_ctx {
+    // SAFETY: every data node has a schema node whose module knows the context.
+    unsafe { (*(*(*node.as_raw()).schema).module).ctx }
+}
+
 /// The base type a term node's value resolved to: a union's member type, else the leaf's.
 pub fn resolved_base_type(node: &DataNodeRef<'_, '_>) -> BaseType {
     // SAFETY: callers only pass leaf and leaf-list nodes, whose layout is lyd_node_term.

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use imbl::{OrdMap, Vector};
+use imbl::OrdMap;
 
 use crate::path::{DataPath, Segment};
 use crate::schema::{JsonKind, NodeKind, Schema, SchemaId};
@@ -74,7 +74,8 @@ pub enum Child {
 #[derive(Clone, Debug, Default)]
 pub struct List {
     entries: OrdMap<Keys, Inner>,
-    order: Option<Vector<Keys>>,
+    /// Configured order of a user-ordered list (pairs: a few, so a plain shared vector).
+    order: Option<Arc<Vec<Keys>>>,
 }
 
 impl PartialEq for List {
@@ -154,14 +155,14 @@ impl List {
         &self.entries
     }
 
-    pub(crate) fn order(&self) -> Option<&Vector<Keys>> {
-        self.order.as_ref()
+    pub(crate) fn order(&self) -> Option<&[Keys]> {
+        self.order.as_deref().map(Vec::as_slice)
     }
 
     fn new(user_ordered: bool) -> List {
         List {
             entries: OrdMap::new(),
-            order: user_ordered.then(Vector::new),
+            order: user_ordered.then(Arc::default),
         }
     }
 
@@ -172,7 +173,7 @@ impl List {
             }
             let keys: Keys = keys.to_vec().into();
             if let Some(order) = &mut self.order {
-                order.push_back(keys.clone());
+                Arc::make_mut(order).push(keys.clone());
             }
             self.entries.insert(keys, Inner::default());
         }
@@ -184,7 +185,7 @@ impl List {
             return false;
         }
         if let Some(order) = &mut self.order {
-            order.retain(|k| &k[..] != keys);
+            Arc::make_mut(order).retain(|k| &k[..] != keys);
         }
         true
     }
@@ -194,7 +195,7 @@ impl List {
         if !self.entries.contains_key(&keys)
             && let Some(order) = &mut self.order
         {
-            order.push_back(keys.clone());
+            Arc::make_mut(order).push(keys.clone());
         }
         self.entries.insert(keys, inner);
     }

@@ -22,9 +22,9 @@ pub enum Scope {
 /// choices, ranges). Returns every problem found, each with its path.
 pub fn validate(schema: &Schema, tree: &DataTree) -> Result<(), Vec<Problem>> {
     let text = json::to_json(schema, tree, PrintOptions::default());
-    json::parse_ly(schema, &text, Check::Complete)
-        .map(|_| ())
-        .map_err(|e| e.problems())
+    let tree = json::parse_ly(schema, &text, Check::Complete).map_err(|e| e.problems())?;
+    schema.discard(tree);
+    Ok(())
 }
 
 /// Validates `candidate`, which differs from a valid configuration only in `changed`

@@ -1,0 +1,177 @@
+//! Commit latency and load time on large configurations. Prints figures; run with
+//! `cargo bench -p efb-datastore` (release build, real sled files in a temporary directory).
+//!
+//! The configuration: every one of the box's 128 lane ports in use (32 links, 16 units of
+//! 2 pairs: the most links and pairs the 32 x 4 lanes allow together), a liveness profile,
+//! and N flows each matching a /32, a protocol and a port, on one link, sent to a unit.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use efb_datastore::{CommitRequest, Datastore, LoadMode, OpenOptions};
+use efb_yang::Schema;
+
+const LINKS: usize = 32;
+const UNITS: usize = 16;
+const PAIRS_PER_UNIT: usize = 2;
+
+fn site_json(flows: usize) -> String {
+    let mut ports = Vec::new();
+    let mut lane_ports = (1..=32u32).flat_map(|n| (0..4u32).map(move |l| (n, l)));
+    // Filter-facing ports carry the balancer's 4-byte header on top of the operator's MTU.
+    let mut next_pair = |ports: &mut Vec<serde_json::Value>, mtu: u32| {
+        let mut names = Vec::new();
+        for _ in 0..2 {
+            let (n, l) = lane_ports.next().expect("128 lane ports");
+            let name = format!("p{n}-{l}");
+            ports.push(serde_json::json!({"name": name, "number": n, "lane": l, "speed": "25g", "mtu": mtu}));
+            names.push(name);
+        }
+        (names[0].clone(), names[1].clone())
+    };
+    let links: Vec<_> = (0..LINKS)
+        .map(|i| {
+            let (lan, wan) = next_pair(&mut ports, 9000);
+            serde_json::json!({"name": format!("l{i}"), "lan-port": lan, "wan-port": wan})
+        })
+        .collect();
+    let units: Vec<_> = (0..UNITS)
+        .map(|u| {
+            let pairs: Vec<_> = (0..PAIRS_PER_UNIT)
+                .map(|p| {
+                    let (lan, wan) = next_pair(&mut ports, 9216);
+                    serde_json::json!({"name": format!("u{u}-p{p}"), "lan-port": lan, "wan-port": wan})
+                })
+                .collect();
+            serde_json::json!({"name": format!("u{u}"), "cores": 15, "liveness-profile": "lp", "pair": pairs})
+        })
+        .collect();
+    let flows: Vec<_> = (0..flows)
+        .map(|i| {
+            serde_json::json!({
+                "name": format!("flow{i}"),
+                "priority": 1000 + i,
+                "links": [format!("l{}", i % LINKS)],
+                "match": {
+                    "dst-ipv4": format!("10.{}.{}.{}/32", (i >> 16) & 255, (i >> 8) & 255, i & 255),
+                    "ip-proto": 6,
+                    "dst-port": i % 65535 + 1
+                },
+                "action": {"to-ecofilter": {"ecofilter-unit": format!("u{}", i % UNITS)}}
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "ecofilter-balancer:ports": {"port": ports},
+        "ecofilter-balancer:ecofilter-balancer": {"link": links, "ecofilter-unit": units, "flow": flows},
+        "ecofilter-balancer:liveness": {"profile": [{"name": "lp"}]}
+    })
+    .to_string()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Loads the site with `flows` flows, then commits one-flow changes; returns per-commit times.
+fn bench_size(schema: &Arc<Schema>, flows: usize, rounds: usize) -> (Duration, Vec<Duration>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = OpenOptions::new(dir.path());
+    options.boot_id = Some("bench".into());
+    let mut ds = Datastore::open(schema.clone(), options).unwrap();
+    let s = ds.open_session("bench");
+    let json = site_json(flows);
+    let start = Instant::now();
+    let loaded = ds.load_json(s, LoadMode::Override, &json).unwrap();
+    assert!(loaded.incomplete.is_empty(), "{:?}", loaded.incomplete);
+    let load = start.elapsed();
+    let check = ds
+        .commit(
+            s,
+            CommitRequest {
+                check_only: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let load_and_validate = start.elapsed();
+    if std::env::var_os("EFB_BENCH_DETAIL").is_some() {
+        eprintln!(
+            "{flows} flows: load {} + check {}",
+            ms(load),
+            ms(load_and_validate - load)
+        );
+    }
+    assert!(check.warnings.is_empty(), "{:?}", check.warnings);
+    ds.commit(s, CommitRequest::default()).unwrap();
+    let mut times = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let flow = (round * 7919) % flows;
+        ds.edit_lines(
+            s,
+            &format!(
+                "set ecofilter-balancer flow flow{flow} match dst-port {}",
+                (round % 60000) + 2
+            ),
+        )
+        .unwrap();
+        let start = Instant::now();
+        let outcome = ds.commit(s, CommitRequest::default()).unwrap();
+        times.push(start.elapsed());
+        assert!(outcome.has_changes());
+    }
+    times.sort();
+    (load_and_validate, times)
+}
+
+fn main() {
+    // `cargo test --benches` runs this too; keep that quick.
+    let quick =
+        std::env::args().any(|a| a == "--test") || std::env::var_os("EFB_BENCH_QUICK").is_some();
+    let schema = Arc::new(Schema::load().unwrap());
+    // EFB_BENCH_SIZES="100000:20,100:5" picks the sizes and rounds (for profiling one size).
+    let chosen: Option<Vec<(usize, usize)>> = std::env::var("EFB_BENCH_SIZES").ok().map(|v| {
+        v.split(',')
+            .filter_map(|p| p.split_once(':'))
+            .filter_map(|(f, r)| Some((f.parse().ok()?, r.parse().ok()?)))
+            .collect()
+    });
+    let default: &[(usize, usize)] = if quick {
+        &[(100, 5)]
+    } else {
+        &[(100, 200), (10_000, 200), (100_000, 100)]
+    };
+    let sizes = chosen.as_deref().unwrap_or(default);
+    println!("one-flow commit latency ({LINKS} links, {UNITS} units x {PAIRS_PER_UNIT} pairs)");
+    println!(
+        "{:>8}  {:>12}  {:>10}  {:>10}  {:>10}",
+        "flows", "load+valid.", "p50", "p99", "max"
+    );
+    for &(flows, rounds) in sizes {
+        let (load, times) = bench_size(&schema, flows, rounds);
+        println!(
+            "{flows:>8}  {:>12}  {:>10}  {:>10}  {:>10}",
+            ms(load),
+            ms(percentile(&times, 0.5)),
+            ms(percentile(&times, 0.99)),
+            ms(*times.last().unwrap())
+        );
+    }
+    println!("peak memory (VmHWM): {:.0} MiB", peak_rss_mib());
+}
