@@ -141,7 +141,7 @@ fn bench_size(schema: &Arc<Schema>, flows: usize, rounds: usize) -> (Duration, V
 }
 
 fn main() {
-    // `cargo test --benches` runs this too; keep that quick.
+    // ./test.sh runs one quick round to keep the benchmark working.
     let quick =
         std::env::args().any(|a| a == "--test") || std::env::var_os("EFB_BENCH_QUICK").is_some();
     let schema = Arc::new(Schema::load().unwrap());

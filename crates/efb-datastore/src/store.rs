@@ -87,8 +87,11 @@ impl Store {
         std::fs::create_dir_all(dir)
             .map_err(|e| DatastoreError::Storage(format!("{}: {e}", dir.display())))?;
         let path = dir.join("db");
+        // sled caches up to 1 GiB by default; configuration is read once at start and then
+        // held in memory by the datastore, so a small cache is enough.
         let db = sled::Config::new()
             .path(&path)
+            .cache_capacity(64 * 1024 * 1024)
             .open()
             .map_err(|e| match e {
                 sled::Error::Io(io)

@@ -17,6 +17,8 @@ use rand::{Rng, SeedableRng};
 const CHILD_ENV: &str = "EFB_CRASH_CHILD_DIR";
 const START_ENV: &str = "EFB_CRASH_CHILD_START";
 const KILLS: usize = 200;
+/// Starts the child's reports: the test harness may print on the same line before them.
+const MARK: &str = "efb-crash: ";
 
 /// Configuration number `i`: a few ports and links, and a number of flows that changes
 /// from one commit to the next (creates, updates and deletes), plus a top-level leaf.
@@ -72,9 +74,9 @@ fn crash_child() {
     for i in start.. {
         ds.load_json(s, LoadMode::Override, "{}").unwrap();
         ds.edit_lines(s, &config_lines(i)).unwrap();
-        say(&format!("begin {i}"));
+        say(&format!("{MARK}begin {i}"));
         ds.commit(s, CommitRequest::default()).unwrap();
-        say(&format!("done {i}"));
+        say(&format!("{MARK}done {i}"));
     }
 }
 
@@ -97,6 +99,7 @@ fn kill_at_random_points_of_commits() {
     // The configuration number running holds after the previous kill.
     let mut state: u64 = 0;
     let mut torn_commits = 0;
+    let mut during_commit = 0;
     for kill in 0..KILLS {
         let mut child = Command::new(&exe)
             .args([
@@ -119,9 +122,12 @@ fn kill_at_random_points_of_commits() {
         let mut done = None;
         for line in BufReader::new(child.stdout.take().unwrap()).lines() {
             let line = line.unwrap();
-            if let Some(i) = line.strip_prefix("begin ") {
+            let Some((_, report)) = line.split_once(MARK) else {
+                continue;
+            };
+            if let Some(i) = report.strip_prefix("begin ") {
                 begun = Some(i.parse::<u64>().unwrap());
-            } else if let Some(i) = line.strip_prefix("done ") {
+            } else if let Some(i) = report.strip_prefix("done ") {
                 done = Some(i.parse::<u64>().unwrap());
             }
         }
@@ -129,6 +135,7 @@ fn kill_at_random_points_of_commits() {
         let ds = open(&dir_text);
         let running = json::to_json(&schema, &ds.running().tree, PrintOptions::default());
         let under_way = begun.filter(|b| Some(*b) != done);
+        during_commit += usize::from(under_way.is_some());
         state = if running == expected(&schema, before) {
             before
         } else if let Some(b) = under_way.filter(|b| running == expected(&schema, *b)) {
@@ -150,5 +157,11 @@ fn kill_at_random_points_of_commits() {
         state > 10,
         "the child made progress between kills ({state} commits)"
     );
-    eprintln!("{KILLS} kills, {state} commits, {torn_commits} killed between commit and report");
+    assert!(
+        during_commit >= KILLS / 10,
+        "only {during_commit} kills landed during a commit"
+    );
+    eprintln!(
+        "{KILLS} kills, {during_commit} during a commit ({torn_commits} after its transaction), {state} commits"
+    );
 }

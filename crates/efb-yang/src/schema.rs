@@ -246,6 +246,8 @@ pub struct Schema {
 struct Reaper {
     queue: Option<std::sync::mpsc::Sender<usize>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// One-shot tools leave parsed trees to the end of the process instead.
+    leak: std::sync::atomic::AtomicBool,
 }
 
 impl Reaper {
@@ -264,6 +266,7 @@ impl Reaper {
         Reaper {
             queue: thread.as_ref().map(|_| queue),
             thread,
+            leak: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -367,8 +370,20 @@ impl Schema {
         &self.ctx
     }
 
+    /// For tools that run once and exit: parsed libyang trees are not freed at all (the
+    /// process exit returns their memory far faster than libyang frees them node by node).
+    pub fn keep_parsed_trees_until_exit(&self) {
+        self.reaper
+            .leak
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Frees a libyang tree of this schema, in the background when possible.
     pub(crate) fn discard(&self, tree: yang2::data::DataTree<'_>) {
+        if self.reaper.leak.load(std::sync::atomic::Ordering::Relaxed) {
+            std::mem::forget(tree);
+            return;
+        }
         match &self.reaper.queue {
             Some(queue) => {
                 let raw = tree.into_raw() as usize;

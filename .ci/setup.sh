@@ -1,0 +1,52 @@
+# Sourced by ../run.sh and ../test.sh: installs what building and testing need, once.
+# - Debian packages: cmake and libpcre2-dev build the bundled libyang; python3-venv holds
+#   the real clients' virtualenv.
+# - .venv/: a Python virtualenv with the real clients (pyang; later pygnmi, p4runtime-shell).
+
+EFB_DEBIAN_PACKAGES="cmake libpcre2-dev pkg-config python3-venv"
+EFB_PYTHON_PACKAGES="pyang==2.7.1"
+
+efb_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+efb_ensure_debian_packages() {
+  local missing=()
+  for pkg in $EFB_DEBIAN_PACKAGES; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  # python3-venv is only needed when the interpreter cannot make a virtualenv by itself.
+  if python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    missing=("${missing[@]/python3-venv}")
+  fi
+  missing=(${missing[@]+"${missing[@]}"})
+  [ ${#missing[@]} -eq 0 ] && return 0
+  efb_log "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+efb_ensure_rust() {
+  if ! command -v cargo >/dev/null 2>&1; then
+    efb_log "cargo is missing: install Rust (https://rustup.rs) and run this again"
+    exit 1
+  fi
+}
+
+efb_ensure_venv() {
+  local venv="$EFB_ROOT/.venv"
+  local stamp="$venv/.efb-packages"
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$EFB_PYTHON_PACKAGES" ]; then
+    return 0
+  fi
+  efb_log "preparing the Python virtualenv $venv ($EFB_PYTHON_PACKAGES)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $EFB_PYTHON_PACKAGES
+  echo "$EFB_PYTHON_PACKAGES" > "$stamp"
+}
+
+efb_setup() {
+  efb_ensure_debian_packages
+  efb_ensure_rust
+  efb_ensure_venv
+}

@@ -1,0 +1,279 @@
+//! `efb-config`: check configurations where engineers prepare them, before any balancer
+//! sees them. FILE is RFC 7951 JSON of the ecofilter-balancer module, as `load` takes it.
+//!
+//! Exit status: 0 success (for `validate`: no errors), 1 the configuration is not valid or
+//! the question cannot be answered, 2 the command itself is wrong (usage, unreadable file).
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use efb_balancing::{LiveState, Session};
+use efb_model::Config;
+use efb_model::validation::Validator;
+use efb_yang::json::{self, Check};
+use efb_yang::{DataTree, Problem, Schema, diff, setlines};
+
+#[derive(Parser)]
+#[command(
+    name = "efb-config",
+    version,
+    about = "Validate, hash and compare EcoFilter Balancer configurations offline"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the configuration's errors and warnings; exit 0 only if it has no errors.
+    Validate {
+        file: PathBuf,
+        /// Print one JSON object ({"valid", "errors", "warnings"}) instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the balancing-config-hash (64 hex digits) alone.
+    Hash {
+        file: PathBuf,
+        /// Print the text the hash is computed over instead.
+        #[arg(long)]
+        text: bool,
+    },
+    /// Say where a session goes: flow, action, unit, bucket, slot, pair, core (one JSON object).
+    Lookup {
+        file: PathBuf,
+        #[arg(long)]
+        src: IpAddr,
+        #[arg(long)]
+        dst: IpAddr,
+        /// IP protocol number (6 TCP, 17 UDP...).
+        #[arg(long)]
+        proto: u8,
+        #[arg(long, default_value_t = 0)]
+        src_port: u16,
+        #[arg(long, default_value_t = 0)]
+        dst_port: u16,
+        /// The link the session crosses; without it only flows for every link apply.
+        #[arg(long)]
+        link: Option<String>,
+        /// A pair to consider down: PAIR, or UNIT/PAIR when pair names repeat across units.
+        #[arg(long = "down", value_name = "PAIR")]
+        down: Vec<String>,
+    },
+    /// Print what changes from OLD to NEW as `set` / `delete` lines.
+    Diff { old: PathBuf, new: PathBuf },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("efb-config: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let schema = Arc::new(Schema::load().context("loading the YANG module")?);
+    // A one-shot tool: the process exit returns memory faster than freeing it piece by piece.
+    schema.keep_parsed_trees_until_exit();
+    let validator = Validator::new(schema.clone()).context("reading the YANG module")?;
+    match cli.command {
+        Command::Validate { file, json } => validate(&validator, &file, json),
+        Command::Hash { file, text } => {
+            let Some(config) = read_config(&validator, &file)? else {
+                return Ok(ExitCode::from(1));
+            };
+            if text {
+                print!("{}", efb_balancing::config_hash_text(&config));
+            } else {
+                println!("{}", efb_balancing::config_hash(&config));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Lookup {
+            file,
+            src,
+            dst,
+            proto,
+            src_port,
+            dst_port,
+            link,
+            down,
+        } => {
+            let Some(config) = read_config(&validator, &file)? else {
+                return Ok(ExitCode::from(1));
+            };
+            let session = Session {
+                src,
+                dst,
+                ip_proto: proto,
+                src_port,
+                dst_port,
+                link,
+            };
+            let live = live_state(&config, &down)?;
+            let found = efb_balancing::lookup_session(&config, &session, &live)?;
+            println!("{}", serde_json::to_string_pretty(&found)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Diff { old, new } => {
+            let before = read_tree(&schema, &old)?;
+            let after = read_tree(&schema, &new)?;
+            match (before, after) {
+                (Some(before), Some(after)) => {
+                    for line in
+                        setlines::render_changes(&schema, &diff::diff(&schema, &before, &after))
+                    {
+                        println!("{line}");
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                _ => Ok(ExitCode::from(1)),
+            }
+        }
+    }
+}
+
+fn read_file(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Names and types checked by libyang; problems printed, `None` when the file is unusable.
+fn read_tree(schema: &Schema, path: &Path) -> Result<Option<DataTree>> {
+    let text = read_file(path)?;
+    match json::from_json(schema, &text, Check::Types) {
+        Ok(tree) => Ok(Some(tree)),
+        Err(e) => {
+            print_problems(path, "error", &e.problems());
+            Ok(None)
+        }
+    }
+}
+
+fn read_config(validator: &Validator, path: &Path) -> Result<Option<Config>> {
+    let Some(tree) = read_tree(validator.schema(), path)? else {
+        return Ok(None);
+    };
+    match validator.read(&tree) {
+        Ok(config) => Ok(Some(config)),
+        Err(e) => {
+            print_problems(path, "error", &[Problem::new(e.path, e.message)]);
+            Ok(None)
+        }
+    }
+}
+
+fn validate(validator: &Validator, path: &Path, as_json: bool) -> Result<ExitCode> {
+    let text = read_file(path)?;
+    let schema = validator.schema();
+    let (mut errors, warnings) = match json::from_json(schema, &text, Check::Complete) {
+        Ok(tree) => {
+            let validated = validator.validate(&tree, true);
+            // Left for the process exit to reclaim (see `keep_parsed_trees_until_exit`).
+            std::mem::forget(tree);
+            std::mem::forget(validated.config);
+            (validated.report.errors, validated.report.warnings)
+        }
+        Err(complete) => {
+            // Still run the rules when the data at least has the right names and types, so
+            // that one run shows every problem.
+            let mut errors = complete.problems();
+            let mut warnings = Vec::new();
+            if let Ok(tree) = json::from_json(schema, &text, Check::Types) {
+                let report = validator.validate(&tree, true).report;
+                errors.extend(report.errors);
+                warnings = report.warnings;
+            }
+            (errors, warnings)
+        }
+    };
+    dedup(&mut errors);
+    if as_json {
+        let out =
+            serde_json::json!({"valid": errors.is_empty(), "errors": errors, "warnings": warnings});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_problems(path, "error", &errors);
+        print_problems(path, "warning", &warnings);
+        println!(
+            "{}: {} error{}, {} warning{}",
+            path.display(),
+            errors.len(),
+            plural(errors.len()),
+            warnings.len(),
+            plural(warnings.len())
+        );
+    }
+    Ok(if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn dedup(problems: &mut Vec<Problem>) {
+    let mut seen = BTreeSet::new();
+    problems.retain(|p| seen.insert((p.path.clone(), p.message.clone())));
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn print_problems(file: &Path, level: &str, problems: &[Problem]) {
+    for p in problems {
+        if p.path.is_empty() {
+            println!("{}: {level}: {}", file.display(), p.message);
+        } else {
+            println!("{}: {level}: {}: {}", file.display(), p.path, p.message);
+        }
+    }
+}
+
+/// `--down` names: PAIR (every unit's pair of that name) or UNIT/PAIR.
+fn live_state(config: &Config, down: &[String]) -> Result<LiveState> {
+    let mut live = LiveState::all_up();
+    for name in down {
+        let (unit_filter, pair) = match name.split_once('/') {
+            Some((unit, pair)) => (Some(unit), pair),
+            None => (None, name.as_str()),
+        };
+        let matches: Vec<(String, String)> = config
+            .units
+            .values()
+            .filter(|u| unit_filter.is_none_or(|f| f == u.name))
+            .flat_map(|u| {
+                u.pairs
+                    .iter()
+                    .map(move |p| (u.name.clone(), p.name.clone()))
+            })
+            .filter(|(_, p)| p == pair)
+            .collect();
+        if matches.is_empty() {
+            let known: Vec<String> = config
+                .units
+                .values()
+                .flat_map(|u| {
+                    u.pairs
+                        .iter()
+                        .map(move |p| format!("{}/{}", u.name, p.name))
+                })
+                .collect();
+            bail!(
+                "--down {name}: no such pair; pairs are: {}",
+                known.join(", ")
+            );
+        }
+        live.down_pairs.extend(matches);
+    }
+    Ok(live)
+}

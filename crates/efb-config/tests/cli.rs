@@ -1,0 +1,278 @@
+//! `efb-config` as engineers run it in their pipelines: real process, real files, exit
+//! status and output checked.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_efb-config"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// The one-filter example with a change applied to its JSON.
+fn variant(dir: &Path, name: &str, change: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(example("one-filter-site.json")).unwrap())
+            .unwrap();
+    change(&mut value);
+    write(dir, name, &value.to_string())
+}
+
+#[test]
+fn validate_accepts_both_example_sites() {
+    for name in ["one-filter-site.json", "ten-filter-site.json"] {
+        let (code, out, _) = run(&["validate", example(name).to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.ends_with("0 errors, 0 warnings\n"), "{out}");
+    }
+}
+
+#[test]
+fn validate_names_every_problem_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = variant(dir.path(), "bad.json", |v| {
+        let balancer = &mut v["ecofilter-balancer:ecofilter-balancer"];
+        balancer["link"][1]["lan-port"] = "p2".into(); // used by link l1 too
+        balancer["flow"][0]["links"] = serde_json::json!(["nope"]); // dangling
+        balancer["balancing-method"] = "dst-ip".into(); // a warning
+    });
+    let (code, out, _) = run(&["validate", &file]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("error: /ecofilter-balancer:ecofilter-balancer/link[name='l2']/lan-port: port p2 is already used by link l1"), "{out}");
+    assert!(
+        out.contains("flow[name='service-vlan']/links") && out.contains("nope"),
+        "{out}"
+    );
+    assert!(
+        out.contains("warning: /ecofilter-balancer:ecofilter-balancer/balancing-method"),
+        "{out}"
+    );
+    assert!(out.contains("2 errors, 1 warning"), "{out}");
+
+    let (code, out, _) = run(&["validate", "--json", &file]);
+    assert_eq!(code, 1);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["valid"], false);
+    assert_eq!(report["errors"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn validate_reports_malformed_json_and_wrong_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = write(
+        dir.path(),
+        "broken.json",
+        "{\"ecofilter-balancer:ports\": {\"port\": [",
+    );
+    let (code, out, _) = run(&["validate", &broken]);
+    assert_eq!(code, 1);
+    assert!(out.contains("error:"), "{out}");
+    let typed = write(
+        dir.path(),
+        "typed.json",
+        r#"{"ecofilter-balancer:ports": {"port": [{"name": "p1", "number": 33, "speed": "100g"}]}}"#,
+    );
+    let (code, out, _) = run(&["validate", &typed]);
+    assert_eq!(code, 1);
+    assert!(out.contains("port[name='p1']/number"), "{out}");
+    let (code, _, err) = run(&["validate", "/no/such/file.json"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read /no/such/file.json"), "{err}");
+}
+
+#[test]
+fn hash_is_sha256_of_the_balancing_text() {
+    let (code, out, _) = run(&["hash", example("one-filter-site.json").to_str().unwrap()]);
+    assert_eq!(code, 0);
+    // python3: hashlib.sha256(("efb-balancing-v1\nmethod layer-3\nunit ef1 cores 17 pairs 8 rebalance false\n"
+    //   + "".join("pair f1-te%d-te%d\n" % (i, i + 1) for i in range(1, 17, 2))).encode()).hexdigest()
+    assert_eq!(
+        out,
+        "136b80371059c9bb448bafdf0ae0408998cf2234d88c7af7cbd00ec16b43c7cd\n"
+    );
+    // Port names do not count; pair order does.
+    let dir = tempfile::tempdir().unwrap();
+    let renamed = variant(dir.path(), "renamed.json", |v| {
+        v["ecofilter-balancer:ecofilter-balancer"]["link"][0]["description"] = "other".into();
+        v["ecofilter-balancer:ecofilter-balancer"]["flow"]
+            .as_array_mut()
+            .unwrap()
+            .pop();
+    });
+    assert_eq!(run(&["hash", &renamed]).1, out);
+    let reordered = variant(dir.path(), "reordered.json", |v| {
+        v["ecofilter-balancer:ecofilter-balancer"]["ecofilter-unit"][0]["pair"]
+            .as_array_mut()
+            .unwrap()
+            .swap(0, 1);
+    });
+    assert_ne!(run(&["hash", &reordered]).1, out);
+}
+
+#[test]
+fn lookup_says_where_a_session_goes() {
+    let file = example("one-filter-site.json");
+    let file = file.to_str().unwrap();
+    let args = [
+        "lookup",
+        file,
+        "--src",
+        "10.1.2.3",
+        "--dst",
+        "8.8.8.8",
+        "--proto",
+        "6",
+        "--src-port",
+        "40000",
+        "--dst-port",
+        "443",
+        "--link",
+        "l1",
+    ];
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let found: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // python3: zlib.crc32(socket.inet_aton("8.8.8.8") + socket.inet_aton("10.1.2.3") + bytes([6])) & 4095 == 3157;
+    // 3157 % 136 == 29 -> pair 29 // 17 == 1, core 29 % 17 == 12
+    assert_eq!(found["action"], "to-ecofilter");
+    assert_eq!(found["flow"], "to-filters");
+    assert_eq!(found["unit"], "ef1");
+    assert_eq!(found["bucket"], 3157);
+    assert_eq!(found["slot"], 29);
+    assert_eq!(found["pair"], "f1-te3-te4");
+    assert_eq!(found["core"], 12);
+    assert_eq!(found["software-bypass"], false);
+    // The reverse direction lands on the same pair and core.
+    let reverse = [
+        "lookup",
+        file,
+        "--src",
+        "8.8.8.8",
+        "--dst",
+        "10.1.2.3",
+        "--proto",
+        "6",
+        "--src-port",
+        "443",
+        "--dst-port",
+        "40000",
+        "--link",
+        "l1",
+    ];
+    let back: serde_json::Value = serde_json::from_str(&run(&reverse).1).unwrap();
+    assert_eq!(
+        (back["pair"].clone(), back["core"].clone()),
+        (found["pair"].clone(), found["core"].clone())
+    );
+    // With its pair down (rebalance off) the session is bypassed in software.
+    let mut down = args.to_vec();
+    down.extend(["--down", "f1-te3-te4"]);
+    let bypassed: serde_json::Value = serde_json::from_str(&run(&down).1).unwrap();
+    assert_eq!(bypassed["software-bypass"], true);
+    // BGP is bypassed by its flow.
+    let bgp = [
+        "lookup",
+        file,
+        "--src",
+        "10.0.0.1",
+        "--dst",
+        "10.0.0.2",
+        "--proto",
+        "6",
+        "--src-port",
+        "50000",
+        "--dst-port",
+        "179",
+        "--link",
+        "l2",
+    ];
+    let bgp: serde_json::Value = serde_json::from_str(&run(&bgp).1).unwrap();
+    assert_eq!(
+        (bgp["action"].as_str(), bgp["flow"].as_str()),
+        (Some("bypass"), Some("bgp-to"))
+    );
+}
+
+#[test]
+fn lookup_refuses_what_cannot_be_answered() {
+    let file = example("one-filter-site.json");
+    let file = file.to_str().unwrap();
+    let (code, _, err) = run(&[
+        "lookup",
+        file,
+        "--src",
+        "10.1.2.3",
+        "--dst",
+        "2001:db8::1",
+        "--proto",
+        "6",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("10.1.2.3") && err.contains("2001:db8::1"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        "lookup", file, "--src", "10.1.2.3", "--dst", "10.1.2.4", "--proto", "6", "--down", "nope",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--down nope: no such pair; pairs are: ef1/f1-te1-te2"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        "lookup",
+        file,
+        "--src",
+        "10.1.2.300",
+        "--dst",
+        "10.1.2.4",
+        "--proto",
+        "6",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--src"), "{err}");
+}
+
+#[test]
+fn diff_prints_set_and_delete_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let changed = variant(dir.path(), "changed.json", |v| {
+        let flows = v["ecofilter-balancer:ecofilter-balancer"]["flow"]
+            .as_array_mut()
+            .unwrap();
+        flows.retain(|f| f["name"] != "multicast-v6");
+        flows[0]["priority"] = 450.into();
+    });
+    let (code, out, _) = run(&[
+        "diff",
+        example("one-filter-site.json").to_str().unwrap(),
+        &changed,
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        "delete ecofilter-balancer flow multicast-v6\nset ecofilter-balancer flow service-vlan priority 450\n"
+    );
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test of the project (unit, integration, real-client, crash), after installing
+# what is missing. Usage: ./test.sh [extra cargo test arguments]
+set -euo pipefail
+EFB_ROOT="$(cd "$(dirname "$0")" && pwd)"
+cd "$EFB_ROOT"
+. .ci/setup.sh
+efb_setup
+
+efb_log "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+efb_log "tests"
+EFB_VENV="$EFB_ROOT/.venv" cargo test --workspace --lib --bins --tests "$@"
+
+efb_log "benchmarks build and run one quick round"
+EFB_BENCH_QUICK=1 cargo bench --workspace --quiet
