@@ -514,3 +514,88 @@ fn unknown_sessions_and_missing_paths_are_clear_errors() {
     );
     assert!(!ds.has_changes(s).unwrap());
 }
+
+#[test]
+fn edits_by_data_path_merge_replace_create_delete_remove() {
+    use efb_datastore::Edit;
+    use efb_yang::DataPath;
+    let dir = tempfile::tempdir().unwrap();
+    let mut ds = site_datastore(dir.path());
+    let schema = ds.schema().clone();
+    let path = |p: &str| DataPath::parse(&schema, p).unwrap();
+    let fragment = |text: &str| json::from_json(&schema, text, json::Check::Types).unwrap();
+    let s = ds.open_session("jay");
+    let flow = path("/ecofilter-balancer:ecofilter-balancer/flow[name='bgp-to']");
+    let priority = path("/ecofilter-balancer:ecofilter-balancer/flow[name='bgp-to']/priority");
+
+    // Merge keeps what the fragment does not mention.
+    let data = fragment(
+        r#"{"ecofilter-balancer:ecofilter-balancer": {"flow": [{"name": "bgp-to", "priority": 1}]}}"#,
+    );
+    ds.edit(
+        s,
+        &[Edit::Merge {
+            path: flow.clone(),
+            data: data.clone(),
+        }],
+    )
+    .unwrap();
+    assert_eq!(
+        ds.compare_lines(s).unwrap(),
+        vec!["set ecofilter-balancer flow bgp-to priority 1"]
+    );
+    // Replace drops it.
+    ds.edit(
+        s,
+        &[Edit::Replace {
+            path: flow.clone(),
+            data: data.clone(),
+        }],
+    )
+    .unwrap();
+    let lines = ds.compare_lines(s).unwrap();
+    assert!(
+        lines.contains(&"delete ecofilter-balancer flow bgp-to match".to_string()),
+        "{lines:?}"
+    );
+    // Create refuses an existing entry, and a failed batch changes nothing.
+    let before = ds.compare_lines(s).unwrap();
+    let batch = [
+        Edit::Set {
+            path: priority.clone(),
+            value: Some(schema.value(priority.node().unwrap(), "2").unwrap()),
+        },
+        Edit::Create {
+            path: flow.clone(),
+            data,
+        },
+    ];
+    assert!(
+        ds.edit(s, &batch)
+            .unwrap_err()
+            .to_string()
+            .contains("already exists")
+    );
+    assert_eq!(ds.compare_lines(s).unwrap(), before);
+    // Delete refuses what is missing; remove does not.
+    let missing = path("/ecofilter-balancer:ecofilter-balancer/flow[name='nope']");
+    assert!(
+        ds.edit(
+            s,
+            &[Edit::Delete {
+                path: missing.clone()
+            }]
+        )
+        .is_err()
+    );
+    ds.edit(
+        s,
+        &[Edit::Remove { path: missing }, Edit::Delete { path: flow }],
+    )
+    .unwrap();
+    assert!(
+        ds.compare_lines(s)
+            .unwrap()
+            .contains(&"delete ecofilter-balancer flow bgp-to".to_string())
+    );
+}
