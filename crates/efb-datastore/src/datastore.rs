@@ -432,6 +432,31 @@ impl Datastore {
         Ok(LoadOutcome { incomplete })
     }
 
+    /// Loads `set` / `delete` lines into the candidate: on top of it (merge), or on an empty
+    /// configuration (override). All lines or none.
+    pub fn load_lines(
+        &mut self,
+        session: SessionId,
+        mode: LoadMode,
+        text: &str,
+    ) -> Result<usize, DatastoreError> {
+        let schema = self.schema().clone();
+        let s = self.session_mut(session)?;
+        let mut tree = match mode {
+            LoadMode::Merge => s.candidate.clone(),
+            LoadMode::Override => DataTree::new(),
+        };
+        let count = setlines::apply_lines(&schema, &mut tree, text)?;
+        s.candidate = tree;
+        s.libyang_checked = None;
+        Ok(count)
+    }
+
+    /// Open sessions.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
     /// Loads a whole tree as the candidate.
     fn load_tree(&mut self, session: SessionId, tree: DataTree) -> Result<(), DatastoreError> {
         let s = self.session_mut(session)?;

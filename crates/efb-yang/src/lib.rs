@@ -12,6 +12,7 @@ pub mod diff;
 pub mod json;
 mod ly;
 pub mod path;
+pub mod rpc;
 pub mod schema;
 pub mod setlines;
 pub mod tree;

@@ -147,6 +147,24 @@ impl SchemaNodeInfo {
     }
 }
 
+/// libyang explains a refused value in detail (every union member, every pattern); the
+/// caller adds what the leaf accepts, so one short line is enough.
+fn short_message(message: &str, text: &str) -> String {
+    let first = message
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('.');
+    if first.len() > 100
+        || first.contains("does not conform to")
+        || first.contains("no matching subtype")
+    {
+        format!("invalid value \"{text}\"")
+    } else {
+        first.to_string()
+    }
+}
+
 fn effective_base(t: &TypeInfo) -> BaseType {
     match (&t.base, &t.leafref_real) {
         (BaseType::LeafRef, Some(real)) => effective_base(real),
@@ -162,7 +180,7 @@ pub fn describe_type(t: &TypeInfo) -> String {
     match t.base {
         b if b.is_integer() => match &t.range {
             Some(range) => format!("an integer in {range}"),
-            None => "an integer".to_string(),
+            None => format!("an integer in {}", integer_bounds(b)),
         },
         BaseType::Bool => "true or false".to_string(),
         BaseType::Empty => "no value".to_string(),
@@ -192,6 +210,19 @@ pub fn describe_type(t: &TypeInfo) -> String {
         }
         BaseType::Decimal64 => "a decimal number".to_string(),
         _ => format!("a value of type {:?}", t.base).to_lowercase(),
+    }
+}
+
+fn integer_bounds(base: BaseType) -> &'static str {
+    match base {
+        BaseType::Uint8 => "0..255",
+        BaseType::Uint16 => "0..65535",
+        BaseType::Uint32 => "0..4294967295",
+        BaseType::Uint64 => "0..18446744073709551615",
+        BaseType::Int8 => "-128..127",
+        BaseType::Int16 => "-32768..32767",
+        BaseType::Int32 => "-2147483648..2147483647",
+        _ => "-9223372036854775808..9223372036854775807",
     }
 }
 
@@ -474,8 +505,8 @@ impl Schema {
             .ly_node(id)
             .filter(|_| !self.node(id).is_inner())
             .ok_or_else(|| format!("{} takes no value", self.node(id).name))?;
-        let checked = ly::check_value(&self.ctx, &node, text)
-            .map_err(|e| e.trim_end_matches('.').to_string())?;
+        let checked =
+            ly::check_value(&self.ctx, &node, text).map_err(|e| short_message(&e, text))?;
         let kind = match self.node(id).leaf_type.as_ref().map(|t| t.base) {
             Some(BaseType::Union) => JsonKind::of(checked.base),
             _ => self.node(id).json_kind(),

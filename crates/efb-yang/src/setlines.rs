@@ -173,6 +173,8 @@ pub fn parse_words(
         at: 0,
         path: DataPath::root(),
         targets: Vec::new(),
+        completing: false,
+        expect: None,
     };
     parser.run()?;
     Ok(parser.targets)
@@ -185,6 +187,46 @@ struct WordParser<'a> {
     at: usize,
     path: DataPath,
     targets: Vec<(DataPath, Option<Value>)>,
+    /// Completing: running out of words is not an error but says what may come next.
+    completing: bool,
+    expect: Option<Expect>,
+}
+
+/// What may come after some words of a line (for Tab and `?`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expect {
+    /// A node name: one of `choices` (children of the current node and, after a leaf, of
+    /// the nodes above it up to the list entry), with the path reached so far.
+    Node {
+        path: DataPath,
+        choices: Vec<SchemaId>,
+    },
+    /// The value of `key`, a key of `list`; `path` ends at the list (without keys).
+    Key {
+        path: DataPath,
+        list: SchemaId,
+        key: SchemaId,
+    },
+    /// The value of a leaf or leaf-list item.
+    Value { path: DataPath, leaf: SchemaId },
+    /// Nothing more: the line is complete.
+    End,
+}
+
+/// What may follow `words` (the words after the verb), everything before being valid.
+pub fn expect_next(schema: &Schema, verb: Verb, words: &[String]) -> Result<Expect, Error> {
+    let mut parser = WordParser {
+        schema,
+        verb,
+        words,
+        at: 0,
+        path: DataPath::root(),
+        targets: Vec::new(),
+        completing: true,
+        expect: None,
+    };
+    parser.run()?;
+    Ok(parser.expect.unwrap_or(Expect::End))
 }
 
 impl WordParser<'_> {
@@ -199,13 +241,20 @@ impl WordParser<'_> {
 
     fn run(&mut self) -> Result<(), Error> {
         if self.words.is_empty() {
+            if self.completing {
+                self.expect = Some(Expect::Node {
+                    path: DataPath::root(),
+                    choices: self.child_ids(None),
+                });
+                return Ok(());
+            }
             return Err(self.fail(format!(
                 "{} what? expected one of: {}",
                 verb_word(self.verb),
                 self.child_names(None)
             )));
         }
-        while self.at < self.words.len() {
+        while self.at < self.words.len() && self.expect.is_none() {
             let word = self.words[self.at].clone();
             let id = self.lookup(&word)?;
             self.at += 1;
@@ -217,19 +266,24 @@ impl WordParser<'_> {
                 }
                 NodeKind::List => {
                     let keys = self.take_keys(id)?;
+                    if self.expect.is_some() {
+                        break;
+                    }
                     self.path = self.path.child(Segment::with_keys(id, keys));
                     self.finish_if_last(None);
                 }
-                NodeKind::Leaf => {
+                NodeKind::Leaf | NodeKind::LeafList => {
                     let value = self.take_leaf_value(id)?;
-                    self.targets
-                        .push((self.path.child(Segment::new(id)), value));
-                }
-                NodeKind::LeafList => {
-                    let value = self.take_leaf_value(id)?;
-                    let keys = value.clone().into_iter().collect();
+                    if self.expect.is_some() {
+                        break;
+                    }
+                    let keys = match node.kind {
+                        NodeKind::LeafList => value.clone().into_iter().collect(),
+                        _ => Vec::new(),
+                    };
                     self.targets
                         .push((self.path.child(Segment::with_keys(id, keys)), value));
+                    self.expect_after_leaf();
                 }
                 _ => return Err(self.fail(format!("{word} is an operation, not configuration"))),
             }
@@ -240,7 +294,40 @@ impl WordParser<'_> {
     fn finish_if_last(&mut self, value: Option<Value>) {
         if self.at == self.words.len() {
             self.targets.push((self.path.clone(), value));
+            if self.completing {
+                self.expect = Some(Expect::Node {
+                    path: self.path.clone(),
+                    choices: self.child_ids(self.path.node()),
+                });
+            }
         }
+    }
+
+    /// After a leaf and its value: a sibling, or a node higher up to the list entry.
+    fn expect_after_leaf(&mut self) {
+        if !self.completing || self.at < self.words.len() {
+            return;
+        }
+        let mut choices = Vec::new();
+        let mut context = self.path.clone();
+        loop {
+            for id in self.child_ids(context.node()) {
+                if !choices.contains(&id) {
+                    choices.push(id);
+                }
+            }
+            let climbable = context
+                .last()
+                .is_some_and(|s| self.schema.node(s.node).kind != NodeKind::List);
+            if !climbable {
+                break;
+            }
+            context = context.parent();
+        }
+        self.expect = Some(Expect::Node {
+            path: self.path.clone(),
+            choices,
+        });
     }
 
     /// Finds the node a word names: a child of the current node, or, after a leaf, of an
@@ -277,7 +364,15 @@ impl WordParser<'_> {
     }
 
     fn child_names(&self, parent: Option<SchemaId>) -> String {
-        let ids: Vec<SchemaId> = match parent {
+        self.child_ids(parent)
+            .iter()
+            .map(|id| self.schema.node(*id).name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn child_ids(&self, parent: Option<SchemaId>) -> Vec<SchemaId> {
+        match parent {
             None => self
                 .schema
                 .roots()
@@ -296,11 +391,7 @@ impl WordParser<'_> {
                     n.config && !n.is_key
                 })
                 .collect(),
-        };
-        ids.iter()
-            .map(|id| self.schema.node(*id).name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        }
     }
 
     fn take_keys(&mut self, list: SchemaId) -> Result<Vec<Value>, Error> {
@@ -309,6 +400,14 @@ impl WordParser<'_> {
         for key in &node.keys {
             let key_node = self.schema.node(*key);
             let Some(word) = self.words.get(self.at) else {
+                if self.completing {
+                    self.expect = Some(Expect::Key {
+                        path: self.path.child(Segment::with_keys(list, keys.clone())),
+                        list,
+                        key: *key,
+                    });
+                    return Ok(keys);
+                }
                 if self.verb == Verb::Delete && keys.is_empty() {
                     // `delete ... flow` removes every entry.
                     return Ok(keys);
@@ -340,6 +439,13 @@ impl WordParser<'_> {
             return Ok(None);
         }
         let Some(word) = self.words.get(self.at) else {
+            if self.completing {
+                self.expect = Some(Expect::Value {
+                    path: self.path.child(Segment::new(leaf)),
+                    leaf,
+                });
+                return Ok(None);
+            }
             if self.verb == Verb::Delete {
                 return Ok(None);
             }

@@ -451,3 +451,98 @@ fn subtree_replace_and_create() {
         "create refuses an existing entry"
     );
 }
+
+#[test]
+fn rpc_input_is_checked_against_the_schema() {
+    use efb_yang::rpc;
+    let schema = schema();
+    let ok = rpc::parse_input(
+        &schema,
+        "lookup-session",
+        &serde_json::json!({"src": "10.0.0.1", "dst": "10.0.0.2", "ip-proto": 6}),
+    )
+    .unwrap();
+    assert_eq!(ok["ip-proto"].as_str(), "6");
+    assert_eq!(ok["src-port"].as_str(), "0", "defaults are filled in");
+    let bad = rpc::parse_input(
+        &schema,
+        "lookup-session",
+        &serde_json::json!({"src": "10.0.0.300", "ip-proto": 256, "colour": 1}),
+    )
+    .unwrap_err();
+    let text: Vec<String> = bad.iter().map(|p| p.to_string()).collect();
+    assert!(
+        text.iter()
+            .any(|t| t.contains("lookup-session/src") && t.contains("IPv4 or IPv6 address")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("ip-proto") && t.contains("0..255")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("colour") && t.contains("parameters are: src, dst")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("lookup-session/dst") && t.contains("missing")),
+        "{text:#?}"
+    );
+    assert!(rpc::parse_input(&schema, "reboot", &serde_json::json!({})).is_err());
+    let shaped = rpc::shape_output(
+        &schema,
+        "lookup-session",
+        &serde_json::json!({"bucket": "12", "software-bypass": "false", "reason": "x", "extra": 1}),
+    );
+    assert_eq!(
+        shaped,
+        serde_json::json!({"bucket": 12, "software-bypass": false, "reason": "x"})
+    );
+}
+
+#[test]
+fn completion_knows_what_may_come_next() {
+    use efb_yang::setlines::{Expect, Verb, expect_next, split_words};
+    let schema = schema();
+    let next = |line: &str| expect_next(&schema, Verb::Set, &split_words(line).unwrap()).unwrap();
+    let names = |e: &Expect| match e {
+        Expect::Node { choices, .. } => choices
+            .iter()
+            .map(|id| schema.node(*id).name.clone())
+            .collect::<Vec<_>>(),
+        other => panic!("not a node: {other:?}"),
+    };
+    assert_eq!(
+        names(&next("")),
+        vec!["ports", "ecofilter-balancer", "liveness"]
+    );
+    assert!(names(&next("ecofilter-balancer")).contains(&"flow".to_string()));
+    match next("ecofilter-balancer flow") {
+        Expect::Key { list, key, .. } => {
+            assert_eq!(schema.node(list).name, "flow");
+            assert_eq!(schema.node(key).name, "name");
+        }
+        other => panic!("{other:?}"),
+    }
+    match next("ports port p1 speed") {
+        Expect::Value { leaf, .. } => assert_eq!(schema.node(leaf).name, "speed"),
+        other => panic!("{other:?}"),
+    }
+    // After a leaf: its siblings and, climbing out of match, the flow's children.
+    let after = names(&next("ecofilter-balancer flow f match dst-port 179"));
+    assert!(
+        after.contains(&"src-port".to_string()) && after.contains(&"action".to_string()),
+        "{after:?}"
+    );
+    assert!(
+        expect_next(
+            &schema,
+            Verb::Set,
+            &split_words("ecofilter-balancer flw").unwrap()
+        )
+        .is_err()
+    );
+}

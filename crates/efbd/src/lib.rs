@@ -1,0 +1,8 @@
+//! efbd, the EcoFilter Balancer daemon: it owns the datastore (one thread, see [`owner`])
+//! and serves the management API the shell uses ([`service`]).
+
+pub mod errors;
+pub mod owner;
+pub mod service;
+pub mod settings;
+pub mod state;

@@ -1,0 +1,126 @@
+//! efbd: starts the configuration owner on the datastore and serves the management API
+//! until SIGTERM or SIGINT, then stops cleanly (every commit is on disk when it returns).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use efb_balancing::LiveState;
+use efb_datastore::{Datastore, DatastoreError, OpenOptions};
+use efb_mgmt_proto::v1::management_server::ManagementServer;
+use efb_yang::Schema;
+use efbd::owner::{Owner, OwnerState};
+use efbd::service::Service;
+use efbd::settings::{Flags, Settings};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tracing::info;
+
+/// Message size limit of the management API: a 100 000-flow configuration in JSON is about
+/// 20 MiB, five times gRPC's default.
+const MAX_MESSAGE: usize = 512 * 1024 * 1024;
+
+fn main() -> ExitCode {
+    let flags = Flags::parse();
+    let settings = match Settings::from_flags(&flags) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("efbd: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if flags.print_settings {
+        print!("{}", settings.to_toml());
+        return ExitCode::SUCCESS;
+    }
+    init_logging(&settings.log.level);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("efbd: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(settings)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("efbd: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn run(settings: Settings) -> Result<()> {
+    let schema = Arc::new(Schema::load().context("loading the YANG module")?);
+    let mut options = OpenOptions::new(&settings.datastore);
+    options.factory_default = settings.factory_default.clone();
+    let datastore = tokio::task::block_in_place(|| Datastore::open(schema.clone(), options));
+    let datastore = match datastore {
+        Ok(ds) => ds,
+        Err(e @ DatastoreError::Locked { .. }) => anyhow::bail!("{e}"),
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("opening datastore {}", settings.datastore.display()));
+        }
+    };
+    info!(
+        datastore = %settings.datastore.display(),
+        commit = datastore.running().commit_id,
+        "datastore open"
+    );
+    let (owner, owner_thread) = Owner::start(OwnerState {
+        datastore,
+        live: LiveState::all_up(),
+        started: Instant::now(),
+    })
+    .context("starting the configuration owner")?;
+
+    let listener = TcpListener::bind(settings.management.listen)
+        .await
+        .with_context(|| format!("listening on {}", settings.management.listen))?;
+    let address = listener.local_addr()?;
+    // Scripts and tests read this line to find a port chosen by the system.
+    println!("efbd: management API on {address}");
+    info!(%address, p4runtime = %settings.p4runtime.target, "serving the management API");
+
+    let service = Service::new(owner, schema, settings.datastore.display().to_string());
+    let server = ManagementServer::new(service)
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE);
+    tonic::transport::Server::builder()
+        .add_service(server)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown_signal())
+        .await
+        .context("serving the management API")?;
+    // The server (and with it every handle on the owner) is gone: the owner drains and stops.
+    tokio::task::block_in_place(|| owner_thread.join())
+        .map_err(|_| anyhow::anyhow!("the configuration owner panicked"))?;
+    info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without signal handlers we can still be stopped by the runtime ending.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => info!("SIGTERM: stopping"),
+        _ = int.recv() => info!("SIGINT: stopping"),
+    }
+}

@@ -1,0 +1,94 @@
+//! The one owner of the configuration: a thread holding the datastore, running the jobs
+//! clients send it one after the other, and rolling back a `commit confirmed` when its time
+//! is up. Requests never share the data; commits are serialized without locks.
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use efb_balancing::LiveState;
+use efb_datastore::Datastore;
+use tracing::{error, info, warn};
+
+/// What the owner thread holds.
+pub struct OwnerState {
+    pub datastore: Datastore,
+    /// What the daemon knows of the data plane's state: bypass modes set by operators.
+    /// Pair liveness joins it once keep-alives run.
+    pub live: LiveState,
+    pub started: Instant,
+}
+
+type Job = Box<dyn FnOnce(&mut OwnerState) + Send>;
+
+/// A handle for sending the owner jobs; cheap to clone.
+#[derive(Clone)]
+pub struct Owner {
+    queue: mpsc::Sender<Job>,
+}
+
+/// The owner thread has stopped (the daemon is shutting down).
+#[derive(Debug, thiserror::Error)]
+#[error("efbd is shutting down")]
+pub struct OwnerGone;
+
+impl Owner {
+    /// Starts the owner thread. It stops when every handle is dropped.
+    pub fn start(state: OwnerState) -> std::io::Result<(Owner, JoinHandle<()>)> {
+        let (queue, jobs) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("configuration".into())
+            .spawn(move || run(state, jobs))?;
+        Ok((Owner { queue }, thread))
+    }
+
+    /// Runs `job` on the owner and returns its result.
+    pub async fn call<R, F>(&self, job: F) -> Result<R, OwnerGone>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut OwnerState) -> R + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |state| {
+            // The caller may have gone (client disconnected): nothing to do then.
+            let _ = reply.send(job(state));
+        });
+        self.queue.send(job).map_err(|_| OwnerGone)?;
+        answer.await.map_err(|_| OwnerGone)
+    }
+}
+
+fn run(mut state: OwnerState, jobs: mpsc::Receiver<Job>) {
+    loop {
+        let next = match until_confirm_deadline(&state) {
+            Some(wait) => jobs.recv_timeout(wait),
+            None => jobs.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match next {
+            Ok(job) => job(&mut state),
+            Err(RecvTimeoutError::Timeout) => expire_confirmed_commit(&mut state),
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    info!("configuration owner stopped");
+}
+
+fn until_confirm_deadline(state: &OwnerState) -> Option<Duration> {
+    let deadline = state.datastore.pending_confirm_deadline()?;
+    Some(
+        deadline
+            .duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+fn expire_confirmed_commit(state: &mut OwnerState) {
+    match state.datastore.expire_pending_confirm(SystemTime::now()) {
+        Ok(Some(outcome)) => warn!(
+            commit = outcome.commit_id.unwrap_or(0),
+            "commit confirmed was not confirmed in time: previous configuration restored"
+        ),
+        Ok(None) => {}
+        Err(e) => error!(%e, "could not roll back an unconfirmed commit"),
+    }
+}

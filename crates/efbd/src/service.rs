@@ -1,0 +1,406 @@
+//! The management API: a thin translation of gRPC requests into jobs for the configuration
+//! owner. One tracing span per request.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use efb_datastore::{CommitRequest as DsCommit, Datastore, DatastoreError, LoadMode};
+use efb_mgmt_proto::v1::management_server::Management;
+use efb_mgmt_proto::v1::*;
+use efb_yang::json::{self, PrintOptions};
+use efb_yang::validate::Scope;
+use efb_yang::{DataPath, DataTree, NodeRef, Schema, setlines};
+use tonic::{Request, Response, Status};
+use tracing::{Instrument, info_span};
+
+use crate::errors::status;
+use crate::owner::{Owner, OwnerState};
+use crate::state;
+
+/// Change lines a commit reply carries at most (the count is always exact).
+const MAX_CHANGE_LINES: usize = 1000;
+
+pub struct Service {
+    owner: Owner,
+    schema: Arc<Schema>,
+    datastore_dir: String,
+}
+
+impl Service {
+    pub fn new(owner: Owner, schema: Arc<Schema>, datastore_dir: String) -> Service {
+        Service {
+            owner,
+            schema,
+            datastore_dir,
+        }
+    }
+
+    /// Runs a datastore job on the owner, inside a span named after the request.
+    async fn run<R, F>(&self, method: &'static str, session: u64, job: F) -> Result<R, Status>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
+    {
+        let span = info_span!("request", method, session);
+        async { self.owner.call(job).await? }.instrument(span).await
+    }
+}
+
+fn ok<T>(value: T) -> Result<Response<T>, Status> {
+    Ok(Response::new(value))
+}
+
+fn unix_ms(time: Option<SystemTime>) -> u64 {
+    time.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn ds<T>(result: Result<T, DatastoreError>) -> Result<T, Status> {
+    result.map_err(status)
+}
+
+#[tonic::async_trait]
+impl Management for Service {
+    async fn hello(&self, _: Request<HelloRequest>) -> Result<Response<HelloReply>, Status> {
+        let module = self.schema.module();
+        ok(HelloReply {
+            daemon_version: env!("CARGO_PKG_VERSION").to_string(),
+            module_name: module.name.clone(),
+            module_revision: module.revision.clone(),
+            module_text: efb_yang::schema::MODULE_TEXT.to_string(),
+        })
+    }
+
+    async fn status(&self, _: Request<Empty>) -> Result<Response<StatusReply>, Status> {
+        let datastore = self.datastore_dir.clone();
+        let reply = self
+            .run("Status", 0, move |s| {
+                Ok(StatusReply {
+                    daemon_version: env!("CARGO_PKG_VERSION").to_string(),
+                    datastore,
+                    uptime_seconds: s.started.elapsed().as_secs(),
+                    running_commit_id: s.datastore.running().commit_id,
+                    confirm_deadline_unix_ms: unix_ms(s.datastore.pending_confirm_deadline()),
+                    sessions: s.datastore.session_count() as u32,
+                    chip: "not programmed: no southbound driver yet".to_string(),
+                })
+            })
+            .await?;
+        ok(reply)
+    }
+
+    async fn open_session(
+        &self,
+        request: Request<OpenSessionRequest>,
+    ) -> Result<Response<OpenSessionReply>, Status> {
+        let user = request.into_inner().user;
+        let user = if user.is_empty() {
+            "unknown".to_string()
+        } else {
+            user
+        };
+        let session = self
+            .run("OpenSession", 0, move |s| {
+                Ok(s.datastore.open_session(&user))
+            })
+            .await?;
+        ok(OpenSessionReply { session })
+    }
+
+    async fn close_session(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
+        let session = request.into_inner().session;
+        self.run("CloseSession", session, move |s| {
+            s.datastore.close_session(session);
+            Ok(())
+        })
+        .await?;
+        ok(Empty {})
+    }
+
+    async fn edit_lines(
+        &self,
+        request: Request<EditLinesRequest>,
+    ) -> Result<Response<EditReply>, Status> {
+        let EditLinesRequest { session, lines } = request.into_inner();
+        let applied = self
+            .run("EditLines", session, move |s| {
+                ds(s.datastore.edit_lines(session, &lines))
+            })
+            .await?;
+        ok(EditReply {
+            applied: applied as u32,
+            incomplete: Vec::new(),
+        })
+    }
+
+    async fn load(&self, request: Request<LoadRequest>) -> Result<Response<EditReply>, Status> {
+        let request = request.into_inner();
+        let session = request.session;
+        let mode = match request.mode() {
+            efb_mgmt_proto::v1::LoadMode::Merge => LoadMode::Merge,
+            efb_mgmt_proto::v1::LoadMode::Override => LoadMode::Override,
+        };
+        let format = request.format();
+        let content = request.content;
+        self.run("Load", session, move |s| match format {
+            Format::Set => {
+                let applied = ds(s.datastore.load_lines(session, mode, &content))?;
+                Ok(EditReply {
+                    applied: applied as u32,
+                    incomplete: Vec::new(),
+                })
+            }
+            _ => {
+                let outcome = ds(s.datastore.load_json(session, mode, &content))?;
+                Ok(EditReply {
+                    applied: 0,
+                    incomplete: outcome.incomplete.into_iter().map(problem).collect(),
+                })
+            }
+        })
+        .await
+        .map(Response::new)
+    }
+
+    async fn discard(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
+        let session = request.into_inner().session;
+        self.run("Discard", session, move |s| {
+            ds(s.datastore.discard(session))
+        })
+        .await?;
+        ok(Empty {})
+    }
+
+    async fn rollback(
+        &self,
+        request: Request<RollbackRequest>,
+    ) -> Result<Response<EditReply>, Status> {
+        let RollbackRequest { session, index } = request.into_inner();
+        self.run("Rollback", session, move |s| {
+            ds(s.datastore.rollback(session, index as usize))
+        })
+        .await?;
+        ok(EditReply::default())
+    }
+
+    async fn compare(&self, request: Request<CompareRequest>) -> Result<Response<Lines>, Status> {
+        let request = request.into_inner();
+        let (session, format) = (request.session, request.format());
+        let lines = self
+            .run("Compare", session, move |s| {
+                let changes = ds(s.datastore.compare(session))?;
+                let schema = s.datastore.schema();
+                Ok(match format {
+                    Format::Paths => changes.iter().map(|c| c.describe(schema)).collect(),
+                    _ => setlines::render_changes(schema, &changes),
+                })
+            })
+            .await?;
+        ok(Lines { lines })
+    }
+
+    async fn commit(
+        &self,
+        request: Request<CommitRequest>,
+    ) -> Result<Response<CommitReply>, Status> {
+        let request = request.into_inner();
+        let session = request.session;
+        let ds_request = DsCommit {
+            comment: Some(request.comment).filter(|c| !c.is_empty()),
+            confirm_timeout: (request.confirm_seconds > 0)
+                .then(|| Duration::from_secs(u64::from(request.confirm_seconds))),
+            check_only: request.check_only,
+        };
+        let outcome = self
+            .run("Commit", session, move |s| {
+                ds(s.datastore.commit(session, ds_request))
+            })
+            .await?;
+        let changes = outcome.changes();
+        let change_lines = setlines::render_changes(&self.schema, &changes)
+            .into_iter()
+            .take(MAX_CHANGE_LINES)
+            .collect();
+        ok(CommitReply {
+            commit_id: outcome.commit_id.unwrap_or(0),
+            warnings: outcome.warnings.into_iter().map(problem).collect(),
+            changes: changes.len() as u64,
+            change_lines,
+            confirm_deadline_unix_ms: unix_ms(outcome.confirm_deadline),
+            confirmed_commit_id: outcome.confirmed.unwrap_or(0),
+            validation_scope: match outcome.scope {
+                Scope::Full => "the whole configuration".to_string(),
+                Scope::Entries(n) => format!("{n} changed entries"),
+            },
+        })
+    }
+
+    async fn confirm(&self, _: Request<Empty>) -> Result<Response<ConfirmReply>, Status> {
+        let id = self
+            .run("Confirm", 0, |s| ds(s.datastore.confirm()))
+            .await?;
+        ok(ConfirmReply {
+            commit_id: id.unwrap_or(0),
+        })
+    }
+
+    async fn save(&self, _: Request<Empty>) -> Result<Response<Empty>, Status> {
+        self.run("Save", 0, |s| ds(s.datastore.save())).await?;
+        ok(Empty {})
+    }
+
+    async fn history(&self, _: Request<Empty>) -> Result<Response<HistoryReply>, Status> {
+        let commits = self
+            .run("History", 0, |s| {
+                Ok(s.datastore
+                    .history()
+                    .into_iter()
+                    .map(|c| CommitInfo {
+                        index: c.index as u32,
+                        id: c.id,
+                        time: c.time,
+                        user: c.user,
+                        comment: c.comment.unwrap_or_default(),
+                        kind: serde_json::to_value(c.kind)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        records: c.records as u32,
+                        pending_confirm: c.pending_confirm,
+                    })
+                    .collect())
+            })
+            .await?;
+        ok(HistoryReply { commits })
+    }
+
+    async fn commit_changes(
+        &self,
+        request: Request<CommitChangesRequest>,
+    ) -> Result<Response<Lines>, Status> {
+        let index = request.into_inner().index as usize;
+        let lines = self
+            .run("CommitChanges", 0, move |s| {
+                let changes = ds(s.datastore.commit_changes(index))?;
+                Ok(setlines::render_changes(s.datastore.schema(), &changes))
+            })
+            .await?;
+        ok(Lines { lines })
+    }
+
+    async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetReply>, Status> {
+        let request = request.into_inner();
+        let session = request.session;
+        let schema = self.schema.clone();
+        let path = parse_path(&schema, &request.path)?;
+        let (datastore, format, with_defaults) =
+            (request.datastore(), request.format(), request.with_defaults);
+        let tree = self
+            .run("Get", session, move |s| tree_of(s, datastore, session))
+            .await?;
+        let part = tree.subtree(&path);
+        let text = match format {
+            Format::Set => setlines::render_tree(&schema, &part).join("\n"),
+            _ => json::to_json(
+                &schema,
+                &part,
+                PrintOptions {
+                    with_defaults,
+                    pretty: true,
+                },
+            ),
+        };
+        ok(GetReply { text })
+    }
+
+    async fn list_keys(
+        &self,
+        request: Request<ListKeysRequest>,
+    ) -> Result<Response<ListKeysReply>, Status> {
+        let request = request.into_inner();
+        let session = request.session;
+        let path = parse_path(&self.schema, &request.list_path)?;
+        let datastore = request.datastore();
+        let schema = self.schema.clone();
+        let (prefix, limit) = (request.prefix, request.limit.max(1) as usize);
+        let reply = self
+            .run("ListKeys", session, move |s| {
+                let tree = tree_of(s, datastore, session)?;
+                Ok(list_keys(&schema, &tree, &path, &prefix, limit))
+            })
+            .await?;
+        ok(reply)
+    }
+
+    async fn call(&self, request: Request<CallRequest>) -> Result<Response<CallReply>, Status> {
+        let request = request.into_inner();
+        let input: serde_json::Value = if request.input_json.trim().is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_str(&request.input_json)
+                .map_err(|e| Status::invalid_argument(format!("input is not JSON: {e}")))?
+        };
+        let name = request.rpc;
+        let output = self
+            .run("Call", 0, move |s| state::call(s, &name, &input))
+            .await?;
+        ok(CallReply {
+            output_json: output.to_string(),
+        })
+    }
+}
+
+fn problem(p: efb_yang::Problem) -> Problem {
+    Problem {
+        path: p.path,
+        message: p.message,
+    }
+}
+
+fn parse_path(schema: &Schema, text: &str) -> Result<DataPath, Status> {
+    if text.trim().is_empty() {
+        return Ok(DataPath::root());
+    }
+    DataPath::parse(schema, text).map_err(|e| Status::invalid_argument(e.to_string()))
+}
+
+fn tree_of(
+    s: &OwnerState,
+    datastore: efb_mgmt_proto::v1::Datastore,
+    session: u64,
+) -> Result<DataTree, Status> {
+    use efb_mgmt_proto::v1::Datastore as Which;
+    let ds_ref: &Datastore = &s.datastore;
+    Ok(match datastore {
+        Which::Running => ds_ref.running().tree.clone(),
+        Which::Candidate => ds(ds_ref.candidate(session))?.clone(),
+        Which::Startup => ds(ds_ref.startup())?
+            .ok_or_else(|| Status::not_found("no startup configuration: nothing was saved yet"))?,
+        Which::Operational => state::operational_tree(ds_ref.schema(), ds_ref.running(), &s.live),
+    })
+}
+
+fn list_keys(
+    schema: &Schema,
+    tree: &DataTree,
+    path: &DataPath,
+    prefix: &str,
+    limit: usize,
+) -> ListKeysReply {
+    let mut reply = ListKeysReply::default();
+    let Some(NodeRef::List(list)) = tree.get(schema, path) else {
+        return reply;
+    };
+    for keys in list.keys() {
+        let Some(first) = keys.first() else {
+            continue;
+        };
+        if first.as_str().starts_with(prefix) {
+            reply.total += 1;
+            if reply.keys.len() < limit {
+                reply.keys.push(first.as_str().to_string());
+            }
+        }
+    }
+    reply
+}

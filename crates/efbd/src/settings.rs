@@ -1,0 +1,205 @@
+//! efbd's settings: built-in defaults, then a TOML file, then command-line flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use serde::Deserialize;
+
+/// Command-line flags; each overrides the same setting of the TOML file.
+#[derive(Parser, Debug, Default)]
+#[command(name = "efbd", version, about = "EcoFilter Balancer daemon")]
+pub struct Flags {
+    /// TOML settings file (see `efbd --print-settings` for every setting and its default).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Datastore directory (the database lives in DIR/db).
+    #[arg(long, value_name = "DIR")]
+    pub datastore: Option<PathBuf>,
+    /// Configuration loaded when nothing was saved [default: DIR/factory-default.json].
+    #[arg(long, value_name = "FILE")]
+    pub factory_default: Option<PathBuf>,
+    /// Management API address (the shell connects here); port 0 picks a free port.
+    #[arg(long, value_name = "ADDR")]
+    pub mgmt_listen: Option<SocketAddr>,
+    /// P4Runtime server of the chip (or of efb-target).
+    #[arg(long, value_name = "ADDR")]
+    pub p4runtime: Option<String>,
+    /// P4Runtime device id.
+    #[arg(long, value_name = "ID")]
+    pub device_id: Option<u64>,
+    /// Log filter: error, warn, info, debug, trace, or a tracing filter (efbd=debug,info).
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+    /// Print the effective settings as TOML and exit.
+    #[arg(long)]
+    pub print_settings: bool,
+}
+
+/// Every setting, with the defaults that let plain `efbd` run from the repository.
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub datastore: PathBuf,
+    pub factory_default: Option<PathBuf>,
+    pub management: Management,
+    pub p4runtime: P4Runtime,
+    pub log: Log,
+}
+
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Management {
+    pub listen: SocketAddr,
+}
+
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct P4Runtime {
+    pub target: String,
+    pub device_id: u64,
+}
+
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Log {
+    pub level: String,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            datastore: PathBuf::from("datastore"),
+            factory_default: None,
+            management: Management::default(),
+            p4runtime: P4Runtime::default(),
+            log: Log::default(),
+        }
+    }
+}
+
+impl Default for Management {
+    fn default() -> Management {
+        Management {
+            listen: SocketAddr::from(([127, 0, 0, 1], 50051)),
+        }
+    }
+}
+
+impl Default for P4Runtime {
+    fn default() -> P4Runtime {
+        P4Runtime {
+            target: "127.0.0.1:9559".to_string(),
+            device_id: 1,
+        }
+    }
+}
+
+impl Default for Log {
+    fn default() -> Log {
+        Log {
+            level: "info".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl Settings {
+    /// Defaults, overridden by the TOML file named by `--config`, overridden by flags.
+    pub fn from_flags(flags: &Flags) -> Result<Settings, SettingsError> {
+        let mut settings = match &flags.config {
+            Some(path) => Settings::from_file(path)?,
+            None => Settings::default(),
+        };
+        if let Some(dir) = &flags.datastore {
+            settings.datastore = dir.clone();
+        }
+        if let Some(file) = &flags.factory_default {
+            settings.factory_default = Some(file.clone());
+        }
+        if let Some(addr) = flags.mgmt_listen {
+            settings.management.listen = addr;
+        }
+        if let Some(target) = &flags.p4runtime {
+            settings.p4runtime.target = target.clone();
+        }
+        if let Some(id) = flags.device_id {
+            settings.p4runtime.device_id = id;
+        }
+        if let Some(level) = &flags.log_level {
+            settings.log.level = level.clone();
+        }
+        Ok(settings)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Settings, SettingsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|e| SettingsError::Invalid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_the_file_which_overrides_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("efbd.toml");
+        std::fs::write(
+            &file,
+            "datastore = \"/var/lib/efb\"\n[management]\nlisten = \"127.0.0.1:6000\"\n",
+        )
+        .unwrap();
+        let flags = Flags {
+            config: Some(file),
+            mgmt_listen: Some("127.0.0.1:7000".parse().unwrap()),
+            ..Flags::default()
+        };
+        let settings = Settings::from_flags(&flags).unwrap();
+        assert_eq!(settings.datastore, PathBuf::from("/var/lib/efb"));
+        assert_eq!(settings.management.listen.port(), 7000);
+        assert_eq!(settings.p4runtime.target, "127.0.0.1:9559");
+    }
+
+    #[test]
+    fn unknown_settings_are_refused_with_the_file_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("efbd.toml");
+        std::fs::write(&file, "datastor = \"x\"\n").unwrap();
+        let err = Settings::from_file(&file).unwrap_err().to_string();
+        assert!(
+            err.contains("efbd.toml") && err.contains("datastor"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn printed_settings_read_back() {
+        let settings = Settings::default();
+        assert_eq!(
+            toml::from_str::<Settings>(&settings.to_toml()).unwrap(),
+            settings
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! Operational state, served through the same model as configuration: the running
+//! configuration plus the `config false` values the daemon actually knows. What it does not
+//! know yet (pair liveness, counters, port status: no data plane connected) is left out, so
+//! that clients show it as unknown rather than made up.
+
+use efb_balancing::{BypassMode, LiveState, Session};
+use efb_datastore::Running;
+use efb_yang::path::quote;
+use efb_yang::rpc::{self, Input};
+use efb_yang::{DataPath, DataTree, Problem, Schema};
+use tonic::{Code, Status};
+use tracing::info;
+
+use crate::errors;
+use crate::owner::OwnerState;
+
+const BALANCER: &str = "/ecofilter-balancer:ecofilter-balancer";
+
+/// Running configuration plus known state.
+pub fn operational_tree(schema: &Schema, running: &Running, live: &LiveState) -> DataTree {
+    let mut tree = running.tree.clone();
+    let mut put = |path: String, text: &str| {
+        if let Ok(path) = DataPath::parse(schema, &path)
+            && let Some(node) = path.node()
+            && let Ok(value) = schema.value(node, text)
+        {
+            let _ = tree.set(schema, &path, Some(value));
+        }
+    };
+    put(
+        format!("{BALANCER}/balancing-config-hash"),
+        &efb_balancing::config_hash(&running.config),
+    );
+    for unit in running.config.units.keys() {
+        put(
+            format!(
+                "{BALANCER}/ecofilter-unit[name={}]/state/bypass-mode",
+                quote(unit)
+            ),
+            live.mode(unit).as_str(),
+        );
+    }
+    tree
+}
+
+/// Runs an operation of the model.
+pub fn call(
+    state: &mut OwnerState,
+    name: &str,
+    input: &serde_json::Value,
+) -> Result<serde_json::Value, Status> {
+    let schema = state.datastore.schema().clone();
+    let params = rpc::parse_input(&schema, name, input).map_err(|p| {
+        let code = if p.iter().any(|x| x.message.starts_with("no such operation")) {
+            Code::Unimplemented
+        } else {
+            Code::InvalidArgument
+        };
+        errors::problems(code, &p)
+    })?;
+    let output = match name {
+        "set-bypass-ecofilter-unit" => set_bypass(state, &params)?,
+        "lookup-session" => lookup_session(state, &params)?,
+        other => {
+            return Err(Status::unimplemented(format!(
+                "operation {other} is not implemented"
+            )));
+        }
+    };
+    Ok(rpc::shape_output(&schema, name, &output))
+}
+
+fn text<'a>(params: &'a Input, name: &str) -> Option<&'a str> {
+    params.get(name).map(|v| v.as_str())
+}
+
+fn set_bypass(state: &mut OwnerState, params: &Input) -> Result<serde_json::Value, Status> {
+    let mode = text(params, "mode")
+        .and_then(BypassMode::parse)
+        .ok_or_else(|| Status::invalid_argument("mode: expected auto, bypass or primary"))?;
+    let config = state.datastore.running().config.clone();
+    let units: Vec<String> = match text(params, "ecofilter-unit") {
+        Some(unit) if config.units.contains_key(unit) => vec![unit.to_string()],
+        Some(unit) => {
+            let known: Vec<&str> = config.units.keys().map(String::as_str).collect();
+            return Err(errors::problems(
+                Code::NotFound,
+                &[Problem::new(
+                    "/ecofilter-balancer:set-bypass-ecofilter-unit/ecofilter-unit",
+                    format!("no unit {unit}; units are: {}", known.join(", ")),
+                )],
+            ));
+        }
+        None => config.units.keys().cloned().collect(),
+    };
+    for unit in units {
+        let old = state.live.mode(&unit);
+        if mode == BypassMode::Auto {
+            state.live.modes.remove(&unit);
+        } else {
+            state.live.modes.insert(unit.clone(), mode);
+        }
+        info!(unit = %unit, old = old.as_str(), new = mode.as_str(), "bypass mode set");
+    }
+    Ok(serde_json::json!({}))
+}
+
+fn lookup_session(state: &mut OwnerState, params: &Input) -> Result<serde_json::Value, Status> {
+    let parse_ip = |name: &str| {
+        text(params, name)
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| {
+                Status::invalid_argument(format!("{name}: expected an IPv4 or IPv6 address"))
+            })
+    };
+    let number = |name: &str| {
+        text(params, name)
+            .and_then(|t| t.parse::<u16>().ok())
+            .unwrap_or(0)
+    };
+    let session = Session {
+        src: parse_ip("src")?,
+        dst: parse_ip("dst")?,
+        ip_proto: u8::try_from(number("ip-proto")).unwrap_or(0),
+        src_port: number("src-port"),
+        dst_port: number("dst-port"),
+        link: text(params, "link").map(str::to_string),
+    };
+    let config = state.datastore.running().config.clone();
+    if let Some(link) = &session.link
+        && !config.links.contains_key(link)
+    {
+        let known: Vec<&str> = config.links.keys().map(String::as_str).collect();
+        return Err(Status::not_found(format!(
+            "link {link}: no such link; links are: {}",
+            known.join(", ")
+        )));
+    }
+    let found = efb_balancing::lookup_session(&config, &session, &state.live)
+        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let mut output = serde_json::to_value(&found).map_err(|e| Status::internal(e.to_string()))?;
+    // Pair liveness is not known until keep-alives run: say nothing rather than "up".
+    if let Some(object) = output.as_object_mut() {
+        object.remove("pair-live");
+    }
+    Ok(output)
+}
