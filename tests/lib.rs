@@ -1,6 +1,11 @@
-//! Helpers shared by the cross-crate tests: where the repository and the real clients are.
+//! Helpers shared by the cross-crate tests: where the repository, the binaries and the real
+//! clients are, and a real efbd process to talk to.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
 
 /// The repository's top directory.
 pub fn repo() -> PathBuf {
@@ -23,4 +28,119 @@ pub fn venv_tool(name: &str) -> PathBuf {
         tool.display()
     );
     tool
+}
+
+static BUILD: Mutex<()> = Mutex::new(());
+
+/// A binary of the workspace, built by this test run's profile (built now if a narrower
+/// `cargo test -p` did not build it).
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    // target/<profile>/deps/<test> -> target/<profile>/<name>
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let path = dir.join(name);
+    let _guard = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut command = Command::new(cargo);
+        command.args(["build", "--bin", name]).current_dir(repo());
+        if dir.ends_with("release") {
+            command.arg("--release");
+        }
+        let status = command.status().expect("cargo build runs");
+        assert!(status.success(), "cargo build --bin {name} failed");
+    }
+    path
+}
+
+/// A real efbd on a temporary (or given) datastore, on a port the system picks.
+pub struct Daemon {
+    child: Child,
+    pub address: String,
+    pub datastore: PathBuf,
+}
+
+impl Daemon {
+    pub fn start(datastore: &Path, extra: &[&str]) -> Daemon {
+        let mut child = Command::new(binary("efbd"))
+            .arg("--datastore")
+            .arg(datastore)
+            .args(["--mgmt-listen", "127.0.0.1:0", "--log-level", "warn"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("efbd starts");
+        let stdout = child.stdout.take().expect("efbd stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("efbd says where it listens");
+        let address = line
+            .trim()
+            .strip_prefix("efbd: management API on ")
+            .unwrap_or_else(|| panic!("unexpected first line from efbd: {line:?}"))
+            .to_string();
+        Daemon {
+            child,
+            address,
+            datastore: datastore.to_path_buf(),
+        }
+    }
+
+    /// SIGTERM, then the exit status (true: it stopped cleanly).
+    pub fn stop(mut self) -> bool {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        for _ in 0..100 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        false
+    }
+
+    /// Runs `efb-cli` non-interactively against this daemon: stdin lines or `-c`.
+    pub fn cli(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
+        use std::io::Write;
+        let mut child = Command::new(binary("efb-cli"))
+            .args(["--connect", &self.address, "--user", "tester"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("efb-cli starts");
+        if let Some(mut input) = child.stdin.take() {
+            let _ = input.write_all(stdin.as_bytes());
+        }
+        let out = child.wait_with_output().expect("efb-cli runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The one-filter example site as `set` lines (what an engineer types to build it).
+pub fn one_filter_site_lines() -> Vec<String> {
+    let schema = efb_yang::Schema::load().expect("schema");
+    let text =
+        std::fs::read_to_string(repo().join("examples/one-filter-site.json")).expect("example");
+    let tree = efb_yang::json::from_json(&schema, &text, efb_yang::json::Check::Complete)
+        .expect("example parses");
+    efb_yang::setlines::render_tree(&schema, &tree)
 }

@@ -449,7 +449,8 @@ fn lookups_serialize_in_kebab_case_without_absent_fields() {
         &session("10.0.0.1", "10.0.0.2", 6, 1, 2),
     ))
     .unwrap();
-    let keys: Vec<&String> = none.as_object().unwrap().keys().collect();
+    let mut keys: Vec<&String> = none.as_object().unwrap().keys().collect();
+    keys.sort();
     assert_eq!(keys, ["action", "reason", "software-bypass"]);
     assert_eq!(none["action"], "bypass");
     let drop = config(

@@ -509,13 +509,14 @@ impl Datastore {
         Ok(())
     }
 
-    /// The configuration as commit `index` left it.
+    /// The configuration as commit `index` left it; `index` = the number of commits in
+    /// history is the configuration before the oldest of them.
     pub fn configuration_at(&self, index: usize) -> Result<DataTree, DatastoreError> {
-        if index > 0 && index >= self.history.len() {
+        if index > self.history.len() {
             return Err(DatastoreError::NotFound(format!(
-                "rollback {index}: history holds {} commits (0 to {})",
+                "rollback {index}: history holds {} commits (rollback 0 to {})",
                 self.history.len(),
-                self.history.len().saturating_sub(1)
+                self.history.len()
             )));
         }
         let schema = self.schema().clone();

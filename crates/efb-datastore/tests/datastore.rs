@@ -599,3 +599,29 @@ fn edits_by_data_path_merge_replace_create_delete_remove() {
             .contains(&"delete ecofilter-balancer flow bgp-to".to_string())
     );
 }
+
+#[test]
+fn an_unconfirmed_first_commit_rolls_back_to_the_empty_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ds = open(dir.path(), "boot-1");
+    assert!(
+        ds.history().is_empty(),
+        "an empty factory default makes no commit"
+    );
+    let s = ds.open_session("kim");
+    ds.edit_lines(s, "set ecofilter-balancer balancing-method layer-4")
+        .unwrap();
+    ds.commit(
+        s,
+        CommitRequest {
+            confirm_timeout: Some(Duration::from_secs(1)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    ds.expire_pending_confirm(SystemTime::now() + Duration::from_secs(2))
+        .unwrap()
+        .unwrap();
+    assert!(ds.running().tree.is_empty());
+    assert!(ds.pending_confirm_deadline().is_none());
+}

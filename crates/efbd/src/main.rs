@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_logging(&settings.log.level);
+    let boot_id = flags.boot_id.clone();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -43,7 +44,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(settings)) {
+    match runtime.block_on(run(settings, boot_id)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("efbd: {e:#}");
@@ -61,10 +62,11 @@ fn init_logging(level: &str) {
         .init();
 }
 
-async fn run(settings: Settings) -> Result<()> {
+async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     let schema = Arc::new(Schema::load().context("loading the YANG module")?);
     let mut options = OpenOptions::new(&settings.datastore);
     options.factory_default = settings.factory_default.clone();
+    options.boot_id = boot_id;
     let datastore = tokio::task::block_in_place(|| Datastore::open(schema.clone(), options));
     let datastore = match datastore {
         Ok(ds) => ds,

@@ -89,6 +89,12 @@ fn expire_confirmed_commit(state: &mut OwnerState) {
             "commit confirmed was not confirmed in time: previous configuration restored"
         ),
         Ok(None) => {}
-        Err(e) => error!(%e, "could not roll back an unconfirmed commit"),
+        Err(e) => {
+            // Retrying at once would fail again, in a loop: keep what is committed and say so.
+            error!(%e, "could not roll back an unconfirmed commit: the configuration stays as committed");
+            if let Err(e) = state.datastore.confirm() {
+                error!(%e, "could not clear the pending confirmation");
+            }
+        }
     }
 }

@@ -31,6 +31,11 @@ pub struct Flags {
     /// Log filter: error, warn, info, debug, trace, or a tracing filter (efbd=debug,info).
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
+    /// Identity of this boot of the machine [default: the kernel's boot id]. Running
+    /// configuration survives a restart of efbd within one boot; after a reboot the box boots
+    /// with startup. Tests give another id to simulate a reboot.
+    #[arg(long, value_name = "ID")]
+    pub boot_id: Option<String>,
     /// Print the effective settings as TOML and exit.
     #[arg(long)]
     pub print_settings: bool,

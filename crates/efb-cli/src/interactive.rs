@@ -1,0 +1,181 @@
+//! The interactive shell: rustyline with completion (Tab), help (`?`), hints, history
+//! across sessions and Ctrl-R search.
+
+use std::borrow::Cow;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use efb_yang::schema::Schema;
+use rustyline::completion::{Completer as RlCompleter, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::Validator;
+use rustyline::{
+    Cmd, CompletionType, ConditionalEventHandler, Config, Context, Editor, Event, EventContext,
+    EventHandler, Helper, KeyEvent, RepeatCount,
+};
+
+use crate::complete::{self, Completer};
+use crate::grammar::Grammar;
+use crate::shell::{DaemonKeys, Flow, Shell};
+
+/// Everything completion needs, shared by Tab, hints and `?`.
+struct Completion {
+    schema: &'static Schema,
+    grammar: Arc<Grammar>,
+    keys: DaemonKeys,
+}
+
+impl Completion {
+    fn complete(&self, line: &str) -> complete::Completion {
+        let mode = *self.keys.mode.lock().unwrap_or_else(|p| p.into_inner());
+        let completer = Completer {
+            schema: self.schema,
+            grammar: &self.grammar,
+            keys: &self.keys,
+        };
+        completer.complete(mode, line)
+    }
+}
+
+struct ShellHelper {
+    completion: Arc<Completion>,
+}
+
+impl RlCompleter for ShellHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let found = self.completion.complete(&line[..pos]);
+        let pairs = found
+            .matching()
+            .into_iter()
+            .filter(|c| !c.placeholder)
+            .map(|c| Pair {
+                display: c.word.clone(),
+                replacement: format!("{} ", efb_yang::setlines::quote_word(&c.word)),
+            })
+            .collect();
+        Ok((found.start, pairs))
+    }
+}
+
+impl Hinter for ShellHelper {
+    type Hint = String;
+
+    /// When only one word can complete what is typed, show the rest of it, dimmed.
+    fn hint(&self, line: &str, pos: usize, _: &Context<'_>) -> Option<String> {
+        if pos < line.len() || line.ends_with(' ') || line.is_empty() {
+            return None;
+        }
+        let found = self.completion.complete(line);
+        let words: Vec<&complete::Candidate> = found
+            .matching()
+            .into_iter()
+            .filter(|c| !c.placeholder)
+            .collect();
+        match words.as_slice() {
+            [only] if only.word.len() > found.partial.len() => {
+                Some(only.word[found.partial.len()..].to_string())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Highlighter for ShellHelper {
+    fn highlight_hint<'h>(&self, hint: &'h str) -> Cow<'h, str> {
+        Cow::Owned(format!("\x1b[2m{hint}\x1b[0m"))
+    }
+}
+
+impl Validator for ShellHelper {}
+impl Helper for ShellHelper {}
+
+/// `?`: list what may come next, with the model's descriptions; the line stays as typed.
+struct HelpKey {
+    completion: Arc<Completion>,
+}
+
+impl ConditionalEventHandler for HelpKey {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        let line = &ctx.line()[..ctx.pos()];
+        // Inside quotes `?` is just a character.
+        if line.matches('"').count() % 2 == 1 {
+            return None;
+        }
+        let found = self.completion.complete(line);
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "?\r\n");
+        for l in complete::help_lines(&found) {
+            let _ = write!(out, "{l}\r\n");
+        }
+        let _ = out.flush();
+        Some(Cmd::Repaint)
+    }
+}
+
+fn history_file() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("EFB_CLI_HISTORY") {
+        return Some(PathBuf::from(path));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".efb_cli_history"))
+}
+
+/// Runs the shell on the terminal until `exit` or Ctrl-D.
+pub fn run(mut shell: Shell, grammar: Arc<Grammar>) -> anyhow::Result<()> {
+    let keys_mode = Arc::new(Mutex::new(shell.mode));
+    let completion = Arc::new(Completion {
+        schema: shell.schema,
+        grammar,
+        keys: DaemonKeys {
+            client: shell.client.clone(),
+            mode: keys_mode.clone(),
+        },
+    });
+    let config = Config::builder()
+        .completion_type(CompletionType::List)
+        .auto_add_history(true)
+        .max_history_size(5000)?
+        .history_ignore_dups(true)?
+        .build();
+    let mut editor: Editor<ShellHelper, DefaultHistory> = Editor::with_config(config)?;
+    editor.set_helper(Some(ShellHelper {
+        completion: completion.clone(),
+    }));
+    editor.bind_sequence(
+        KeyEvent::from('?'),
+        EventHandler::Conditional(Box::new(HelpKey { completion })),
+    );
+    let history = history_file();
+    if let Some(path) = &history {
+        let _ = editor.load_history(path);
+    }
+    loop {
+        *keys_mode.lock().unwrap_or_else(|p| p.into_inner()) = shell.mode;
+        match editor.readline(shell.prompt()) {
+            Ok(line) => match shell.execute(&line) {
+                Ok(Flow::Exit) => break,
+                Ok(Flow::Continue) => {}
+                Err(e) => println!("error: {e}"),
+            },
+            // Ctrl-C cancels the line being typed.
+            Err(ReadlineError::Interrupted) => {}
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if let Some(path) = &history {
+        let _ = editor.save_history(path);
+    }
+    shell.close();
+    Ok(())
+}

@@ -1,0 +1,11 @@
+//! The EcoFilter Balancer shell. Operational words come from `cli-grammar/` ([`grammar`]),
+//! configuration words from the YANG schema the daemon serves; Tab and `?` from
+//! [`complete`]; answers drawn by [`view`]; every command runs in [`shell`] against efbd
+//! through [`client`].
+
+pub mod client;
+pub mod complete;
+pub mod grammar;
+pub mod interactive;
+pub mod shell;
+pub mod view;

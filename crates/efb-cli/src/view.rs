@@ -1,0 +1,262 @@
+//! Drawing answers for people: aligned tables from the views of the grammar, and the
+//! configuration in the familiar curly-brace form, both driven by the schema.
+
+use efb_yang::schema::{NodeKind, Schema, SchemaId};
+use serde_json::Value as Json;
+
+use crate::grammar::{Column, View};
+
+/// What a state value the daemon does not know yet is shown as.
+pub const UNKNOWN: &str = "unknown";
+
+/// The JSON at a data path given as member names: module-qualified at the top.
+pub fn at<'a>(doc: &'a Json, names: &[String]) -> Option<&'a Json> {
+    names.iter().try_fold(doc, |node, name| node.get(name))
+}
+
+/// Member names of a data path without predicates: "/efb:a/b[k='v']/c" -> ["efb:a", "b", "c"].
+pub fn member_names(path: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut depth = 0;
+    let mut current = String::new();
+    for c in path.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            '/' if depth == 0 && !current.is_empty() => names.push(std::mem::take(&mut current)),
+            '/' if depth == 0 => {}
+            _ if depth == 0 => current.push(c),
+            _ => {}
+        }
+    }
+    if !current.is_empty() {
+        names.push(current);
+    }
+    names
+}
+
+/// One JSON value as a word: numbers and strings as they are, leaf-lists joined, `[null]`
+/// (empty) as nothing, containers as "name value" pairs.
+pub fn text(value: &Json) -> String {
+    match value {
+        Json::String(s) => s.clone(),
+        Json::Bool(b) => b.to_string(),
+        Json::Number(n) => n.to_string(),
+        Json::Null => String::new(),
+        Json::Array(items) if items.len() == 1 && items[0].is_null() => String::new(),
+        Json::Array(items) => items.iter().map(text).collect::<Vec<_>>().join(","),
+        Json::Object(members) => members
+            .iter()
+            .map(|(k, v)| {
+                let inner = text(v);
+                if inner.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{k} {inner}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+fn cell(entry: &Json, column: &Column) -> String {
+    let names: Vec<String> = column.leaf.split('/').map(str::to_string).collect();
+    let shown = at(entry, &names)
+        .filter(|v| column.words || !v.is_object())
+        .map(text)
+        .filter(|t| !t.is_empty());
+    match shown {
+        Some(t) => t,
+        None if column.state => UNKNOWN.to_string(),
+        None => column.absent.clone().unwrap_or_default(),
+    }
+}
+
+/// Lines of a table: a header and one row per entry, columns aligned.
+pub fn table(entries: &[&Json], columns: &[Column], indent: &str) -> Vec<String> {
+    let mut rows: Vec<Vec<String>> = vec![columns.iter().map(|c| c.title.clone()).collect()];
+    for entry in entries {
+        rows.push(columns.iter().map(|c| cell(entry, c)).collect());
+    }
+    let widths: Vec<usize> = (0..columns.len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(columns)
+                .zip(&widths)
+                .map(|((value, column), width)| {
+                    if column.align.as_deref() == Some("right") {
+                        format!("{value:>width$}")
+                    } else {
+                        format!("{value:<width$}")
+                    }
+                })
+                .collect();
+            format!("{indent}{}", cells.join("  ").trim_end())
+        })
+        .collect()
+}
+
+/// Draws the entries of a list with a view.
+pub fn render_view(view: &View, entries: &[&Json]) -> Vec<String> {
+    if view.heading.is_empty() {
+        return table(entries, &view.columns, "");
+    }
+    let mut lines = Vec::new();
+    for entry in entries {
+        let mut heading = Vec::new();
+        for (i, column) in view.heading.iter().enumerate() {
+            let value = cell(entry, column);
+            heading.push(if i == 0 {
+                format!("{} {value}:", column.title)
+            } else {
+                format!("{} {value}", column.title)
+            });
+        }
+        let first = heading.remove(0);
+        lines.push(format!("{first} {}", heading.join(", ")));
+        if let Some(rows) = &view.rows {
+            let children: Vec<&Json> = entry
+                .get(rows)
+                .and_then(Json::as_array)
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
+            if children.is_empty() {
+                lines.push(format!("  (no {rows})"));
+            } else {
+                lines.extend(table(&children, &view.columns, "  "));
+            }
+        }
+        lines.push(String::new());
+    }
+    if lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// The configuration in curly-brace form, members in schema order.
+pub fn curly(schema: &Schema, doc: &Json) -> Vec<String> {
+    let mut lines = Vec::new();
+    for root in schema.roots() {
+        let node = schema.node(*root);
+        if let Some(value) = doc.get(format!("{}:{}", node.module, node.name)) {
+            member(schema, *root, value, 0, &mut lines);
+        }
+    }
+    lines
+}
+
+fn member(schema: &Schema, id: SchemaId, value: &Json, depth: usize, lines: &mut Vec<String>) {
+    let node = schema.node(id);
+    let pad = "    ".repeat(depth);
+    match node.kind {
+        NodeKind::List => {
+            let key_names: Vec<&str> = node
+                .keys
+                .iter()
+                .map(|k| schema.node(*k).name.as_str())
+                .collect();
+            for entry in value.as_array().into_iter().flatten() {
+                let keys: Vec<String> = key_names
+                    .iter()
+                    .map(|k| quoted(&entry.get(*k).map(text).unwrap_or_default()))
+                    .collect();
+                lines.push(format!("{pad}{} {} {{", node.name, keys.join(" ")));
+                children(schema, id, entry, depth + 1, lines);
+                lines.push(format!("{pad}}}"));
+            }
+        }
+        NodeKind::LeafList => {
+            let items: Vec<String> = value
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|v| quoted(&text(v)))
+                .collect();
+            lines.push(format!("{pad}{} [ {} ];", node.name, items.join(" ")));
+        }
+        NodeKind::Leaf => {
+            let t = text(value);
+            if t.is_empty() {
+                lines.push(format!("{pad}{};", node.name));
+            } else {
+                lines.push(format!("{pad}{} {};", node.name, quoted(&t)));
+            }
+        }
+        _ => {
+            lines.push(format!("{pad}{} {{", node.name));
+            children(schema, id, value, depth + 1, lines);
+            lines.push(format!("{pad}}}"));
+        }
+    }
+}
+
+fn children(
+    schema: &Schema,
+    parent: SchemaId,
+    value: &Json,
+    depth: usize,
+    lines: &mut Vec<String>,
+) {
+    for child in &schema.node(parent).children {
+        let node = schema.node(*child);
+        if node.is_key {
+            continue;
+        }
+        if let Some(v) = value.get(&node.name) {
+            member(schema, *child, v, depth, lines);
+        }
+    }
+}
+
+fn quoted(word: &str) -> String {
+    efb_yang::setlines::quote_word(word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(title: &str, leaf: &str) -> Column {
+        Column {
+            title: title.into(),
+            leaf: leaf.into(),
+            align: None,
+            absent: None,
+            state: false,
+            words: false,
+        }
+    }
+
+    #[test]
+    fn tables_align_and_say_unknown_for_missing_state() {
+        let entries = [
+            serde_json::json!({"name": "bgp", "priority": 310, "action": {"bypass": [null]}}),
+            serde_json::json!({"name": "to-filters", "priority": 5, "state": {"packets": "12"}}),
+        ];
+        let refs: Vec<&Json> = entries.iter().collect();
+        let mut packets = column("Packets", "state/packets");
+        packets.state = true;
+        packets.align = Some("right".into());
+        let mut action = column("Action", "action");
+        action.words = true;
+        action.absent = Some("bypass".into());
+        let lines = table(&refs, &[column("Flow", "name"), action, packets], "");
+        assert_eq!(lines[0], "Flow        Action  Packets");
+        assert_eq!(lines[1], "bgp         bypass  unknown");
+        assert_eq!(lines[2], "to-filters  bypass       12");
+    }
+
+    #[test]
+    fn member_names_drop_predicates() {
+        assert_eq!(
+            member_names("/ecofilter-balancer:ecofilter-balancer/flow[name='a/b']/match"),
+            vec!["ecofilter-balancer:ecofilter-balancer", "flow", "match"]
+        );
+    }
+}
