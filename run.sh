@@ -1,37 +1,34 @@
 #!/usr/bin/env bash
-# The balancer's main job, after installing what is missing. Until efbd and its shell land,
-# a tour of the foundation with the offline tool efb-config over the example sites:
-# validation, the balancing-config-hash, where sessions go, and what a change changes.
+# The balancer's main job, after installing what is missing: efbd with its embedded
+# defaults (datastore under datastore/, management API on 127.0.0.1:50051), the one-filter
+# example site loaded on first start, then the shell. Leaving the shell stops efbd.
 set -euo pipefail
 EFB_ROOT="$(cd "$(dirname "$0")" && pwd)"
 cd "$EFB_ROOT"
 . .ci/setup.sh
 efb_setup
 
-cargo build --release --quiet -p efb-config
-tool="$EFB_ROOT/target/release/efb-config"
-site=examples/one-filter-site.json
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@" || true; }
+efb_log "building efbd and efb-cli (release)"
+cargo build --release --quiet -p efbd -p efb-cli
+bin="$EFB_ROOT/target/release"
+log="$EFB_ROOT/datastore/efbd.log"
 
-step "$tool" validate "$site"
-step "$tool" validate examples/ten-filter-site.json
-step "$tool" hash "$site"
-step "$tool" hash --text "$site"
-step "$tool" lookup "$site" --src 10.1.2.3 --dst 8.8.8.8 --proto 6 --src-port 40000 --dst-port 443 --link l1
-step "$tool" lookup "$site" --src 8.8.8.8 --dst 10.1.2.3 --proto 6 --src-port 443 --dst-port 40000 --link l1
-step "$tool" lookup "$site" --src 10.1.2.3 --dst 8.8.8.8 --proto 6 --link l1 --down f1-te3-te4
-step "$tool" lookup "$site" --src 10.0.0.1 --dst 10.0.0.2 --proto 6 --dst-port 179 --link l2
+efb_log "starting efbd (log: datastore/efbd.log)"
+"$bin/efbd" >"$log.out" 2>"$log" &
+efbd_pid=$!
+trap 'kill -TERM "$efbd_pid" 2>/dev/null; wait "$efbd_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do
+  grep -q "management API on" "$log.out" 2>/dev/null && break
+  if ! kill -0 "$efbd_pid" 2>/dev/null; then
+    cat "$log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
 
-changed="$(mktemp --suffix .json)"
-trap 'rm -f "$changed"' EXIT
-python3 - "$site" "$changed" <<'PY'
-import json, sys
-site = json.load(open(sys.argv[1]))
-balancer = site["ecofilter-balancer:ecofilter-balancer"]
-balancer["ecofilter-unit"][0]["cores"] = 23
-balancer["link"][1]["lan-port"] = "p2"          # already used by link l1
-json.dump(site, open(sys.argv[2], "w"))
-PY
-step "$tool" diff "$site" "$changed"
-step "$tool" validate "$changed"
-step "$tool" hash "$changed"
+if "$bin/efb-cli" -c "show configuration | count" | grep -q "Count: 0 lines"; then
+  efb_log "first start: loading the one-filter example site"
+  printf 'edit\nload override examples/one-filter-site.json\ncommit comment "one-filter example site"\n' | "$bin/efb-cli" --user setup
+fi
+
+"$bin/efb-cli"

@@ -326,6 +326,18 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
     );
     let (_, out, _) = daemon.cli(&["-c", "show configuration ports"], "");
     assert!(!out.contains("p31"), "{out}");
+    let (_, out, _) = daemon.cli(&["-c", "show ports p9-0 statistics"], "");
+    assert!(
+        out.starts_with("Port")
+            && out.contains("In frames")
+            && out
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with("p9-0") && l.ends_with("unknown")),
+        "{out}"
+    );
+    let (_, out, _) = daemon.cli(&["-c", "show ports | count"], "");
+    assert_eq!(out.trim(), "Count: 21 lines", "a header and the 20 ports");
     // Pipes and displays.
     let (_, out, _) = daemon.cli(
         &[

@@ -161,14 +161,25 @@ impl Completer<'_> {
 
     fn command_arguments(&self, command: &Command, rest: &[String]) -> Vec<Candidate> {
         if let Some(get) = &command.get {
-            return match (rest.len(), &get.arg) {
-                (0, Some(arg)) => {
-                    let mut out = self.list_keys(&get.path, arg);
-                    out.extend(end());
-                    out
-                }
-                _ => end(),
-            };
+            let switched = rest
+                .last()
+                .is_some_and(|w| command.switches.contains_key(w));
+            let mut out = Vec::new();
+            if rest.is_empty()
+                && let Some(arg) = &get.arg
+            {
+                out.extend(self.list_keys(&get.path, arg));
+            }
+            if !switched && rest.len() <= 1 {
+                out.extend(
+                    command
+                        .switches
+                        .keys()
+                        .map(|w| Candidate::word(w.clone(), "Show another view of the same")),
+                );
+            }
+            out.extend(end());
+            return out;
         }
         if let Some(rpc) = &command.rpc {
             return self.rpc_params(rpc, command, rest);

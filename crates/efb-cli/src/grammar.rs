@@ -27,6 +27,9 @@ pub struct Command {
     pub builtin: Option<String>,
     #[serde(default)]
     pub render: Option<String>,
+    /// Last words that draw the answer with another view (`statistics` -> `port-statistics`).
+    #[serde(default)]
+    pub switches: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -102,11 +105,12 @@ impl Grammar {
                     command.words
                 )));
             }
-            if let Some(view) = &command.render
-                && !["fields", "json", "value", "done"].contains(&view.as_str())
-                && !grammar.views.contains_key(view)
-            {
-                return Err(GrammarError(format!("{}: no view {view}", command.words)));
+            for view in command.render.iter().chain(command.switches.values()) {
+                if !["fields", "json", "value", "done"].contains(&view.as_str())
+                    && !grammar.views.contains_key(view)
+                {
+                    return Err(GrammarError(format!("{}: no view {view}", command.words)));
+                }
             }
         }
         Ok(grammar)

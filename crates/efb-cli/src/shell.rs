@@ -201,6 +201,14 @@ impl Shell {
             return fail("internal: not a get command");
         };
         let mut path = get.path.clone();
+        let mut render = command.render.clone();
+        let mut rest = rest;
+        if let Some((last, before)) = rest.split_last()
+            && let Some(view) = command.switches.get(last)
+        {
+            render = Some(view.clone());
+            rest = before;
+        }
         match (rest, &get.arg) {
             ([], _) => {}
             ([name], Some(_)) => path.push_str(&self.key_predicate(&get.path, name)?),
@@ -225,7 +233,7 @@ impl Shell {
             .map_err(|e| ShellError(format!("efbd sent bad JSON: {e}")))?;
         let names = view::member_names(&get.path);
         let found = view::at(&doc, &names);
-        let lines = match command.render.as_deref() {
+        let lines = match render.as_deref() {
             Some("value") => vec![
                 found
                     .map(view::text)

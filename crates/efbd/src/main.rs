@@ -15,7 +15,6 @@ use efbd::owner::{Owner, OwnerState};
 use efbd::service::Service;
 use efbd::settings::{Flags, Settings};
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tracing::info;
 
 /// Message size limit of the management API: a 100 000-flow configuration in JSON is about
@@ -58,6 +57,7 @@ fn init_logging(level: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
 }
@@ -102,7 +102,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         .max_encoding_message_size(MAX_MESSAGE);
     tonic::transport::Server::builder()
         .add_service(server)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown_signal())
+        .serve_with_incoming_shutdown(incoming(listener), shutdown_signal())
         .await
         .context("serving the management API")?;
     // The server (and with it every handle on the owner) is gone: the owner drains and stops.
@@ -110,6 +110,12 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("the configuration owner panicked"))?;
     info!("stopped");
     Ok(())
+}
+
+/// Accepted connections without Nagle's delay: a shell's requests are small, and waiting
+/// for delayed acknowledgements would add 40 ms to every Tab.
+fn incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming {
+    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 async fn shutdown_signal() {

@@ -1,0 +1,154 @@
+//! The shell's speed through a real efbd (release build, real gRPC on loopback): Tab
+//! completion on 10 000 flows, one `set` + `commit` round trip, and `show configuration` of
+//! 100 000 flows. Prints figures: `cargo bench -p efb-tests --bench shell`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use efb_cli::client::Client;
+use efb_cli::complete::{Completer, KeySource, Mode};
+use efb_cli::grammar::Grammar;
+use efb_mgmt_proto::v1::{Datastore, Format, LoadMode};
+use efb_tests::Daemon;
+use efb_yang::Schema;
+
+fn site_with_flows(flows: usize) -> String {
+    let mut site: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(efb_tests::repo().join("examples/one-filter-site.json")).unwrap(),
+    )
+    .unwrap();
+    let list = site["ecofilter-balancer:ecofilter-balancer"]["flow"]
+        .as_array_mut()
+        .unwrap();
+    for i in 0..flows {
+        list.push(serde_json::json!({
+            "name": format!("sub{i}"),
+            "priority": 1000 + i,
+            "links": [if i % 2 == 0 { "l1" } else { "l2" }],
+            "match": {"dst-ipv4": format!("10.{}.{}.{}/32", (i >> 16) & 255, (i >> 8) & 255, i & 255), "ip-proto": 6},
+            "action": {"to-ecofilter": {"ecofilter-unit": "ef1"}}
+        }));
+    }
+    site.to_string()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn summary(name: &str, mut times: Vec<Duration>) {
+    times.sort();
+    println!(
+        "{name:<46} p50 {:>10}  p99 {:>10}  max {:>10}",
+        ms(percentile(&times, 0.5)),
+        ms(percentile(&times, 0.99)),
+        ms(*times.last().unwrap())
+    );
+}
+
+struct Keys<'a>(std::cell::RefCell<&'a mut Client>);
+
+impl KeySource for Keys<'_> {
+    fn keys(&self, list_path: &str, prefix: &str) -> Vec<String> {
+        self.0
+            .borrow_mut()
+            .list_keys(
+                Datastore::Candidate,
+                list_path,
+                prefix,
+                efb_cli::complete::KEY_LIMIT,
+            )
+            .map(|r| r.keys)
+            .unwrap_or_default()
+    }
+}
+
+fn loaded(flows: usize) -> (tempfile::TempDir, Daemon, Client) {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(&dir.path().join("datastore"), &[]);
+    let mut client = Client::connect(&daemon.address, "bench").unwrap();
+    client
+        .load(LoadMode::Override, Format::Json, site_with_flows(flows))
+        .unwrap();
+    client.commit("bench", false, 0).unwrap();
+    (dir, daemon, client)
+}
+
+fn main() {
+    let quick = std::env::var_os("EFB_BENCH_QUICK").is_some();
+    let (small, large, rounds) = if quick {
+        (100, 1000, 5)
+    } else {
+        (10_000, 100_000, 200)
+    };
+    let schema = Schema::load().unwrap();
+    let grammar = Grammar::load().unwrap();
+
+    let (_dir, daemon, mut client) = loaded(small);
+    let lines = [
+        "set ecofilter-balancer flow sub12",
+        "set ecofilter-balancer flow sub1 match ",
+        "set ecofilter-balancer flow sub1 action to-ecofilter ecofilter-unit ",
+        "show ecofilter-balancer flow ",
+    ];
+    let mut times = Vec::new();
+    for round in 0..rounds {
+        let line = lines[round % lines.len()];
+        let keys = Keys(std::cell::RefCell::new(&mut client));
+        let completer = Completer {
+            schema: &schema,
+            grammar: &grammar,
+            keys: &keys,
+        };
+        let mode = if line.starts_with("show") {
+            Mode::Operational
+        } else {
+            Mode::Configuration
+        };
+        let start = Instant::now();
+        let found = completer.complete(mode, line);
+        times.push(start.elapsed());
+        assert!(!found.candidates.is_empty(), "{line}");
+    }
+    summary(&format!("Tab completion, {small} flows"), times);
+
+    let mut times = Vec::new();
+    for round in 0..rounds {
+        let start = Instant::now();
+        client
+            .edit_lines(&format!(
+                "set ecofilter-balancer flow sub{} priority {}",
+                round % small,
+                500_000 + round
+            ))
+            .unwrap();
+        let reply = client.commit("", false, 0).unwrap();
+        times.push(start.elapsed());
+        assert_eq!(reply.changes, 1);
+    }
+    summary(&format!("set + commit round trip, {small} flows"), times);
+    drop(client);
+    drop(daemon);
+
+    let (_dir, _daemon, mut client) = loaded(large);
+    let mut times = Vec::new();
+    let mut printed = 0;
+    for _ in 0..if quick { 2 } else { 5 } {
+        let start = Instant::now();
+        let text = client
+            .get(Datastore::Running, "", Format::Json, false)
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        printed = efb_cli::view::curly(&schema, &doc).len();
+        times.push(start.elapsed());
+    }
+    summary(
+        &format!("show configuration, {large} flows ({printed} lines)"),
+        times,
+    );
+}
