@@ -684,16 +684,39 @@ impl Datastore {
         &mut self,
         now: SystemTime,
     ) -> Result<Option<CommitOutcome>, DatastoreError> {
-        let Some(pending) = self.pending.clone() else {
+        match &self.pending {
+            Some(pending) if millis(now) >= pending.deadline_ms => {
+                let id = pending.commit_id;
+                warn!(
+                    id,
+                    "commit confirmed was not confirmed in time: rolling back"
+                );
+                self.roll_back_pending(&format!(
+                    "rollback: commit confirmed {id} was not confirmed in time"
+                ))
+                .map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Rolls back a pending `commit confirmed` now (gNMI's cancel).
+    pub fn cancel_pending_confirm(&mut self) -> Result<Option<CommitOutcome>, DatastoreError> {
+        let Some(id) = self.pending.as_ref().map(|p| p.commit_id) else {
             return Ok(None);
         };
-        if millis(now) < pending.deadline_ms {
-            return Ok(None);
-        }
-        warn!(
-            id = pending.commit_id,
-            "commit confirmed was not confirmed in time: rolling back"
-        );
+        info!(id, "commit confirmed cancelled: rolling back");
+        self.roll_back_pending(&format!("rollback: commit confirmed {id} cancelled"))
+            .map(Some)
+    }
+
+    /// Goes back to before the first unconfirmed commit, as a commit of its own.
+    fn roll_back_pending(&mut self, comment: &str) -> Result<CommitOutcome, DatastoreError> {
+        let Some(pending) = self.pending.clone() else {
+            return Err(DatastoreError::NotFound(
+                "no commit confirmed is pending".into(),
+            ));
+        };
         let unconfirmed = (self.running.commit_id + 1).saturating_sub(pending.since_commit_id);
         let previous = self.configuration_at(unconfirmed as usize)?;
         let session = self.open_session("system");
@@ -703,10 +726,7 @@ impl Datastore {
             session,
             CommitKind::ConfirmTimeout,
             CommitRequest {
-                comment: Some(format!(
-                    "rollback: commit confirmed {} was not confirmed in time",
-                    pending.commit_id
-                )),
+                comment: Some(comment.to_string()),
                 ..CommitRequest::default()
             },
         );
@@ -714,7 +734,7 @@ impl Datastore {
         if outcome.is_err() {
             self.pending = Some(pending);
         }
-        outcome.map(Some)
+        outcome
     }
 
     /// `save`: running becomes what the box boots with.

@@ -2,6 +2,7 @@
 //! and serves the management API the shell uses ([`service`]).
 
 pub mod errors;
+pub mod gnmi_backend;
 pub mod owner;
 pub mod service;
 pub mod settings;

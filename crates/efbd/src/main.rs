@@ -3,11 +3,9 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use efb_balancing::LiveState;
 use efb_datastore::{Datastore, DatastoreError, OpenOptions};
 use efb_mgmt_proto::v1::management_server::ManagementServer;
 use efb_yang::Schema;
@@ -20,6 +18,9 @@ use tracing::info;
 /// Message size limit of the management API: a 100 000-flow configuration in JSON is about
 /// 20 MiB, five times gRPC's default.
 const MAX_MESSAGE: usize = 512 * 1024 * 1024;
+
+/// Snapshots a telemetry subscriber may be behind before it is cut off.
+const SNAPSHOT_QUEUE: usize = 1024;
 
 fn main() -> ExitCode {
     let flags = Flags::parse();
@@ -81,12 +82,10 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         commit = datastore.running().commit_id,
         "datastore open"
     );
-    let (owner, owner_thread) = Owner::start(OwnerState {
-        datastore,
-        live: LiveState::all_up(),
-        started: Instant::now(),
-    })
-    .context("starting the configuration owner")?;
+    // Subscribers that fall this many snapshots behind are told so and dropped.
+    let (snapshots, _) = tokio::sync::broadcast::channel(SNAPSHOT_QUEUE);
+    let (owner, owner_thread) = Owner::start(OwnerState::new(datastore, snapshots.clone()))
+        .context("starting the configuration owner")?;
 
     let listener = TcpListener::bind(settings.management.listen)
         .await

@@ -6,9 +6,15 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use std::sync::Arc;
+
 use efb_balancing::LiveState;
 use efb_datastore::Datastore;
+use efb_gnmi::backend::Snapshot;
+use tokio::sync::broadcast;
 use tracing::{error, info, warn};
+
+use crate::state;
 
 /// What the owner thread holds.
 pub struct OwnerState {
@@ -16,7 +22,54 @@ pub struct OwnerState {
     /// What the daemon knows of the data plane's state: bypass modes set by operators.
     /// Pair liveness joins it once keep-alives run.
     pub live: LiveState,
+    /// Bumped by every change of `live`.
+    pub state_version: u64,
     pub started: Instant,
+    /// Where snapshots go after each change (to gNMI subscribers).
+    pub snapshots: broadcast::Sender<Arc<Snapshot>>,
+    /// The last snapshot published.
+    pub latest: Arc<Snapshot>,
+}
+
+impl OwnerState {
+    pub fn new(datastore: Datastore, snapshots: broadcast::Sender<Arc<Snapshot>>) -> OwnerState {
+        let live = LiveState::all_up();
+        let latest = Arc::new(snapshot(&datastore, &live, 0));
+        OwnerState {
+            datastore,
+            live,
+            state_version: 0,
+            started: Instant::now(),
+            snapshots,
+            latest,
+        }
+    }
+
+    /// Publishes a new snapshot when a commit or a state change happened since the last
+    /// one. Called after each job, so subscribers never see a change before it is committed.
+    fn publish_if_changed(&mut self) {
+        let commit_id = self.datastore.running().commit_id;
+        if commit_id == self.latest.commit_id && self.state_version == self.latest.state_version {
+            return;
+        }
+        let next = Arc::new(snapshot(&self.datastore, &self.live, self.state_version));
+        self.latest = next.clone();
+        // No subscriber is not an error.
+        let _ = self.snapshots.send(next);
+    }
+}
+
+fn snapshot(datastore: &Datastore, live: &LiveState, state_version: u64) -> Snapshot {
+    let running = datastore.running();
+    Snapshot {
+        commit_id: running.commit_id,
+        state_version,
+        timestamp_ns: SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        running: running.tree.clone(),
+        operational: state::operational_tree(datastore.schema(), running, live),
+    }
 }
 
 type Job = Box<dyn FnOnce(&mut OwnerState) + Send>;
@@ -69,6 +122,7 @@ fn run(mut state: OwnerState, jobs: mpsc::Receiver<Job>) {
             Err(RecvTimeoutError::Timeout) => expire_confirmed_commit(&mut state),
             Err(RecvTimeoutError::Disconnected) => break,
         }
+        state.publish_if_changed();
     }
     info!("configuration owner stopped");
 }

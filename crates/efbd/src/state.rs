@@ -93,6 +93,7 @@ fn set_bypass(state: &mut OwnerState, params: &Input) -> Result<serde_json::Valu
         }
         None => config.units.keys().cloned().collect(),
     };
+    state.state_version += 1;
     for unit in units {
         let old = state.live.mode(&unit);
         if mode == BypassMode::Auto {

@@ -1,0 +1,96 @@
+//! What the gNMI server needs from the daemon, as a trait efbd implements: snapshots of the
+//! configuration and state, a stream of them after every change, one transactional commit
+//! through the same datastore the shell uses, and the pending `commit confirmed`.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use efb_datastore::Edit;
+use efb_yang::{DataTree, Problem, Schema};
+use tokio::sync::broadcast;
+
+/// The configuration and state at one moment, as committed (never ahead of a commit).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// The commit running reflects.
+    pub commit_id: u64,
+    /// Bumped at every change of state (a bypass mode, later pair liveness).
+    pub state_version: u64,
+    /// When this snapshot was taken, in nanoseconds since the Unix epoch.
+    pub timestamp_ns: u64,
+    /// Running configuration.
+    pub running: DataTree,
+    /// Running configuration and the state the daemon knows.
+    pub operational: DataTree,
+}
+
+/// A commit went through.
+#[derive(Clone, Debug, Default)]
+pub struct Committed {
+    /// `None` when the edits changed nothing.
+    pub commit_id: Option<u64>,
+    pub warnings: Vec<Problem>,
+}
+
+/// A `commit confirmed` waiting for its confirmation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    pub commit_id: u64,
+    pub deadline: SystemTime,
+}
+
+/// Why the backend refused (each maps to a gNMI status code in one place).
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The edits or the resulting configuration are not valid; nothing changed.
+    #[error("{}", lines(.0))]
+    Invalid(Vec<Problem>),
+    /// Something else holds what is asked for (a pending commit confirmed, a conflict).
+    #[error("{0}")]
+    Precondition(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// The daemon is stopping, or storage failed.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+fn lines(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(Problem::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The daemon, as the gNMI server sees it.
+#[tonic::async_trait]
+pub trait Backend: Send + Sync + 'static {
+    fn schema(&self) -> Arc<Schema>;
+
+    /// The latest snapshot.
+    async fn snapshot(&self) -> Result<Arc<Snapshot>, BackendError>;
+
+    /// Snapshots published after each change, newest last. A receiver that falls more than
+    /// the channel's capacity behind gets `Lagged` (and its subscription is ended with a clear
+    /// error): a slow subscriber never holds up a commit.
+    fn changes(&self) -> broadcast::Receiver<Arc<Snapshot>>;
+
+    /// Applies the edits in order, all or none, validates and commits, as `user`. With
+    /// `confirm`, the commit rolls back by itself unless confirmed within that time.
+    async fn commit(
+        &self,
+        user: &str,
+        edits: Vec<Edit>,
+        confirm: Option<Duration>,
+    ) -> Result<Committed, BackendError>;
+
+    /// Confirms the pending `commit confirmed`; returns the commit it confirmed.
+    async fn confirm(&self) -> Result<Option<u64>, BackendError>;
+
+    /// Rolls the pending `commit confirmed` back now.
+    async fn cancel(&self) -> Result<Option<u64>, BackendError>;
+
+    /// The pending `commit confirmed`, if any.
+    async fn pending(&self) -> Result<Option<Pending>, BackendError>;
+}

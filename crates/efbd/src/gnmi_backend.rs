@@ -1,0 +1,123 @@
+//! efbd as the gNMI server's backend: every request is a job for the configuration owner,
+//! exactly like the management API's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use efb_datastore::{CommitRequest, DatastoreError, Edit};
+use efb_gnmi::backend::{Backend, BackendError, Committed, Pending, Snapshot};
+use efb_yang::Schema;
+use tokio::sync::broadcast;
+
+use crate::owner::{Owner, OwnerGone};
+
+pub struct GnmiBackend {
+    pub owner: Owner,
+    pub schema: Arc<Schema>,
+    pub snapshots: broadcast::Sender<Arc<Snapshot>>,
+}
+
+fn error(e: DatastoreError) -> BackendError {
+    match e {
+        DatastoreError::Invalid { errors, .. } => BackendError::Invalid(errors),
+        DatastoreError::Edit(problems) => BackendError::Invalid(problems),
+        DatastoreError::Conflict { .. } | DatastoreError::Southbound(_) => {
+            BackendError::Precondition(e.to_string())
+        }
+        DatastoreError::NotFound(_) | DatastoreError::UnknownSession(_) => {
+            BackendError::NotFound(e.to_string())
+        }
+        DatastoreError::Locked { .. } | DatastoreError::Storage(_) => {
+            BackendError::Unavailable(e.to_string())
+        }
+    }
+}
+
+fn gone(e: OwnerGone) -> BackendError {
+    BackendError::Unavailable(e.to_string())
+}
+
+#[tonic::async_trait]
+impl Backend for GnmiBackend {
+    fn schema(&self) -> Arc<Schema> {
+        self.schema.clone()
+    }
+
+    async fn snapshot(&self) -> Result<Arc<Snapshot>, BackendError> {
+        self.owner.call(|s| s.latest.clone()).await.map_err(gone)
+    }
+
+    fn changes(&self) -> broadcast::Receiver<Arc<Snapshot>> {
+        self.snapshots.subscribe()
+    }
+
+    async fn commit(
+        &self,
+        user: &str,
+        edits: Vec<Edit>,
+        confirm: Option<Duration>,
+    ) -> Result<Committed, BackendError> {
+        let user = user.to_string();
+        self.owner
+            .call(move |s| {
+                let ds = &mut s.datastore;
+                let session = ds.open_session(&user);
+                let result = ds.edit(session, &edits).and_then(|()| {
+                    ds.commit(
+                        session,
+                        CommitRequest {
+                            comment: Some("gNMI Set".to_string()),
+                            confirm_timeout: confirm,
+                            check_only: false,
+                        },
+                    )
+                });
+                ds.close_session(session);
+                result
+                    .map(|outcome| Committed {
+                        commit_id: outcome.commit_id,
+                        warnings: outcome.warnings,
+                    })
+                    .map_err(error)
+            })
+            .await
+            .map_err(gone)?
+    }
+
+    async fn confirm(&self) -> Result<Option<u64>, BackendError> {
+        self.owner
+            .call(|s| s.datastore.confirm().map_err(error))
+            .await
+            .map_err(gone)?
+    }
+
+    async fn cancel(&self) -> Result<Option<u64>, BackendError> {
+        self.owner
+            .call(|s| {
+                let pending = s
+                    .datastore
+                    .pending_confirm_deadline()
+                    .map(|_| s.datastore.running().commit_id);
+                s.datastore
+                    .cancel_pending_confirm()
+                    .map(|_| pending)
+                    .map_err(error)
+            })
+            .await
+            .map_err(gone)?
+    }
+
+    async fn pending(&self) -> Result<Option<Pending>, BackendError> {
+        self.owner
+            .call(|s| {
+                s.datastore
+                    .pending_confirm_deadline()
+                    .map(|deadline| Pending {
+                        commit_id: s.datastore.running().commit_id,
+                        deadline,
+                    })
+            })
+            .await
+            .map_err(gone)
+    }
+}
