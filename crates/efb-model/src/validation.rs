@@ -62,28 +62,14 @@ impl Validator {
     /// Validates a whole configuration. `libyang_checked`: the tree is known to pass libyang
     /// already (it was just parsed with complete checks), so only the rules run.
     pub fn validate(&self, tree: &DataTree, libyang_checked: bool) -> Validated {
-        let mut errors = if libyang_checked {
+        let errors = if libyang_checked {
             Vec::new()
         } else {
             validate::validate(&self.schema, tree)
                 .err()
                 .unwrap_or_default()
         };
-        let config = self.read_reporting(tree, &mut errors);
-        let mut warnings = Vec::new();
-        if let Some(config) = &config {
-            let findings = rules::check(config, FlowScope::All);
-            errors.extend(findings.errors);
-            warnings = findings.warnings;
-        }
-        Validated {
-            report: Report {
-                errors,
-                warnings,
-                scope: Scope::Full,
-            },
-            config,
-        }
+        conclude(errors, self.read(tree), Scope::Full, FlowScope::All)
     }
 
     /// Validates `candidate`, a change of the valid configuration `base` (read from
@@ -96,7 +82,7 @@ impl Validator {
         libyang_checked: bool,
     ) -> Validated {
         let changed = diff::changed_records(&self.schema, base_tree, candidate);
-        let (mut errors, scope) = if libyang_checked {
+        let (errors, scope) = if libyang_checked {
             (Vec::new(), Scope::Full)
         } else {
             match validate::validate_change(&self.schema, candidate, &changed) {
@@ -104,46 +90,47 @@ impl Validator {
                 Err(problems) => (problems, Scope::Full),
             }
         };
-        let config = match read::update_config(&self.schema, &self.ids, base, candidate, &changed) {
-            Ok(config) => Some(config),
-            Err(e) => {
-                if errors.is_empty() {
-                    errors.push(Problem::new(e.path, e.message));
-                }
-                None
-            }
+        let read = read::update_config(&self.schema, &self.ids, base, candidate, &changed);
+        let names = changed_flows(&changed, &self.ids);
+        let flows = match (&names, scope) {
+            (Some(names), Scope::Entries(_)) => FlowScope::Only(names),
+            _ => FlowScope::All,
         };
-        let mut warnings = Vec::new();
-        if let Some(config) = &config {
-            let flows = changed_flows(&changed, &self.ids);
-            let findings = match (&flows, scope) {
-                (Some(names), Scope::Entries(_)) => rules::check(config, FlowScope::Only(names)),
-                _ => rules::check(config, FlowScope::All),
-            };
-            errors.extend(findings.errors);
-            warnings = findings.warnings;
-        }
-        Validated {
-            report: Report {
-                errors,
-                warnings,
-                scope,
-            },
-            config,
-        }
+        conclude(errors, read, scope, flows)
     }
+}
 
-    fn read_reporting(&self, tree: &DataTree, errors: &mut Vec<Problem>) -> Option<Config> {
-        match self.read(tree) {
-            Ok(config) => Some(config),
-            Err(e) => {
-                // libyang's own message (a missing mandatory leaf, say) says it better.
-                if errors.is_empty() {
-                    errors.push(Problem::new(e.path, e.message));
-                }
-                None
+/// libyang's errors, then the rules on the typed configuration when the tree could be read
+/// as one (when it could not, libyang's own message, a missing mandatory leaf say, is the
+/// one to show).
+fn conclude(
+    mut errors: Vec<Problem>,
+    read: Result<Config, ReadError>,
+    scope: Scope,
+    flows: FlowScope<'_>,
+) -> Validated {
+    let config = match read {
+        Ok(config) => Some(config),
+        Err(e) => {
+            if errors.is_empty() {
+                errors.push(Problem::new(e.path, e.message));
             }
+            None
         }
+    };
+    let mut warnings = Vec::new();
+    if let Some(config) = &config {
+        let findings = rules::check(config, flows);
+        errors.extend(findings.errors);
+        warnings = findings.warnings;
+    }
+    Validated {
+        report: Report {
+            errors,
+            warnings,
+            scope,
+        },
+        config,
     }
 }
 

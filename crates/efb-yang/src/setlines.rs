@@ -166,16 +166,7 @@ pub fn parse_words(
     verb: Verb,
     words: &[String],
 ) -> Result<Vec<(DataPath, Option<Value>)>, Error> {
-    let mut parser = WordParser {
-        schema,
-        verb,
-        words,
-        at: 0,
-        path: DataPath::root(),
-        targets: Vec::new(),
-        completing: false,
-        expect: None,
-    };
+    let mut parser = WordParser::new(schema, verb, words, false);
     parser.run()?;
     Ok(parser.targets)
 }
@@ -215,21 +206,30 @@ pub enum Expect {
 
 /// What may follow `words` (the words after the verb), everything before being valid.
 pub fn expect_next(schema: &Schema, verb: Verb, words: &[String]) -> Result<Expect, Error> {
-    let mut parser = WordParser {
-        schema,
-        verb,
-        words,
-        at: 0,
-        path: DataPath::root(),
-        targets: Vec::new(),
-        completing: true,
-        expect: None,
-    };
+    let mut parser = WordParser::new(schema, verb, words, true);
     parser.run()?;
     Ok(parser.expect.unwrap_or(Expect::End))
 }
 
-impl WordParser<'_> {
+impl<'a> WordParser<'a> {
+    fn new(
+        schema: &'a Schema,
+        verb: Verb,
+        words: &'a [String],
+        completing: bool,
+    ) -> WordParser<'a> {
+        WordParser {
+            schema,
+            verb,
+            words,
+            at: 0,
+            path: DataPath::root(),
+            targets: Vec::new(),
+            completing,
+            expect: None,
+        }
+    }
+
     fn fail(&self, message: String) -> Error {
         let path = if self.path.is_root() {
             String::new()
