@@ -4,7 +4,7 @@
 # - .venv/: a Python virtualenv with the real clients (pyang; later pygnmi, p4runtime-shell).
 
 EFB_DEBIAN_PACKAGES="cmake libpcre2-dev pkg-config python3-venv"
-EFB_PYTHON_PACKAGES="pyang==2.7.1"
+EFB_PYTHON_PACKAGES="pyang==2.7.1 p4runtime-shell==0.0.6 p4runtime==1.4.1 protobuf==3.20.3 grpcio==1.85.3"
 
 efb_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 

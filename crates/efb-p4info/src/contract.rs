@@ -1,0 +1,350 @@
+//! What the compiler and the target rely on in the P4Info: every table with its fields
+//! (width, match kind) and actions, every action with its parameters, the counters and
+//! the packet I/O headers. [`check`] compares a P4Info against it, so that a change to
+//! the program that breaks either side fails a test instead of a commit on site.
+
+use crate::names::{actions as a, counters, fields as f, packet_io as io, tables as t};
+use crate::{ActionScope, MatchKind, P4InfoIndex};
+
+pub struct TableSpec {
+    pub name: &'static str,
+    pub fields: &'static [(&'static str, u32, MatchKind)],
+    pub actions: &'static [&'static str],
+    /// The default action the program starts with (P4Info does not carry it).
+    pub initial_default: &'static str,
+    /// Whether the default is fixed by the program.
+    pub const_default: bool,
+    pub direct_counter: Option<&'static str>,
+}
+
+pub struct ActionSpec {
+    pub name: &'static str,
+    pub params: &'static [(&'static str, u32)],
+}
+
+use MatchKind::{Exact, Range, Ternary};
+
+pub const TABLES: &[TableSpec] = &[
+    TableSpec {
+        name: t::INGRESS_PORT,
+        fields: &[(f::INGRESS_PORT, 9, Exact)],
+        actions: &[
+            a::FROM_LINK_LAN,
+            a::FROM_LINK_WAN,
+            a::FROM_PAIR_LAN,
+            a::FROM_PAIR_WAN,
+            a::UNKNOWN_PORT,
+        ],
+        initial_default: a::UNKNOWN_PORT,
+        const_default: true,
+        direct_counter: None,
+    },
+    TableSpec {
+        name: t::LINK_PORTS,
+        fields: &[(f::LINK_ID, 8, Exact)],
+        actions: &[a::SET_LINK_PORTS, a::LINK_MISSING],
+        initial_default: a::LINK_MISSING,
+        const_default: true,
+        direct_counter: None,
+    },
+    TableSpec {
+        name: t::BALANCING,
+        fields: &[],
+        actions: &[a::HASH_LAYER3, a::HASH_LAYER4, a::HASH_DST_IP],
+        initial_default: a::HASH_LAYER3,
+        const_default: false,
+        direct_counter: None,
+    },
+    TableSpec {
+        name: t::FLOWS,
+        fields: &[
+            (f::LINK_ID, 8, Ternary),
+            (f::VLAN_DEPTH, 2, Range),
+            (f::VLAN0_VID, 12, Ternary),
+            (f::VLAN1_VID, 12, Ternary),
+            (f::VLAN2_VID, 12, Ternary),
+            (f::MPLS_DEPTH, 3, Range),
+            (f::SRC_MAC, 48, Ternary),
+            (f::DST_MAC, 48, Ternary),
+            (f::ETHER_TYPE, 16, Ternary),
+            (f::LLC_VALID, 1, Ternary),
+            (f::LLC_DSAP, 8, Ternary),
+            (f::LLC_SSAP, 8, Ternary),
+            (f::IP_VERSION, 4, Ternary),
+            (f::IPV4_SRC, 32, Ternary),
+            (f::IPV4_DST, 32, Ternary),
+            (f::IPV6_SRC, 128, Ternary),
+            (f::IPV6_DST, 128, Ternary),
+            (f::IP_PROTO, 8, Ternary),
+            (f::L4_VALID, 1, Ternary),
+            (f::L4_SRC_PORT, 16, Range),
+            (f::L4_DST_PORT, 16, Range),
+        ],
+        actions: &[a::BYPASS, a::DROP, a::TO_UNIT],
+        initial_default: a::BYPASS,
+        const_default: false,
+        direct_counter: Some(counters::FLOW_COUNTER),
+    },
+    TableSpec {
+        name: t::UNITS,
+        fields: &[(f::UNIT_ID, 8, Exact)],
+        actions: &[a::UNIT_ACTIVE, a::UNIT_BYPASS],
+        initial_default: a::UNIT_BYPASS,
+        const_default: false,
+        direct_counter: None,
+    },
+    TableSpec {
+        name: t::BUCKETS,
+        fields: &[(f::UNIT_ID, 8, Exact), (f::BUCKET, 16, Exact)],
+        actions: &[a::TO_PAIR, a::SOFTWARE_BYPASS],
+        initial_default: a::SOFTWARE_BYPASS,
+        const_default: false,
+        direct_counter: None,
+    },
+    TableSpec {
+        name: t::PAIRS,
+        fields: &[(f::PAIR_ID, 8, Exact)],
+        actions: &[a::PAIR_UP, a::PAIR_DOWN],
+        initial_default: a::PAIR_DOWN,
+        const_default: false,
+        direct_counter: None,
+    },
+];
+
+pub const ACTIONS: &[ActionSpec] = &[
+    ActionSpec {
+        name: a::FROM_LINK_LAN,
+        params: &[(f::LINK_ID, 8)],
+    },
+    ActionSpec {
+        name: a::FROM_LINK_WAN,
+        params: &[(f::LINK_ID, 8)],
+    },
+    ActionSpec {
+        name: a::FROM_PAIR_LAN,
+        params: &[(f::PAIR_ID, 8)],
+    },
+    ActionSpec {
+        name: a::FROM_PAIR_WAN,
+        params: &[(f::PAIR_ID, 8)],
+    },
+    ActionSpec {
+        name: a::UNKNOWN_PORT,
+        params: &[],
+    },
+    ActionSpec {
+        name: a::SET_LINK_PORTS,
+        params: &[(f::LAN_PORT, 9), (f::WAN_PORT, 9)],
+    },
+    ActionSpec {
+        name: a::LINK_MISSING,
+        params: &[],
+    },
+    ActionSpec {
+        name: a::HASH_LAYER3,
+        params: &[],
+    },
+    ActionSpec {
+        name: a::HASH_LAYER4,
+        params: &[],
+    },
+    ActionSpec {
+        name: a::HASH_DST_IP,
+        params: &[],
+    },
+    ActionSpec {
+        name: a::BYPASS,
+        params: &[],
+    },
+    ActionSpec {
+        name: a::DROP,
+        params: &[],
+    },
+    ActionSpec {
+        name: a::TO_UNIT,
+        params: &[(f::UNIT_ID, 8)],
+    },
+    ActionSpec {
+        name: a::UNIT_ACTIVE,
+        params: &[(f::BUCKET_MASK, 16)],
+    },
+    ActionSpec {
+        name: a::UNIT_BYPASS,
+        params: &[],
+    },
+    ActionSpec {
+        name: a::TO_PAIR,
+        params: &[(f::PAIR_ID, 8), (f::CORE, 8)],
+    },
+    ActionSpec {
+        name: a::SOFTWARE_BYPASS,
+        params: &[],
+    },
+    ActionSpec {
+        name: a::PAIR_UP,
+        params: &[(f::LAN_PORT, 9), (f::WAN_PORT, 9)],
+    },
+    ActionSpec {
+        name: a::PAIR_DOWN,
+        params: &[],
+    },
+];
+
+/// Packet I/O headers: (header, [(field, width)]).
+pub const PACKET_IO: &[(&str, &[(&str, u32)])] = &[
+    (
+        io::PACKET_IN,
+        &[(io::INGRESS_PORT, 16), (io::RX_TSTAMP, 48)],
+    ),
+    (io::PACKET_OUT, &[(io::EGRESS_PORT, 16)]),
+];
+
+/// Indexed counters: (name, size at least).
+pub const COUNTERS: &[(&str, u64)] = &[(counters::DROP_REASONS, 8)];
+
+/// The spec of one table of the contract.
+pub fn table_spec(name: &str) -> Option<&'static TableSpec> {
+    TABLES.iter().find(|t| t.name == name)
+}
+
+/// Every way `index` departs from the contract, in words; empty when it holds.
+pub fn check(index: &P4InfoIndex) -> Vec<String> {
+    let mut problems = Vec::new();
+    for spec in TABLES {
+        check_table(index, spec, &mut problems);
+    }
+    for spec in ACTIONS {
+        check_action(index, spec, &mut problems);
+    }
+    for (header, fields) in PACKET_IO {
+        check_packet_io(index, header, fields, &mut problems);
+    }
+    for (name, size) in COUNTERS {
+        match index.counter_by_name(name) {
+            Ok(c) if c.size >= *size => {}
+            Ok(c) => problems.push(format!("counter {name} has {} cells, needs {size}", c.size)),
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    problems
+}
+
+fn check_table(index: &P4InfoIndex, spec: &TableSpec, problems: &mut Vec<String>) {
+    let table = match index.table_by_name(spec.name) {
+        Ok(t) => t,
+        Err(e) => return problems.push(e.to_string()),
+    };
+    if table.fields.len() != spec.fields.len() {
+        problems.push(format!(
+            "table {} has {} match fields, the contract {}",
+            spec.name,
+            table.fields.len(),
+            spec.fields.len()
+        ));
+    }
+    for (name, bits, kind) in spec.fields {
+        match table.field(name) {
+            Some(fi) if fi.bitwidth == *bits && fi.kind == *kind => {}
+            Some(fi) => problems.push(format!(
+                "table {} field {name} is {} bit<{}>, the contract says {} bit<{bits}>",
+                spec.name,
+                fi.kind.as_str(),
+                fi.bitwidth,
+                kind.as_str()
+            )),
+            None => problems.push(format!("table {} has no field {name}", spec.name)),
+        }
+    }
+    for action in spec.actions {
+        let ok = index
+            .action_by_name(action)
+            .is_ok_and(|ai| table.action_scope(ai.id).is_some());
+        if !ok {
+            problems.push(format!("table {} cannot use action {action}", spec.name));
+        }
+    }
+    check_default(index, spec, table, problems);
+    if let Some(counter) = spec.direct_counter {
+        let ok = index
+            .direct_counter_by_name(counter)
+            .is_ok_and(|(id, tid)| tid == table.id && table.direct_counter == Some(id));
+        if !ok {
+            problems.push(format!(
+                "table {} lacks direct counter {counter}",
+                spec.name
+            ));
+        }
+    }
+}
+
+fn check_default(
+    index: &P4InfoIndex,
+    spec: &TableSpec,
+    table: &crate::TableInfo,
+    problems: &mut Vec<String>,
+) {
+    let Ok(default) = index.action_by_name(spec.initial_default) else {
+        return problems.push(format!(
+            "table {}: no action {}",
+            spec.name, spec.initial_default
+        ));
+    };
+    let scope_ok = matches!(
+        table.action_scope(default.id),
+        Some(ActionScope::DefaultOnly | ActionScope::TableAndDefault)
+    );
+    let const_ok = (table.const_default_action == Some(default.id)) == spec.const_default;
+    if !scope_ok || !const_ok {
+        problems.push(format!(
+            "table {}: default action {} (const: {}) does not match the P4Info",
+            spec.name, spec.initial_default, spec.const_default
+        ));
+    }
+}
+
+fn check_action(index: &P4InfoIndex, spec: &ActionSpec, problems: &mut Vec<String>) {
+    let action = match index.action_by_name(spec.name) {
+        Ok(a) => a,
+        Err(e) => return problems.push(e.to_string()),
+    };
+    if action.params.len() != spec.params.len() {
+        problems.push(format!(
+            "action {} has {} parameters, the contract {}",
+            spec.name,
+            action.params.len(),
+            spec.params.len()
+        ));
+    }
+    for (name, bits) in spec.params {
+        match action.param(name) {
+            Some(p) if p.bitwidth == *bits => {}
+            Some(p) => problems.push(format!(
+                "action {} parameter {name} is bit<{}>, the contract says bit<{bits}>",
+                spec.name, p.bitwidth
+            )),
+            None => problems.push(format!("action {} has no parameter {name}", spec.name)),
+        }
+    }
+}
+
+fn check_packet_io(
+    index: &P4InfoIndex,
+    header: &str,
+    fields: &[(&str, u32)],
+    problems: &mut Vec<String>,
+) {
+    let info = match header {
+        io::PACKET_IN => index.packet_in(),
+        _ => index.packet_out(),
+    };
+    let Some(info) = info else {
+        return problems.push(format!("no controller header {header}"));
+    };
+    for (name, bits) in fields {
+        if info.field(name).is_none_or(|f| f.bitwidth != *bits) {
+            problems.push(format!(
+                "controller header {header} lacks {name} bit<{bits}>"
+            ));
+        }
+    }
+}

@@ -1,0 +1,95 @@
+#![allow(clippy::unwrap_used)]
+
+//! The shipped P4Info holds everything the compiler and the target use, with the widths and
+//! match kinds they assume; the port map is a real map.
+
+use efb_p4info::{MatchKind, PortMap, PortName, contract, names};
+
+#[test]
+fn shipped_p4info_satisfies_the_contract() {
+    let index = efb_p4info::index().unwrap();
+    let problems = contract::check(&index);
+    assert!(
+        problems.is_empty(),
+        "contract broken:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn contract_check_catches_a_wrong_width_and_a_missing_action() {
+    let text = efb_p4info::P4INFO_TEXT
+        .replacen(
+            "name: \"ipv4_src\"\n    bitwidth: 32",
+            "name: \"ipv4_src\"\n    bitwidth: 31",
+            1,
+        )
+        .replacen(
+            "name: \"EfbIngress.pair_down\"",
+            "name: \"EfbIngress.pair_gone\"",
+            1,
+        );
+    let p4info = efb_p4info::p4info_from_text(&text).unwrap();
+    let index = efb_p4info::P4InfoIndex::new(&p4info).unwrap();
+    let problems = contract::check(&index).join("\n");
+    assert!(
+        problems.contains("ipv4_src is ternary bit<31>"),
+        "{problems}"
+    );
+    assert!(problems.contains("EfbIngress.pair_down"), "{problems}");
+}
+
+#[test]
+fn names_and_aliases_resolve_to_pinned_ids() {
+    let index = efb_p4info::index().unwrap();
+    let flows = index.table_by_name(names::tables::FLOWS).unwrap();
+    assert_eq!(flows.id, 0x0200_0004);
+    assert_eq!(index.table_by_name("flows").unwrap().id, flows.id);
+    assert!(flows.needs_priority());
+    assert_eq!(
+        flows.field(names::fields::L4_DST_PORT).unwrap().kind,
+        MatchKind::Range
+    );
+    assert!(!flows.fields.iter().any(|f| f.kind == MatchKind::Optional));
+    let to_pair = index.action_by_name(names::actions::TO_PAIR).unwrap();
+    assert_eq!(to_pair.param(names::fields::CORE).unwrap().bitwidth, 8);
+}
+
+#[test]
+fn p4info_with_duplicate_ids_is_refused() {
+    let text = efb_p4info::P4INFO_TEXT.replacen("id: 33554434", "id: 33554433", 1);
+    let p4info = efb_p4info::p4info_from_text(&text).unwrap();
+    let err = efb_p4info::P4InfoIndex::new(&p4info).unwrap_err();
+    assert!(err.to_string().contains("used twice"), "{err}");
+}
+
+#[test]
+fn text_format_errors_name_the_problem() {
+    let err = efb_p4info::p4info_from_text("tables { preamble { idd: 1 } }").unwrap_err();
+    assert!(err.to_string().contains("idd"), "{err}");
+}
+
+#[test]
+fn port_map_is_complete_and_not_monotonic() {
+    let map = PortMap::builtin().unwrap();
+    assert_eq!(map.device_ports().len(), 128);
+    let front: Vec<u32> = (1..=32)
+        .map(|p| {
+            map.device_port(PortName {
+                port: p,
+                lane: None,
+            })
+            .unwrap()
+        })
+        .collect();
+    assert!(
+        front.windows(2).any(|w| w[0] > w[1]),
+        "device ports follow the front panel"
+    );
+    let dev = map.resolve("p4-2").unwrap();
+    assert_eq!(map.name_of(dev).unwrap().to_string(), "p4-2");
+    assert_eq!(map.resolve("p4").unwrap(), map.resolve("p4-0").unwrap());
+    assert!(map.resolve("p33").is_err());
+    assert!(map.resolve("x1").is_err());
+    assert!(map.resolve(&map.cpu_port().to_string()).is_err());
+}

@@ -1,0 +1,286 @@
+//! The emulated switch: its pipeline and tables, its controllers, its ports and the
+//! filters cabled to them. One `RwLock` guards the forwarding state: a Write batch holds
+//! it exclusively (so packets see the state before or after a batch, never inside one),
+//! packets share it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use efb_p4info::names::{drop_reasons, ethertypes, packet_io};
+use efb_p4info::{P4InfoIndex, PortMap};
+use p4runtime_proto::p4::v1::{
+    self as p4, ForwardingPipelineConfig, PacketMetadata, stream_message_response,
+};
+use tokio::sync::watch;
+
+use crate::arbitration::Arbitration;
+use crate::bytes;
+use crate::filters::Filters;
+use crate::ports::Ports;
+use crate::profile::Profile;
+use crate::program::{Program, Verdict};
+use crate::tables::Objects;
+
+#[derive(Clone, Debug)]
+pub struct DeviceOptions {
+    pub device_id: u64,
+    pub profile: Profile,
+    pub port_map: PortMap,
+    /// Frames kept per port for ReadFrames (0: no capture).
+    pub capture_limit: usize,
+}
+
+/// An installed (or saved) pipeline.
+#[derive(Clone)]
+pub struct Pipeline {
+    pub config: ForwardingPipelineConfig,
+    pub index: Arc<P4InfoIndex>,
+    /// The efb program bound to this P4Info, when it is that program.
+    pub program: Option<Arc<Program>>,
+}
+
+#[derive(Default)]
+pub struct State {
+    pub pipeline: Option<Pipeline>,
+    /// Saved by VERIFY_AND_SAVE, waiting for COMMIT.
+    pub saved: Option<Pipeline>,
+    pub objects: Objects,
+    /// Pair port -> the other port of its pair (where its filter returns frames).
+    pub pair_peers: std::collections::HashMap<u32, u32>,
+}
+
+impl State {
+    /// Recomputes the filter cabling after the `ingress_port` table changed.
+    pub fn refresh_peers(&mut self) {
+        self.pair_peers.clear();
+        let Some(program) = self.pipeline.as_ref().and_then(|p| p.program.clone()) else {
+            return;
+        };
+        for (lan, wan) in program.pair_peers(&self.objects) {
+            self.pair_peers.insert(lan, wan);
+            self.pair_peers.insert(wan, lan);
+        }
+    }
+}
+
+pub struct Device {
+    pub options: DeviceOptions,
+    pub state: RwLock<State>,
+    pub arbitration: Mutex<Arbitration>,
+    pub ports: Ports,
+    pub filters: Filters,
+    start: Instant,
+    restarts: AtomicU64,
+    /// Bumped by every restart; streams end when it changes.
+    pub epoch: watch::Sender<u64>,
+    pub packet_in_dropped: AtomicU64,
+    next_stream: AtomicU64,
+}
+
+impl Device {
+    /// A target with no pipeline, as after power-on. Needs a tokio runtime (the filters'
+    /// delay line runs as a task).
+    pub fn new(options: DeviceOptions) -> Arc<Device> {
+        let ports = Ports::new(options.port_map.clone(), options.capture_limit);
+        let device = Arc::new(Device {
+            arbitration: Mutex::new(Arbitration::new(options.device_id)),
+            options,
+            state: RwLock::new(State::default()),
+            ports,
+            filters: Filters::default(),
+            start: Instant::now(),
+            restarts: AtomicU64::new(0),
+            epoch: watch::channel(0).0,
+            packet_in_dropped: AtomicU64::new(0),
+            next_stream: AtomicU64::new(1),
+        });
+        tokio::spawn(delay_line(Arc::downgrade(&device)));
+        device
+    }
+
+    pub fn profile(&self) -> Profile {
+        self.options.profile
+    }
+
+    /// Chip time: ns since the target started.
+    pub fn now_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
+    pub fn new_stream_id(&self) -> u64 {
+        self.next_stream.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A frame entering by front-panel port `port` now.
+    pub fn inject(&self, port: u32, frame: &[u8]) {
+        self.receive(port, frame, self.now_ns());
+    }
+
+    /// A frame entering by `port` at chip time `rx_ns`: the program runs, its verdict is
+    /// carried out.
+    pub fn receive(&self, port: u32, frame: &[u8], rx_ns: u64) {
+        self.ports.count_rx(port, frame.len());
+        let Ok(state) = self.state.read() else { return };
+        if !self.ports.is_up(port) {
+            return self.dropped(&state, port, drop_reasons::PORT_DOWN, frame.len());
+        }
+        let Some(program) = state.pipeline.as_ref().and_then(|p| p.program.clone()) else {
+            // No program runs: the chip forwards nothing.
+            return self.ports.count_drop(port);
+        };
+        match program.process(&state.objects, port, frame) {
+            Verdict::Emit {
+                port: out,
+                frame: out_frame,
+            } => self.emit(&state, port, out, &out_frame, rx_ns),
+            Verdict::ToCpu { frame } => self.packet_in(&state, port, frame, rx_ns),
+            Verdict::Drop { reason } => self.dropped(&state, port, reason, frame.len()),
+        }
+    }
+
+    fn dropped(&self, state: &State, port: u32, reason: u32, len: usize) {
+        self.ports.count_drop(port);
+        let counter = state
+            .pipeline
+            .as_ref()
+            .and_then(|p| p.program.as_ref())
+            .map(|p| p.drop_counter);
+        let cell = counter
+            .and_then(|c| state.objects.counters.get(&c))
+            .and_then(|cells| cells.get(reason as usize));
+        if let Some(cell) = cell {
+            cell.count(len);
+        }
+    }
+
+    /// A frame leaving by `port`: counted, captured, and handed to the filter when the
+    /// port is a pair's.
+    fn emit(&self, state: &State, ingress: u32, port: u32, frame: &[u8], time_ns: u64) {
+        if !self.ports.is_up(port) {
+            return self.dropped(state, ingress, drop_reasons::PORT_DOWN, frame.len());
+        }
+        self.ports.transmit(port, frame, time_ns);
+        if let Some(peer) = state.pair_peers.get(&port) {
+            self.filters.send(port, *peer, frame, time_ns);
+        }
+    }
+
+    /// A packet-out from the primary: out of the port its metadata names. Keep-alives get
+    /// the chip's departure time written into them (so time on path uses one clock).
+    pub fn packet_out(&self, port: u32, mut frame: Vec<u8>) {
+        let Ok(state) = self.state.read() else { return };
+        let now = self.now_ns();
+        if self.ports.map().name_of(port).is_none() {
+            return self.dropped(
+                &state,
+                self.ports.map().cpu_port(),
+                drop_reasons::PACKET_OUT_PORT,
+                frame.len(),
+            );
+        }
+        stamp_keepalive(&mut frame, now);
+        self.emit(&state, self.ports.map().cpu_port(), port, &frame, now);
+    }
+
+    fn packet_in(&self, state: &State, port: u32, frame: Vec<u8>, rx_ns: u64) {
+        let Some(metadata) = packet_in_metadata(state, port, rx_ns) else {
+            return;
+        };
+        let message = p4::StreamMessageResponse {
+            update: Some(stream_message_response::Update::Packet(p4::PacketIn {
+                payload: frame,
+                metadata,
+            })),
+        };
+        let primaries = self
+            .arbitration
+            .lock()
+            .map(|a| a.primaries())
+            .unwrap_or_default();
+        let mut delivered = false;
+        for tx in primaries {
+            delivered |= tx.try_send(Ok(message.clone())).is_ok();
+        }
+        if !delivered {
+            self.packet_in_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn packet_in_metadata(state: &State, port: u32, rx_ns: u64) -> Option<Vec<PacketMetadata>> {
+    {
+        let info = state.pipeline.as_ref()?.index.packet_in()?.clone();
+        let value = |name: &str| match name {
+            packet_io::INGRESS_PORT => u128::from(port),
+            // The chip's timestamps are 48 bits wide.
+            packet_io::RX_TSTAMP => u128::from(rx_ns & ((1 << 48) - 1)),
+            _ => 0,
+        };
+        Some(
+            info.fields
+                .iter()
+                .map(|f| PacketMetadata {
+                    metadata_id: f.id,
+                    value: bytes::from_u128(value(&f.name)),
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Device {
+    /// Restarts the target: streams break, election ids are forgotten; the forwarding
+    /// state survives only with `keep_tables`.
+    pub fn restart(&self, keep_tables: bool) {
+        let status = tonic::Status::unavailable("the target restarted");
+        if let Ok(mut arbitration) = self.arbitration.lock() {
+            arbitration.reset(&status);
+        }
+        if !keep_tables && let Ok(mut state) = self.state.write() {
+            *state = State::default();
+        }
+        self.filters.clear_in_flight();
+        let n = self.restarts.fetch_add(1, Ordering::Relaxed) + 1;
+        self.epoch.send_replace(n);
+        tracing::info!(keep_tables, "target restarted");
+    }
+}
+
+/// Keep-alive layout after the EtherType: pair id (1), direction (1), sequence (4),
+/// transmit time in ns (8).
+const KEEPALIVE_TSTAMP: std::ops::Range<usize> = 20..28;
+
+fn stamp_keepalive(frame: &mut [u8], now_ns: u64) {
+    if crate::packet::outer_ethertype(frame) != Some(ethertypes::KEEPALIVE) {
+        return;
+    }
+    if let Some(field) = frame.get_mut(KEEPALIVE_TSTAMP) {
+        field.copy_from_slice(&(now_ns & ((1 << 48) - 1)).to_be_bytes());
+    }
+}
+
+/// Returns frames from the filters when they are due. Tokio's timer has millisecond
+/// resolution, so frames may come back late in wall time; the chip time they carry is
+/// exact.
+async fn delay_line(device: Weak<Device>) {
+    loop {
+        let Some(dev) = device.upgrade() else { return };
+        let (due, next) = dev.filters.due(dev.now_ns());
+        for f in due {
+            dev.receive(f.port, &f.frame, f.due_ns);
+        }
+        let wait = next.map(|n| Duration::from_nanos(n.saturating_sub(dev.now_ns())));
+        let notify = dev.filters.wake.clone();
+        drop(dev);
+        let idle = Duration::from_millis(200);
+        tokio::select! {
+            () = notify.notified() => {}
+            () = tokio::time::sleep(wait.unwrap_or(idle).min(idle)) => {}
+        }
+    }
+}

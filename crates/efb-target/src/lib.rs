@@ -1,0 +1,31 @@
+//! The software target: a P4Runtime server that behaves like the Tofino chip running
+//! `p4/efb.p4` (PIPELINE.md). It validates writes as a real target does (two strictness
+//! profiles: the P4Runtime specification, and what Stratum on Tofino accepts), keeps the
+//! tables and counters, forwards frames through an emulation of the program, emulates the
+//! filters behind pair ports (delay, loss, death), and offers a control interface
+//! (`efb.target.v1.TargetControl`) for tests and demos.
+
+pub mod arbitration;
+pub mod bytes;
+pub mod control;
+pub mod device;
+pub mod error;
+pub mod filters;
+pub mod packet;
+pub mod ports;
+pub mod profile;
+pub mod program;
+pub mod read;
+pub mod server;
+pub mod tables;
+pub mod write;
+
+pub use device::{Device, DeviceOptions};
+pub use profile::Profile;
+pub use server::{Servers, serve};
+
+/// Generated code of the control service.
+pub mod control_proto {
+    #![allow(clippy::all, clippy::pedantic, missing_docs)]
+    include!(concat!(env!("OUT_DIR"), "/efb.target.v1.rs"));
+}

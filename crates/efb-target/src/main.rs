@@ -1,0 +1,69 @@
+//! efb-target: the software chip. Serves P4Runtime (and its own control service) on a
+//! loopback port and forwards frames through an emulation of p4/efb.p4.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use efb_p4info::PortMap;
+use efb_target::{Device, DeviceOptions, Profile};
+
+/// The EcoFilter Balancer's software target: a P4Runtime server that behaves like the
+/// Tofino running p4/efb.p4, with emulated filters behind pair ports. The control service
+/// efb.target.v1.TargetControl (proto/efb/target/v1/control.proto) on the same address
+/// injects and reads frames, sets filter faults and port state, and restarts the target.
+#[derive(Parser, Debug)]
+#[command(name = "efb-target", version)]
+struct Args {
+    /// Address to serve P4Runtime and TargetControl on (9559 is P4Runtime's IANA port).
+    #[arg(long, default_value = "127.0.0.1:9559")]
+    listen: SocketAddr,
+    /// The P4Runtime device id.
+    #[arg(long, default_value_t = 1)]
+    device_id: u64,
+    /// Strictness: `spec` (everything the P4Runtime specification allows) or
+    /// `stratum-tofino` (also refuses what Stratum on Tofino refuses).
+    #[arg(long, default_value = "stratum-tofino")]
+    profile: Profile,
+    /// Port map (front-panel port/lane -> device port); the 32-port board's by default.
+    #[arg(long)]
+    port_map: Option<PathBuf>,
+    /// Frames kept per port for ReadFrames; 0 turns capture off.
+    #[arg(long, default_value_t = 10_000)]
+    capture_limit: usize,
+    /// Log filter (tracing-subscriber syntax), e.g. info, debug, efb_target=trace.
+    #[arg(long, default_value = "info")]
+    log_level: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(&args.log_level).context("--log-level")?,
+        )
+        .init();
+    let port_map = match &args.port_map {
+        Some(path) => PortMap::from_file(path),
+        None => PortMap::builtin(),
+    }
+    .context("port map")?;
+    let device = Device::new(DeviceOptions {
+        device_id: args.device_id,
+        profile: args.profile,
+        port_map,
+        capture_limit: args.capture_limit,
+    });
+    let servers = efb_target::serve(device, args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    tokio::select! {
+        result = servers.wait() => result.map_err(anyhow::Error::msg).context("server failed"),
+        _ = tokio::signal::ctrl_c() => {
+            tracing::info!("interrupted, stopping");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,693 @@
+//! The Write RPC: checks in the order the specification gives (device, primary,
+//! pipeline), the atomicity mode, then each update validated against the P4Info and
+//! applied. Per-update errors go back in the status details; with ROLLBACK_ON_ERROR or
+//! DATAPLANE_ATOMIC the batch is all or nothing (the state lock makes every batch atomic
+//! for packets anyway).
+
+use efb_p4info::{P4InfoIndex, TableInfo};
+use p4runtime_proto::p4::v1::{self as p4, entity, update, write_request::Atomicity};
+use tonic::Code;
+
+use crate::device::{Device, State};
+use crate::error::{TargetError, batch_status};
+use crate::profile::Profile;
+use crate::tables::{
+    self, ActionUse, ActionValue, DefaultEntry, Entry, Group, Objects, check_action, check_key,
+    check_table_action,
+};
+
+/// How to undo one applied update.
+enum Undo {
+    Entry {
+        table: u32,
+        key: Vec<u8>,
+        old: Option<Box<Entry>>,
+    },
+    Default {
+        table: u32,
+        old: Option<DefaultEntry>,
+    },
+    Counter {
+        id: u32,
+        index: usize,
+        old: p4::CounterData,
+    },
+    Member {
+        key: (u32, u32),
+        old: Option<(p4::ActionProfileMember, ActionValue)>,
+    },
+    Group {
+        key: (u32, u32),
+        old: Option<Group>,
+    },
+}
+
+pub fn write(device: &Device, req: &p4::WriteRequest) -> Result<(), tonic::Status> {
+    if req.device_id != device.options.device_id {
+        return Err(tonic::Status::not_found(format!(
+            "no device {}",
+            req.device_id
+        )));
+    }
+    device
+        .arbitration
+        .lock()
+        .map_err(|_| tonic::Status::internal("arbitration state poisoned"))?
+        .check_primary(&req.role, req.election_id.as_ref())?;
+    let mut state = device
+        .state
+        .write()
+        .map_err(|_| tonic::Status::internal("state poisoned"))?;
+    let pipeline = state.pipeline.clone().ok_or_else(|| {
+        tonic::Status::failed_precondition("no forwarding pipeline config is set")
+    })?;
+    let atomic = match Atomicity::try_from(req.atomicity) {
+        Ok(Atomicity::ContinueOnError) => false,
+        Ok(_) if device.profile().is_stratum() => {
+            return Err(tonic::Status::unimplemented(
+                "only CONTINUE_ON_ERROR batches are supported on Tofino",
+            ));
+        }
+        Ok(_) => true,
+        Err(_) => {
+            return Err(tonic::Status::invalid_argument(format!(
+                "unknown atomicity {}",
+                req.atomicity
+            )));
+        }
+    };
+    let mut batch = Batch {
+        index: &pipeline.index,
+        profile: device.profile(),
+        state: &mut state,
+        undo: Vec::new(),
+    };
+    let results = batch.apply_all(&req.updates, atomic);
+    state.refresh_peers();
+    if results.iter().all(Result::is_ok) {
+        Ok(())
+    } else {
+        Err(batch_status(&results, "Write"))
+    }
+}
+
+struct Batch<'a> {
+    index: &'a P4InfoIndex,
+    profile: Profile,
+    state: &'a mut State,
+    undo: Vec<Undo>,
+}
+
+impl Batch<'_> {
+    fn apply_all(&mut self, updates: &[p4::Update], atomic: bool) -> Vec<Result<(), TargetError>> {
+        let mut results = Vec::with_capacity(updates.len());
+        for (i, u) in updates.iter().enumerate() {
+            let result = self.apply(u);
+            let failed = result.is_err();
+            results.push(result);
+            if atomic && failed {
+                self.rollback();
+                let why = format!(
+                    "not applied: update {i} of the batch failed and the batch was rolled back"
+                );
+                for (j, r) in results.iter_mut().enumerate() {
+                    if j != i {
+                        *r = Err(TargetError::new(Code::Aborted, why.clone()));
+                    }
+                }
+                results.extend(
+                    (i + 1..updates.len())
+                        .map(|_| Err(TargetError::new(Code::Aborted, why.clone()))),
+                );
+                return results;
+            }
+        }
+        results
+    }
+
+    fn rollback(&mut self) {
+        while let Some(undo) = self.undo.pop() {
+            let objects = &mut self.state.objects;
+            match undo {
+                Undo::Entry { table, key, old } => {
+                    let prioritized = self
+                        .index
+                        .table(table)
+                        .is_some_and(TableInfo::needs_priority);
+                    if let Some(t) = objects.tables.get_mut(&table) {
+                        t.remove(&key);
+                        if let Some(old) = old {
+                            t.insert(key, *old, prioritized);
+                        }
+                    }
+                }
+                Undo::Default { table, old } => {
+                    if let Some(t) = objects.tables.get_mut(&table) {
+                        t.default = old;
+                    }
+                }
+                Undo::Counter { id, index, old } => {
+                    if let Some(cell) = objects.counters.get(&id).and_then(|c| c.get(index)) {
+                        cell.set(&old);
+                    }
+                }
+                Undo::Member { key, old } => restore(&mut objects.members, key, old),
+                Undo::Group { key, old } => restore(&mut objects.groups, key, old),
+            }
+        }
+    }
+
+    fn apply(&mut self, u: &p4::Update) -> Result<(), TargetError> {
+        let kind = update::Type::try_from(u.r#type).unwrap_or(update::Type::Unspecified);
+        if kind == update::Type::Unspecified {
+            return Err(TargetError::invalid("update type is UNSPECIFIED"));
+        }
+        let entity = u
+            .entity
+            .as_ref()
+            .and_then(|e| e.entity.as_ref())
+            .ok_or_else(|| TargetError::invalid("the update has no entity"))?;
+        match entity {
+            entity::Entity::TableEntry(e) => self.table_entry(kind, e),
+            entity::Entity::DirectCounterEntry(e) => self.direct_counter(kind, e),
+            entity::Entity::CounterEntry(e) => self.counter(kind, e),
+            entity::Entity::ActionProfileMember(m) => self.member(kind, m),
+            entity::Entity::ActionProfileGroup(g) => self.group(kind, g),
+            _ => Err(TargetError::unimplemented(
+                "this target writes table entries, counters and action profiles only",
+            )),
+        }
+    }
+
+    fn table_info(&self, id: u32) -> Result<&TableInfo, TargetError> {
+        self.index
+            .table(id)
+            .ok_or_else(|| TargetError::invalid(format!("unknown table id {id}")))
+    }
+
+    fn table_entry(&mut self, kind: update::Type, e: &p4::TableEntry) -> Result<(), TargetError> {
+        let table = self.table_info(e.table_id)?.clone();
+        if e.r#const {
+            return Err(TargetError::invalid("is_const may not be set in a write"));
+        }
+        if e.is_default_action {
+            return self.default_entry(kind, &table, e);
+        }
+        if table.is_const {
+            return Err(TargetError::permission(format!(
+                "table {} is const",
+                table.name
+            )));
+        }
+        if table.fields.is_empty() && kind == update::Type::Insert {
+            return Err(TargetError::invalid(format!(
+                "table {} is keyless: only its default entry can be written",
+                table.name
+            )));
+        }
+        let key = check_key(&table, &e.r#match, e.priority, self.profile)?;
+        if e.meter_config.is_some() || e.meter_counter_data.is_some() {
+            return Err(TargetError::invalid(format!(
+                "table {} has no direct meter",
+                table.name
+            )));
+        }
+        if e.counter_data.is_some() && table.direct_counter.is_none() {
+            return Err(TargetError::invalid(format!(
+                "table {} has no direct counter",
+                table.name
+            )));
+        }
+        match kind {
+            update::Type::Insert => self.insert(&table, e, key),
+            update::Type::Modify => self.modify(&table, e, key),
+            _ => self.delete(&table, key),
+        }
+    }
+
+    fn insert(
+        &mut self,
+        table: &TableInfo,
+        e: &p4::TableEntry,
+        key: tables::Key,
+    ) -> Result<(), TargetError> {
+        let action = e
+            .action
+            .as_ref()
+            .ok_or_else(|| TargetError::invalid("an inserted entry needs an action"))?;
+        let (action, value) =
+            check_table_action(self.index, &self.state.objects, table, action, self.profile)?;
+        let seq = self.state.objects.next_seq();
+        let t = self.table_mut(table.id)?;
+        if t.entries.contains_key(&key.bytes) {
+            return Err(TargetError::new(
+                Code::AlreadyExists,
+                format!("the entry exists already in {}", table.name),
+            ));
+        }
+        if table.size > 0 && t.entries.len() as u64 >= table.size {
+            return Err(TargetError::new(
+                Code::ResourceExhausted,
+                format!("table {} is full ({} entries)", table.name, table.size),
+            ));
+        }
+        let entry = Entry {
+            entry: stored_entry(e, key.matches, action),
+            matchers: key.matchers,
+            action: value,
+            seq,
+            counter: tables::CounterCell::default(),
+        };
+        if let Some(data) = &e.counter_data {
+            entry.counter.set(data);
+        }
+        t.insert(key.bytes.clone(), entry, table.needs_priority());
+        self.undo.push(Undo::Entry {
+            table: table.id,
+            key: key.bytes,
+            old: None,
+        });
+        Ok(())
+    }
+
+    fn modify(
+        &mut self,
+        table: &TableInfo,
+        e: &p4::TableEntry,
+        key: tables::Key,
+    ) -> Result<(), TargetError> {
+        let new_action = match &e.action {
+            Some(a) => Some(check_table_action(
+                self.index,
+                &self.state.objects,
+                table,
+                a,
+                self.profile,
+            )?),
+            None => None,
+        };
+        let t = self.table_mut(table.id)?;
+        let old =
+            t.entries.get(&key.bytes).cloned().ok_or_else(|| {
+                TargetError::not_found(format!("no such entry in {}", table.name))
+            })?;
+        let mut entry = old.clone();
+        if let Some((action, value)) = new_action {
+            entry.entry = stored_entry(e, key.matches, action);
+            entry.action = value;
+        }
+        if let Some(data) = &e.counter_data {
+            entry.counter.set(data);
+        }
+        t.insert(key.bytes.clone(), entry, table.needs_priority());
+        self.undo.push(Undo::Entry {
+            table: table.id,
+            key: key.bytes,
+            old: Some(Box::new(old)),
+        });
+        Ok(())
+    }
+
+    fn delete(&mut self, table: &TableInfo, key: tables::Key) -> Result<(), TargetError> {
+        let t = self.table_mut(table.id)?;
+        let old = t
+            .remove(&key.bytes)
+            .ok_or_else(|| TargetError::not_found(format!("no such entry in {}", table.name)))?;
+        self.undo.push(Undo::Entry {
+            table: table.id,
+            key: key.bytes,
+            old: Some(Box::new(old)),
+        });
+        Ok(())
+    }
+
+    fn default_entry(
+        &mut self,
+        kind: update::Type,
+        table: &TableInfo,
+        e: &p4::TableEntry,
+    ) -> Result<(), TargetError> {
+        if kind != update::Type::Modify {
+            return Err(TargetError::invalid(
+                "the default entry can only be modified",
+            ));
+        }
+        if !e.r#match.is_empty() || e.priority != 0 {
+            return Err(TargetError::invalid(
+                "the default entry has no match and priority 0",
+            ));
+        }
+        if table.const_default_action.is_some() {
+            return Err(TargetError::permission(format!(
+                "the default action of {} is const",
+                table.name
+            )));
+        }
+        let new = match &e.action {
+            None => None,
+            Some(p4::TableAction {
+                r#type: Some(p4::table_action::Type::Action(a)),
+            }) => {
+                let (action, value) =
+                    check_action(self.index, table, a, ActionUse::Default, self.profile)?;
+                Some(DefaultEntry { action, value })
+            }
+            Some(_) => {
+                return Err(TargetError::invalid(
+                    "a default action must be a direct action",
+                ));
+            }
+        };
+        let t = self.table_mut(table.id)?;
+        let old = std::mem::replace(&mut t.default, new);
+        self.undo.push(Undo::Default {
+            table: table.id,
+            old,
+        });
+        Ok(())
+    }
+
+    fn table_mut(&mut self, id: u32) -> Result<&mut tables::Table, TargetError> {
+        self.state
+            .objects
+            .tables
+            .get_mut(&id)
+            .ok_or_else(|| TargetError::new(Code::Internal, format!("table {id} has no storage")))
+    }
+
+    fn direct_counter(
+        &mut self,
+        kind: update::Type,
+        e: &p4::DirectCounterEntry,
+    ) -> Result<(), TargetError> {
+        if kind != update::Type::Modify {
+            return Err(TargetError::invalid(
+                "direct counters are only modified; they come and go with their entries",
+            ));
+        }
+        let te = e
+            .table_entry
+            .as_ref()
+            .ok_or_else(|| TargetError::invalid("a direct counter entry names its table entry"))?;
+        let table = self.table_info(te.table_id)?.clone();
+        if table.direct_counter.is_none() {
+            return Err(TargetError::invalid(format!(
+                "table {} has no direct counter",
+                table.name
+            )));
+        }
+        let key = check_key(&table, &te.r#match, te.priority, self.profile)?;
+        let data = e.data.unwrap_or_default();
+        let t = self.table_mut(table.id)?;
+        let entry = t
+            .entries
+            .get(&key.bytes)
+            .ok_or_else(|| TargetError::not_found(format!("no such entry in {}", table.name)))?;
+        let old = entry.clone();
+        entry.counter.set(&data);
+        self.undo.push(Undo::Entry {
+            table: table.id,
+            key: key.bytes,
+            old: Some(Box::new(old)),
+        });
+        Ok(())
+    }
+
+    fn counter(&mut self, kind: update::Type, e: &p4::CounterEntry) -> Result<(), TargetError> {
+        if kind != update::Type::Modify {
+            return Err(TargetError::invalid("counter cells are only modified"));
+        }
+        let info = self
+            .index
+            .counter(e.counter_id)
+            .ok_or_else(|| TargetError::invalid(format!("unknown counter id {}", e.counter_id)))?;
+        let index = e
+            .index
+            .as_ref()
+            .ok_or_else(|| TargetError::invalid("a counter write names its index"))?
+            .index;
+        let cell = usize::try_from(index).ok().and_then(|i| {
+            self.state
+                .objects
+                .counters
+                .get(&e.counter_id)
+                .and_then(|c| c.get(i))
+                .map(|c| (i, c))
+        });
+        let Some((i, cell)) = cell else {
+            return Err(TargetError::out_of_range(format!(
+                "counter {} has no index {index}",
+                info.name
+            )));
+        };
+        let old = cell.data();
+        cell.set(&e.data.unwrap_or_default());
+        self.undo.push(Undo::Counter {
+            id: e.counter_id,
+            index: i,
+            old,
+        });
+        Ok(())
+    }
+
+    fn member(
+        &mut self,
+        kind: update::Type,
+        m: &p4::ActionProfileMember,
+    ) -> Result<(), TargetError> {
+        let profile = self
+            .index
+            .action_profile(m.action_profile_id)
+            .ok_or_else(|| {
+                TargetError::invalid(format!("unknown action profile id {}", m.action_profile_id))
+            })?
+            .clone();
+        let key = (m.action_profile_id, m.member_id);
+        let objects = &mut self.state.objects;
+        let exists = objects.members.contains_key(&key);
+        let old = objects.members.get(&key).cloned();
+        match kind {
+            update::Type::Delete => {
+                if !exists {
+                    return Err(TargetError::not_found(format!(
+                        "member {} does not exist",
+                        m.member_id
+                    )));
+                }
+                if member_in_use(objects, key) {
+                    return Err(TargetError::precondition(format!(
+                        "member {} is used by a group or an entry",
+                        m.member_id
+                    )));
+                }
+                objects.members.remove(&key);
+            }
+            _ => {
+                if kind == update::Type::Insert && exists {
+                    return Err(TargetError::new(
+                        Code::AlreadyExists,
+                        format!("member {} exists already", m.member_id),
+                    ));
+                }
+                if kind == update::Type::Modify && !exists {
+                    return Err(TargetError::not_found(format!(
+                        "member {} does not exist",
+                        m.member_id
+                    )));
+                }
+                if kind == update::Type::Insert
+                    && profile.size > 0
+                    && objects.members.keys().filter(|k| k.0 == key.0).count() as u64
+                        >= profile.size
+                {
+                    return Err(TargetError::new(
+                        Code::ResourceExhausted,
+                        format!("action profile {} is full", profile.name),
+                    ));
+                }
+                let action = m
+                    .action
+                    .as_ref()
+                    .ok_or_else(|| TargetError::invalid("a member needs an action"))?;
+                let table = profile
+                    .table_ids
+                    .iter()
+                    .filter_map(|t| self.index.table(*t))
+                    .find(|t| t.action_scope(action.action_id).is_some())
+                    .ok_or_else(|| {
+                        TargetError::invalid(format!(
+                            "action {} is not an action of the profile's tables",
+                            action.action_id
+                        ))
+                    })?;
+                let (canonical, value) =
+                    check_action(self.index, table, action, ActionUse::Entry, self.profile)?;
+                let stored = p4::ActionProfileMember {
+                    action: Some(canonical),
+                    ..m.clone()
+                };
+                self.state.objects.members.insert(key, (stored, value));
+            }
+        }
+        self.undo.push(Undo::Member { key, old });
+        Ok(())
+    }
+
+    fn group(&mut self, kind: update::Type, g: &p4::ActionProfileGroup) -> Result<(), TargetError> {
+        let profile = self
+            .index
+            .action_profile(g.action_profile_id)
+            .ok_or_else(|| {
+                TargetError::invalid(format!("unknown action profile id {}", g.action_profile_id))
+            })?
+            .clone();
+        if !profile.with_selector {
+            return Err(TargetError::invalid(format!(
+                "action profile {} has no selector: no groups",
+                profile.name
+            )));
+        }
+        let key = (g.action_profile_id, g.group_id);
+        let objects = &mut self.state.objects;
+        let old = objects.groups.get(&key).cloned();
+        match kind {
+            update::Type::Delete => {
+                if old.is_none() {
+                    return Err(TargetError::not_found(format!(
+                        "group {} does not exist",
+                        g.group_id
+                    )));
+                }
+                if group_in_use(objects, g.group_id) {
+                    return Err(TargetError::precondition(format!(
+                        "group {} is used by a table entry",
+                        g.group_id
+                    )));
+                }
+                objects.groups.remove(&key);
+            }
+            _ => {
+                if kind == update::Type::Insert && old.is_some() {
+                    return Err(TargetError::new(
+                        Code::AlreadyExists,
+                        format!("group {} exists already", g.group_id),
+                    ));
+                }
+                if kind == update::Type::Modify && old.is_none() {
+                    return Err(TargetError::not_found(format!(
+                        "group {} does not exist",
+                        g.group_id
+                    )));
+                }
+                check_group_members(objects, g, profile.max_group_size, self.profile)?;
+                objects.groups.insert(key, Group { group: g.clone() });
+            }
+        }
+        self.undo.push(Undo::Group { key, old });
+        Ok(())
+    }
+}
+
+fn check_group_members(
+    objects: &Objects,
+    g: &p4::ActionProfileGroup,
+    max: u32,
+    profile: Profile,
+) -> Result<(), TargetError> {
+    let mut total: u64 = 0;
+    for m in &g.members {
+        if m.weight <= 0 {
+            return Err(TargetError::invalid(format!(
+                "member {} has weight {}: weights are positive",
+                m.member_id, m.weight
+            )));
+        }
+        if profile.is_stratum() && m.weight != 1 {
+            return Err(TargetError::invalid(format!(
+                "member {} has weight {}: Tofino supports weight 1 only",
+                m.member_id, m.weight
+            )));
+        }
+        if !objects
+            .members
+            .contains_key(&(g.action_profile_id, m.member_id))
+        {
+            return Err(TargetError::not_found(format!(
+                "member {} does not exist",
+                m.member_id
+            )));
+        }
+        total += u64::try_from(m.weight).unwrap_or(0);
+    }
+    let limit = if g.max_size > 0 {
+        u64::try_from(g.max_size).unwrap_or(0)
+    } else {
+        u64::from(max)
+    };
+    if limit > 0 && total > limit {
+        return Err(TargetError::new(
+            Code::ResourceExhausted,
+            format!(
+                "group {} holds {total} weighted members, at most {limit}",
+                g.group_id
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn member_in_use(objects: &Objects, key: (u32, u32)) -> bool {
+    let in_group = objects
+        .groups
+        .iter()
+        .any(|(k, g)| k.0 == key.0 && g.group.members.iter().any(|m| m.member_id == key.1));
+    in_group
+        || objects.tables.values().any(|t| {
+            t.entries
+                .values()
+                .any(|e| e.action == ActionValue::Member(key.1))
+        })
+}
+
+fn group_in_use(objects: &Objects, group: u32) -> bool {
+    objects.tables.values().any(|t| {
+        t.entries
+            .values()
+            .any(|e| e.action == ActionValue::Group(group))
+    })
+}
+
+fn restore<K: std::hash::Hash + Eq, V>(
+    map: &mut std::collections::HashMap<K, V>,
+    key: K,
+    old: Option<V>,
+) {
+    match old {
+        Some(v) => {
+            map.insert(key, v);
+        }
+        None => {
+            map.remove(&key);
+        }
+    }
+}
+
+/// The entry as reads return it: canonical key and action, the controller's metadata,
+/// no direct-resource data (reads add it when asked).
+fn stored_entry(
+    e: &p4::TableEntry,
+    matches: Vec<p4::FieldMatch>,
+    action: p4::TableAction,
+) -> p4::TableEntry {
+    #[allow(deprecated)]
+    p4::TableEntry {
+        table_id: e.table_id,
+        r#match: matches,
+        action: Some(action),
+        priority: e.priority,
+        controller_metadata: e.controller_metadata,
+        idle_timeout_ns: e.idle_timeout_ns,
+        metadata: e.metadata.clone(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,461 @@
+//! A running target and a hand-written P4Runtime controller for the tests: entries are
+//! built by name through the P4Info (as the compiler will), frames byte by byte.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod frames;
+
+use std::time::Duration;
+
+use efb_p4info::{P4InfoIndex, PortMap};
+use efb_target::control_proto::{self as pb, target_control_client::TargetControlClient};
+use efb_target::{Device, DeviceOptions, Profile, Servers};
+use p4runtime_proto::p4::v1::{self as p4, p4_runtime_client::P4RuntimeClient};
+use prost::Message;
+use tokio::sync::mpsc;
+use tonic::transport::Channel;
+
+pub const DEVICE_ID: u64 = 1;
+
+pub struct Bench {
+    pub servers: Servers,
+    pub p4rt: P4RuntimeClient<Channel>,
+    pub control: TargetControlClient<Channel>,
+    pub index: P4InfoIndex,
+    pub map: PortMap,
+}
+
+/// A controller session: the stream and what the target sent on it.
+pub struct Session {
+    pub tx: mpsc::Sender<p4::StreamMessageRequest>,
+    pub rx: tonic::Streaming<p4::StreamMessageResponse>,
+    pub election_id: u64,
+}
+
+impl Session {
+    pub async fn next(&mut self) -> Result<p4::StreamMessageResponse, tonic::Status> {
+        match tokio::time::timeout(Duration::from_secs(5), self.rx.message()).await {
+            Ok(Ok(Some(m))) => Ok(m),
+            Ok(Ok(None)) => Err(tonic::Status::cancelled("stream ended")),
+            Ok(Err(s)) => Err(s),
+            Err(_) => Err(tonic::Status::deadline_exceeded(
+                "nothing on the stream for 5 s",
+            )),
+        }
+    }
+
+    /// The next arbitration answer's status code.
+    pub async fn arbitration_code(&mut self) -> i32 {
+        loop {
+            if let Some(p4::stream_message_response::Update::Arbitration(a)) =
+                self.next().await.unwrap().update
+            {
+                return a.status.unwrap().code;
+            }
+        }
+    }
+
+    pub async fn packet_in(&mut self) -> p4::PacketIn {
+        loop {
+            if let Some(p4::stream_message_response::Update::Packet(p)) =
+                self.next().await.unwrap().update
+            {
+                return p;
+            }
+        }
+    }
+}
+
+impl Bench {
+    pub async fn start(profile: Profile) -> Bench {
+        let map = PortMap::builtin().unwrap();
+        let device = Device::new(DeviceOptions {
+            device_id: DEVICE_ID,
+            profile,
+            port_map: map.clone(),
+            capture_limit: 10_000,
+        });
+        let servers = efb_target::serve(device, "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let url = format!("http://{}", servers.addr);
+        let p4rt = P4RuntimeClient::connect(url.clone())
+            .await
+            .unwrap()
+            .max_decoding_message_size(usize::MAX);
+        let control = TargetControlClient::connect(url).await.unwrap();
+        Bench {
+            servers,
+            p4rt,
+            control,
+            index: efb_p4info::index().unwrap(),
+            map,
+        }
+    }
+
+    /// A target with the efb pipeline and a primary controller (election id 10).
+    pub async fn ready(profile: Profile) -> (Bench, Session) {
+        let mut bench = Bench::start(profile).await;
+        let mut session = bench.arbitrate(10, "").await;
+        assert_eq!(session.arbitration_code().await, tonic::Code::Ok as i32);
+        bench.set_pipeline(10).await.unwrap();
+        (bench, session)
+    }
+
+    pub async fn open_stream(&mut self) -> Session {
+        let (tx, rx) = mpsc::channel(64);
+        let outbound = tokio_stream::wrappers::ReceiverStream::new(rx);
+        let rx = self
+            .p4rt
+            .stream_channel(outbound)
+            .await
+            .unwrap()
+            .into_inner();
+        Session {
+            tx,
+            rx,
+            election_id: 0,
+        }
+    }
+
+    pub async fn arbitrate(&mut self, election_id: u64, role: &str) -> Session {
+        let mut s = self.open_stream().await;
+        s.election_id = election_id;
+        s.tx.send(arbitration(DEVICE_ID, election_id, role))
+            .await
+            .unwrap();
+        s
+    }
+
+    pub async fn set_pipeline(&mut self, election_id: u64) -> Result<(), tonic::Status> {
+        self.set_config(
+            election_id,
+            efb_p4info::p4info().unwrap(),
+            p4::set_forwarding_pipeline_config_request::Action::VerifyAndCommit,
+        )
+        .await
+    }
+
+    pub async fn set_config(
+        &mut self,
+        election_id: u64,
+        p4info: p4runtime_proto::p4::config::v1::P4Info,
+        action: p4::set_forwarding_pipeline_config_request::Action,
+    ) -> Result<(), tonic::Status> {
+        let req = p4::SetForwardingPipelineConfigRequest {
+            device_id: DEVICE_ID,
+            election_id: Some(p4::Uint128 {
+                high: 0,
+                low: election_id,
+            }),
+            action: action as i32,
+            config: Some(p4::ForwardingPipelineConfig {
+                p4info: Some(p4info),
+                p4_device_config: b"efb.p4 for the software target".to_vec(),
+                cookie: Some(p4::forwarding_pipeline_config::Cookie { cookie: 42 }),
+            }),
+            ..Default::default()
+        };
+        self.p4rt
+            .set_forwarding_pipeline_config(req)
+            .await
+            .map(|_| ())
+    }
+
+    /// Writes a batch as the primary with election id 10; returns per-update codes on
+    /// failure.
+    pub async fn write(&mut self, updates: Vec<p4::Update>) -> Result<(), WriteError> {
+        self.write_as(10, updates, 0).await
+    }
+
+    pub async fn write_as(
+        &mut self,
+        election_id: u64,
+        updates: Vec<p4::Update>,
+        atomicity: i32,
+    ) -> Result<(), WriteError> {
+        let req = p4::WriteRequest {
+            device_id: DEVICE_ID,
+            election_id: Some(p4::Uint128 {
+                high: 0,
+                low: election_id,
+            }),
+            updates,
+            atomicity,
+            ..Default::default()
+        };
+        self.p4rt
+            .write(req)
+            .await
+            .map(|_| ())
+            .map_err(WriteError::from)
+    }
+
+    /// Writes one update and returns its code and message (OK when it went through).
+    pub async fn write_one(&mut self, update: p4::Update) -> (tonic::Code, String) {
+        match self.write(vec![update]).await {
+            Ok(()) => (tonic::Code::Ok, String::new()),
+            Err(e) => {
+                assert_eq!(
+                    e.status.code(),
+                    tonic::Code::Unknown,
+                    "batch errors are UNKNOWN: {:?}",
+                    e.status
+                );
+                assert_eq!(e.details.len(), 1, "one p4.v1.Error per update");
+                (
+                    tonic::Code::from_i32(e.details[0].canonical_code),
+                    e.details[0].message.clone(),
+                )
+            }
+        }
+    }
+
+    pub async fn read(
+        &mut self,
+        entities: Vec<p4::Entity>,
+    ) -> Result<Vec<p4::Entity>, tonic::Status> {
+        let req = p4::ReadRequest {
+            device_id: DEVICE_ID,
+            entities,
+            ..Default::default()
+        };
+        let mut stream = self.p4rt.read(req).await?.into_inner();
+        let mut out = Vec::new();
+        while let Some(r) = stream.message().await? {
+            out.extend(r.entities);
+        }
+        Ok(out)
+    }
+
+    pub async fn read_table(&mut self, table: &str) -> Vec<p4::TableEntry> {
+        let table_id = self.index.table_by_name(table).unwrap().id;
+        let q = p4::TableEntry {
+            table_id,
+            counter_data: Some(p4::CounterData::default()),
+            ..Default::default()
+        };
+        self.read(vec![entity(q)])
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.entity {
+                Some(p4::entity::Entity::TableEntry(t)) => Some(t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn port(&self, name: &str) -> u32 {
+        self.map.resolve(name).unwrap()
+    }
+
+    pub async fn inject(&mut self, port: &str, frame: Vec<u8>) {
+        let req = pb::InjectFramesRequest {
+            frames: vec![pb::InjectedFrame {
+                port: Some(port_ref(port)),
+                payload: frame,
+            }],
+        };
+        self.control.inject_frames(req).await.unwrap();
+    }
+
+    /// Frames out of `ports` (all when empty), waiting up to a second for `min` of them.
+    pub async fn frames(&mut self, ports: &[&str], min: u32) -> Vec<pb::Frame> {
+        let req = pb::ReadFramesRequest {
+            ports: ports.iter().map(|p| port_ref(p)).collect(),
+            min_frames: min,
+            timeout_ms: 1000,
+            keep: false,
+        };
+        self.control
+            .read_frames(req)
+            .await
+            .unwrap()
+            .into_inner()
+            .frames
+    }
+
+    pub async fn set_filter(
+        &mut self,
+        a: &str,
+        b: &str,
+        delay_ns: u64,
+        loss_ratio: f64,
+        dead: bool,
+    ) {
+        let req = pb::SetFilterRequest {
+            port_a: Some(port_ref(a)),
+            port_b: Some(port_ref(b)),
+            delay_ns,
+            loss_ratio,
+            dead,
+        };
+        self.control.set_filter(req).await.unwrap();
+    }
+
+    pub async fn drops(&mut self) -> Vec<(String, u64)> {
+        let resp = self
+            .control
+            .get_ports(pb::GetPortsRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        resp.drops.into_iter().map(|d| (d.name, d.frames)).collect()
+    }
+}
+
+pub fn port_ref(name: &str) -> pb::PortRef {
+    pb::PortRef {
+        port: Some(pb::port_ref::Port::Name(name.to_string())),
+    }
+}
+
+pub fn arbitration(device_id: u64, election_id: u64, role: &str) -> p4::StreamMessageRequest {
+    p4::StreamMessageRequest {
+        update: Some(p4::stream_message_request::Update::Arbitration(
+            p4::MasterArbitrationUpdate {
+                device_id,
+                role: (!role.is_empty()).then(|| p4::Role {
+                    name: role.to_string(),
+                    ..Default::default()
+                }),
+                election_id: Some(p4::Uint128 {
+                    high: 0,
+                    low: election_id,
+                }),
+                status: None,
+            },
+        )),
+    }
+}
+
+#[derive(Debug)]
+pub struct WriteError {
+    pub status: tonic::Status,
+    pub details: Vec<p4::Error>,
+}
+
+impl From<tonic::Status> for WriteError {
+    fn from(status: tonic::Status) -> WriteError {
+        let details = p4runtime_proto::google::rpc::Status::decode(status.details())
+            .map(|s| {
+                s.details
+                    .iter()
+                    .map(|any| {
+                        assert_eq!(any.type_url, "type.googleapis.com/p4.v1.Error");
+                        p4::Error::decode(any.value.as_slice()).unwrap()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        WriteError { status, details }
+    }
+}
+
+pub fn entity(e: p4::TableEntry) -> p4::Entity {
+    p4::Entity {
+        entity: Some(p4::entity::Entity::TableEntry(e)),
+    }
+}
+
+pub fn update(kind: p4::update::Type, e: p4::TableEntry) -> p4::Update {
+    p4::Update {
+        r#type: kind as i32,
+        entity: Some(entity(e)),
+    }
+}
+
+pub fn insert(e: p4::TableEntry) -> p4::Update {
+    update(p4::update::Type::Insert, e)
+}
+
+/// A match value for a field, by kind.
+#[derive(Clone, Debug)]
+pub enum M {
+    Exact(u128),
+    Ternary(u128, u128),
+    Range(u128, u128),
+}
+
+/// Canonical bytes of a number.
+pub fn b(v: u128) -> Vec<u8> {
+    let bytes = v.to_be_bytes();
+    let first = bytes.iter().position(|x| *x != 0).unwrap_or(15);
+    bytes[first..].to_vec()
+}
+
+/// An entry of `table` by names: fields, action, parameters.
+pub fn entry(
+    index: &P4InfoIndex,
+    table: &str,
+    matches: &[(&str, M)],
+    action: &str,
+    params: &[(&str, u128)],
+    priority: i32,
+) -> p4::TableEntry {
+    let t = index.table_by_name(table).unwrap();
+    let r#match = matches
+        .iter()
+        .map(|(name, m)| {
+            let field_id = t
+                .field(name)
+                .unwrap_or_else(|| panic!("no field {name}"))
+                .id;
+            let kind = match m {
+                M::Exact(v) => {
+                    p4::field_match::FieldMatchType::Exact(p4::field_match::Exact { value: b(*v) })
+                }
+                M::Ternary(v, mask) => {
+                    p4::field_match::FieldMatchType::Ternary(p4::field_match::Ternary {
+                        value: b(*v),
+                        mask: b(*mask),
+                    })
+                }
+                M::Range(lo, hi) => {
+                    p4::field_match::FieldMatchType::Range(p4::field_match::Range {
+                        low: b(*lo),
+                        high: b(*hi),
+                    })
+                }
+            };
+            p4::FieldMatch {
+                field_id,
+                field_match_type: Some(kind),
+            }
+        })
+        .collect();
+    p4::TableEntry {
+        table_id: t.id,
+        r#match,
+        action: Some(action_of(index, action, params)),
+        priority,
+        ..Default::default()
+    }
+}
+
+pub fn action_of(index: &P4InfoIndex, action: &str, params: &[(&str, u128)]) -> p4::TableAction {
+    let a = index.action_by_name(action).unwrap();
+    let params = params
+        .iter()
+        .map(|(name, v)| p4::action::Param {
+            param_id: a.param(name).unwrap().id,
+            value: b(*v),
+        })
+        .collect();
+    p4::TableAction {
+        r#type: Some(p4::table_action::Type::Action(p4::Action {
+            action_id: a.id,
+            params,
+        })),
+    }
+}
+
+pub mod frames_out {
+    /// A frame that left the chip: the port's front-panel name and the bytes.
+    #[derive(Debug)]
+    pub struct Out {
+        pub port: String,
+        pub payload: Vec<u8>,
+    }
+}
