@@ -342,6 +342,7 @@ fn check_overlaps(config: &Config, selected: &[&Flow], all: bool, f: &mut Findin
         }
     }
     let mut found: Vec<Problem> = Vec::new();
+    let mut clashes: Vec<Problem> = Vec::new();
     let mut unreported = 0usize;
     let mut priorities: Vec<&u32> = groups.keys().collect();
     priorities.sort();
@@ -362,6 +363,16 @@ fn check_overlaps(config: &Config, selected: &[&Flow], all: bool, f: &mut Findin
                 return;
             }
             let (a, b) = if a.name <= b.name { (a, b) } else { (b, a) };
+            if same_entries(a, b) {
+                clashes.push(Problem::new(
+                    paths::flow(&b.name),
+                    format!(
+                        "flows {} and {} have the same priority {priority}, links and match: the chip cannot hold both; change the priority of one",
+                        a.name, b.name
+                    ),
+                ));
+                return;
+            }
             if found.len() < MAX_OVERLAP_WARNINGS {
                 found.push(Problem::new(
                     paths::flow(&a.name),
@@ -399,13 +410,23 @@ fn check_overlaps(config: &Config, selected: &[&Flow], all: bool, f: &mut Findin
         }
     }
     found.sort_by(|x, y| (&x.path, &x.message).cmp(&(&y.path, &y.message)));
+    clashes.sort_by(|x, y| (&x.path, &x.message).cmp(&(&y.path, &y.message)));
     f.warnings.extend(found);
+    f.errors.extend(clashes);
     if unreported > 0 {
         f.warning(
             String::new(),
             format!("{unreported} more pairs of same-priority flows overlap"),
         );
     }
+}
+
+/// Two flows that compile to entries with the same key: same match, and links that share a
+/// link (or both for every link).
+fn same_entries(a: &Flow, b: &Flow) -> bool {
+    let links =
+        (a.links.is_empty() && b.links.is_empty()) || a.links.iter().any(|l| b.links.contains(l));
+    links && a.matches == b.matches
 }
 
 /// True when some packet could match both flows.

@@ -328,3 +328,27 @@ fn the_typed_model_reads_every_configuration_node() {
         "configuration nodes the model ignores: {unread:#?}"
     );
 }
+
+#[test]
+fn identical_flows_of_one_priority_are_an_error() {
+    let v = validator();
+    let tree = with_lines(
+        &v,
+        &site(&v),
+        "set ecofilter-balancer flow twin priority 310 match ip-proto 6 dst-port 179\nset ecofilter-balancer flow twin action drop",
+    );
+    assert_one(
+        &errors(&v, &tree),
+        "flow[name='twin']",
+        "the chip cannot hold both",
+    );
+    // The chip holds priorities below 2^24: the model says so.
+    let mut tree = site(&v);
+    let err = setlines::apply_lines(
+        v.schema(),
+        &mut tree,
+        "set ecofilter-balancer flow p priority 16777215",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("0..16777214"), "{err}");
+}
