@@ -118,6 +118,8 @@ pub struct CommitRequest {
     pub confirm_timeout: Option<Duration>,
     /// `commit check`: validate and report, change nothing.
     pub check_only: bool,
+    /// Commit even when the chip cannot be reached (it is programmed when it can be).
+    pub offline: bool,
 }
 
 /// What a commit (or commit check) did.
@@ -132,6 +134,8 @@ pub struct CommitOutcome {
     pub confirm_deadline: Option<SystemTime>,
     /// This commit confirmed a pending `commit confirmed`.
     pub confirmed: Option<u64>,
+    /// What the chip was (or, for a check, would be) written.
+    pub chip: Vec<String>,
     /// The configuration before and after (snapshots: free to keep).
     before: DataTree,
     after: DataTree,
@@ -146,6 +150,7 @@ impl CommitOutcome {
             scope,
             confirm_deadline: None,
             confirmed: None,
+            chip: Vec::new(),
             before,
             after,
             schema,
@@ -604,16 +609,18 @@ impl Datastore {
             scope,
         );
         outcome.warnings = warnings;
-        if request.check_only {
-            return Ok(outcome);
-        }
         let next = Running {
             tree: candidate,
             config: Arc::new(config),
             commit_id: self.running.commit_id + 1,
         };
-        self.southbound
-            .apply(&self.running, &next)
+        if request.check_only {
+            outcome.chip = self.southbound.preview(&self.running, &next);
+            return Ok(outcome);
+        }
+        outcome.chip = self
+            .southbound
+            .apply(&self.running, &next, request.offline)
             .map_err(DatastoreError::Southbound)?;
         let entry = self.history_entry(&user, kind, &request, &next.tree);
         // A second `commit confirmed` extends the wait; the rollback still goes back to
@@ -628,7 +635,7 @@ impl Datastore {
         });
         if let Err(e) = self.persist(&entry, pending.as_ref()) {
             // Disk refused: put the chip back as running still is.
-            if let Err(undo) = self.southbound.apply(&next, &self.running) {
+            if let Err(undo) = self.southbound.apply(&next, &self.running, true) {
                 warn!(%undo, "could not restore the chip after a failed commit");
             }
             return Err(e);

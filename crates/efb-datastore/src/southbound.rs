@@ -6,15 +6,34 @@ use crate::datastore::Running;
 /// Programs the configuration into the data plane.
 pub trait Southbound: Send {
     /// Makes the data plane hold `next` instead of `current`. On error the data plane must
-    /// be left as it was, and the message says what was refused and why.
-    fn apply(&mut self, current: &Running, next: &Running) -> Result<(), String>;
+    /// be left as it was, and the message says what was refused and why (the configuration
+    /// path). `offline_ok`: when the data plane cannot be reached, accept anyway and program
+    /// it when it can. Returns lines for the committer (what was written).
+    fn apply(
+        &mut self,
+        current: &Running,
+        next: &Running,
+        offline_ok: bool,
+    ) -> Result<Vec<String>, String>;
+
+    /// What `apply` would write, for `commit check`; writes nothing.
+    fn preview(&mut self, current: &Running, next: &Running) -> Vec<String>;
 }
 
 /// No data plane: the configuration is only managed (tests, offline use).
 pub struct NoChip;
 
 impl Southbound for NoChip {
-    fn apply(&mut self, _current: &Running, _next: &Running) -> Result<(), String> {
-        Ok(())
+    fn apply(
+        &mut self,
+        _current: &Running,
+        _next: &Running,
+        _offline_ok: bool,
+    ) -> Result<Vec<String>, String> {
+        Ok(Vec::new())
+    }
+
+    fn preview(&mut self, _current: &Running, _next: &Running) -> Vec<String> {
+        Vec::new()
     }
 }

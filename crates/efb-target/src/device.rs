@@ -29,6 +29,9 @@ pub struct DeviceOptions {
     pub port_map: PortMap,
     /// Frames kept per port for ReadFrames (0: no capture).
     pub capture_limit: usize,
+    /// Caps every table below its P4Info size (0: the P4Info's sizes), so that tests can
+    /// fill a table.
+    pub table_size_limit: u64,
 }
 
 /// An installed (or saved) pipeline.

@@ -11,6 +11,7 @@ pub mod control;
 pub mod device;
 pub mod error;
 pub mod filters;
+pub mod frames;
 pub mod packet;
 pub mod ports;
 pub mod profile;

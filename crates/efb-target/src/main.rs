@@ -32,6 +32,10 @@ struct Args {
     /// Frames kept per port for ReadFrames; 0 turns capture off.
     #[arg(long, default_value_t = 10_000)]
     capture_limit: usize,
+    /// Cap every table at this many entries (0: the P4Info's sizes), e.g. to see a commit
+    /// refused by a full table.
+    #[arg(long, default_value_t = 0)]
+    table_size_limit: u64,
     /// Log filter (tracing-subscriber syntax), e.g. info, debug, efb_target=trace.
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -55,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
         profile: args.profile,
         port_map,
         capture_limit: args.capture_limit,
+        table_size_limit: args.table_size_limit,
     });
     let servers = efb_target::serve(device, args.listen)
         .await

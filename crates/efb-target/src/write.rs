@@ -79,6 +79,7 @@ pub fn write(device: &Device, req: &p4::WriteRequest) -> Result<(), tonic::Statu
     let mut batch = Batch {
         index: &pipeline.index,
         profile: device.profile(),
+        table_size_limit: device.options.table_size_limit,
         state: &mut state,
         undo: Vec::new(),
     };
@@ -94,6 +95,8 @@ pub fn write(device: &Device, req: &p4::WriteRequest) -> Result<(), tonic::Statu
 struct Batch<'a> {
     index: &'a P4InfoIndex,
     profile: Profile,
+    /// A smaller capacity than the P4Info's for every table (0: none), to test full tables.
+    table_size_limit: u64,
     state: &'a mut State,
     undo: Vec<Undo>,
 }
@@ -238,6 +241,7 @@ impl Batch<'_> {
         let (action, value) =
             check_table_action(self.index, &self.state.objects, table, action, self.profile)?;
         let seq = self.state.objects.next_seq();
+        let limit = self.table_size_limit;
         let t = self.table_mut(table.id)?;
         if t.entries.contains_key(&key.bytes) {
             return Err(TargetError::new(
@@ -245,10 +249,15 @@ impl Batch<'_> {
                 format!("the entry exists already in {}", table.name),
             ));
         }
-        if table.size > 0 && t.entries.len() as u64 >= table.size {
+        let size = match (table.size, limit) {
+            (size, 0) => size,
+            (0, limit) => limit,
+            (size, limit) => size.min(limit),
+        };
+        if size > 0 && t.entries.len() as u64 >= size {
             return Err(TargetError::new(
                 Code::ResourceExhausted,
-                format!("table {} is full ({} entries)", table.name, table.size),
+                format!("table {} is full ({size} entries)", table.name),
             ));
         }
         let entry = Entry {

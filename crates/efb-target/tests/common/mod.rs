@@ -3,7 +3,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-pub mod frames;
+#[allow(unused_imports)]
+pub use efb_target::frames;
 
 use std::time::Duration;
 
@@ -74,6 +75,7 @@ impl Bench {
             profile,
             port_map: map.clone(),
             capture_limit: 10_000,
+            table_size_limit: 0,
         });
         let servers = efb_target::serve(device, "127.0.0.1:0".parse().unwrap())
             .await

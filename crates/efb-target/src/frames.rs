@@ -1,4 +1,5 @@
-//! Frames byte by byte, with correct lengths unless a test breaks them on purpose.
+//! Frames byte by byte, with correct lengths unless a test breaks them on purpose: for the
+//! tests of the target and of the driver, and for demos injecting traffic.
 
 pub const DST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 pub const SRC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];

@@ -1,0 +1,409 @@
+//! One P4Runtime connection as a controller: the stream channel and primary election, the
+//! pipeline, batched writes with their per-update errors, reads, packet-out, and what the
+//! stream brings (packet-ins, losing primary).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use p4runtime_proto::google::rpc::Status as RpcStatus;
+use p4runtime_proto::p4::config::v1::P4Info;
+use p4runtime_proto::p4::v1::{self as p4, p4_runtime_client::P4RuntimeClient};
+use prost::Message;
+use tokio::sync::mpsc;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Channel;
+use tracing::{info, warn};
+
+use crate::plan::Op;
+
+/// Large enough for reading 100 000 entries at once.
+const MAX_MESSAGE: usize = 512 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot reach the P4Runtime server at {address}: {message}")]
+    Unreachable { address: String, message: String },
+    #[error("not primary: {0}")]
+    NotPrimary(String),
+    #[error("P4Runtime {call}: {status}")]
+    Rpc {
+        call: &'static str,
+        status: tonic::Status,
+    },
+}
+
+/// What the stream channel brings besides the election.
+#[derive(Debug)]
+pub enum StreamEvent {
+    PacketIn(p4::PacketIn),
+    /// Another controller took over, or the target dropped the stream.
+    Lost(String),
+}
+
+/// Per-update outcome of a write that failed: for each update, `None` when it was applied.
+#[derive(Debug)]
+pub struct WriteFailure {
+    pub errors: Vec<Option<(tonic::Code, String)>>,
+    /// The whole write failed before any update (no per-update details).
+    pub overall: Option<tonic::Status>,
+}
+
+pub struct Connection {
+    client: P4RuntimeClient<Channel>,
+    requests: mpsc::Sender<p4::StreamMessageRequest>,
+    pub device_id: u64,
+    pub election_id: u128,
+    primary: Arc<AtomicBool>,
+}
+
+fn uint128(value: u128) -> p4::Uint128 {
+    p4::Uint128 {
+        high: (value >> 64) as u64,
+        low: value as u64,
+    }
+}
+
+impl Connection {
+    /// Connects, opens the stream and asks to be primary with `election_id`.
+    pub async fn open(
+        address: &str,
+        device_id: u64,
+        election_id: u128,
+        events: mpsc::Sender<StreamEvent>,
+    ) -> Result<Connection, ClientError> {
+        let unreachable = |message: String| ClientError::Unreachable {
+            address: address.to_string(),
+            message,
+        };
+        let uri = if address.contains("://") {
+            address.to_string()
+        } else {
+            format!("http://{address}")
+        };
+        let channel = Channel::from_shared(uri)
+            .map_err(|e| unreachable(e.to_string()))?
+            .connect_timeout(Duration::from_secs(2))
+            .tcp_nodelay(true)
+            .connect()
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        let mut client = P4RuntimeClient::new(channel)
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE);
+        let (requests, rx) = mpsc::channel(1024);
+        let mut responses = client
+            .stream_channel(ReceiverStream::new(rx))
+            .await
+            .map_err(|status| ClientError::Rpc {
+                call: "StreamChannel",
+                status,
+            })?
+            .into_inner();
+        let arbitration = p4::StreamMessageRequest {
+            update: Some(p4::stream_message_request::Update::Arbitration(
+                p4::MasterArbitrationUpdate {
+                    device_id,
+                    election_id: Some(uint128(election_id)),
+                    ..Default::default()
+                },
+            )),
+        };
+        requests
+            .send(arbitration)
+            .await
+            .map_err(|_| unreachable("the stream closed".into()))?;
+        let first = tokio::time::timeout(Duration::from_secs(5), first_arbitration(&mut responses))
+            .await
+            .map_err(|_| unreachable("no answer to the election within 5 s".into()))??;
+        let primary = Arc::new(AtomicBool::new(first.is_ok()));
+        if let Err(message) = first {
+            return Err(ClientError::NotPrimary(message));
+        }
+        tokio::spawn(watch_stream(responses, events, primary.clone()));
+        info!(%address, device_id, election_id, "P4Runtime: primary");
+        Ok(Connection {
+            client,
+            requests,
+            device_id,
+            election_id,
+            primary,
+        })
+    }
+
+    pub fn is_primary(&self) -> bool {
+        self.primary.load(Ordering::Relaxed)
+    }
+
+    /// Pushes the pipeline unless the target already runs it (same cookie): pushing wipes
+    /// every table. Returns whether it pushed.
+    pub async fn ensure_pipeline(
+        &mut self,
+        p4info: &P4Info,
+        cookie: u64,
+    ) -> Result<bool, ClientError> {
+        let current = self
+            .client
+            .get_forwarding_pipeline_config(p4::GetForwardingPipelineConfigRequest {
+                device_id: self.device_id,
+                response_type: p4::get_forwarding_pipeline_config_request::ResponseType::CookieOnly
+                    as i32,
+            })
+            .await;
+        let running_cookie = match current {
+            Ok(reply) => reply
+                .into_inner()
+                .config
+                .and_then(|c| c.cookie)
+                .map(|c| c.cookie),
+            // No pipeline yet.
+            Err(status) if status.code() == tonic::Code::FailedPrecondition => None,
+            Err(status) => {
+                return Err(ClientError::Rpc {
+                    call: "GetForwardingPipelineConfig",
+                    status,
+                });
+            }
+        };
+        if running_cookie == Some(cookie) {
+            return Ok(false);
+        }
+        self.client
+            .set_forwarding_pipeline_config(p4::SetForwardingPipelineConfigRequest {
+                device_id: self.device_id,
+                election_id: Some(uint128(self.election_id)),
+                action: p4::set_forwarding_pipeline_config_request::Action::VerifyAndCommit as i32,
+                config: Some(p4::ForwardingPipelineConfig {
+                    p4info: Some(p4info.clone()),
+                    p4_device_config: Vec::new(),
+                    cookie: Some(p4::forwarding_pipeline_config::Cookie { cookie }),
+                }),
+                ..Default::default()
+            })
+            .await
+            .map_err(|status| ClientError::Rpc {
+                call: "SetForwardingPipelineConfig",
+                status,
+            })?;
+        warn!(
+            cookie,
+            "P4Runtime: pipeline pushed (every table starts empty)"
+        );
+        Ok(true)
+    }
+
+    /// One batch, CONTINUE_ON_ERROR. On failure, says which updates failed and why.
+    pub async fn write(&mut self, ops: &[Op]) -> Result<(), WriteFailure> {
+        if !self.is_primary() {
+            return Err(WriteFailure {
+                errors: Vec::new(),
+                overall: Some(tonic::Status::permission_denied(
+                    "efbd is no longer the primary controller",
+                )),
+            });
+        }
+        let updates = ops
+            .iter()
+            .map(|op| p4::Update {
+                r#type: match op {
+                    Op::Insert(_) => p4::update::Type::Insert,
+                    Op::Modify { .. } => p4::update::Type::Modify,
+                    Op::Delete(_) => p4::update::Type::Delete,
+                } as i32,
+                entity: Some(p4::Entity {
+                    entity: Some(p4::entity::Entity::TableEntry(op.entry().entry.clone())),
+                }),
+            })
+            .collect();
+        let request = p4::WriteRequest {
+            device_id: self.device_id,
+            election_id: Some(uint128(self.election_id)),
+            updates,
+            atomicity: p4::write_request::Atomicity::ContinueOnError as i32,
+            ..Default::default()
+        };
+        match self.client.write(request).await {
+            Ok(_) => Ok(()),
+            Err(status) => Err(write_failure(status, ops.len())),
+        }
+    }
+
+    /// Every entry of the tables (one wildcard read per table), default entries included.
+    pub async fn read_tables(
+        &mut self,
+        tables: &[u32],
+    ) -> Result<Vec<p4::TableEntry>, ClientError> {
+        let mut entities = Vec::new();
+        for table in tables {
+            entities.push(table_entity(p4::TableEntry {
+                table_id: *table,
+                ..Default::default()
+            }));
+            entities.push(table_entity(p4::TableEntry {
+                table_id: *table,
+                is_default_action: true,
+                ..Default::default()
+            }));
+        }
+        self.read(entities).await
+    }
+
+    /// Entries of a table with their direct counters.
+    pub async fn read_counters(&mut self, table: u32) -> Result<Vec<p4::TableEntry>, ClientError> {
+        self.read(vec![table_entity(p4::TableEntry {
+            table_id: table,
+            counter_data: Some(p4::CounterData::default()),
+            ..Default::default()
+        })])
+        .await
+    }
+
+    async fn read(
+        &mut self,
+        entities: Vec<p4::Entity>,
+    ) -> Result<Vec<p4::TableEntry>, ClientError> {
+        let rpc = |status| ClientError::Rpc {
+            call: "Read",
+            status,
+        };
+        let mut stream = self
+            .client
+            .read(p4::ReadRequest {
+                device_id: self.device_id,
+                entities,
+                ..Default::default()
+            })
+            .await
+            .map_err(rpc)?
+            .into_inner();
+        let mut out = Vec::new();
+        while let Some(reply) = stream.next().await {
+            for entity in reply.map_err(rpc)?.entities {
+                if let Some(p4::entity::Entity::TableEntry(e)) = entity.entity {
+                    out.push(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Sends a frame out of the chip (keep-alives).
+    pub async fn packet_out(&self, packet: p4::PacketOut) -> Result<(), ClientError> {
+        self.requests
+            .send(p4::StreamMessageRequest {
+                update: Some(p4::stream_message_request::Update::Packet(packet)),
+            })
+            .await
+            .map_err(|_| ClientError::NotPrimary("the stream is closed".into()))
+    }
+}
+
+fn table_entity(entry: p4::TableEntry) -> p4::Entity {
+    p4::Entity {
+        entity: Some(p4::entity::Entity::TableEntry(entry)),
+    }
+}
+
+async fn first_arbitration(
+    responses: &mut tonic::Streaming<p4::StreamMessageResponse>,
+) -> Result<Result<(), String>, ClientError> {
+    loop {
+        match responses.next().await {
+            Some(Ok(p4::StreamMessageResponse {
+                update: Some(p4::stream_message_response::Update::Arbitration(a)),
+            })) => {
+                let status = a.status.unwrap_or_default();
+                return Ok(if status.code == tonic::Code::Ok as i32 {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{} (code {})",
+                        if status.message.is_empty() {
+                            "another controller is primary"
+                        } else {
+                            &status.message
+                        },
+                        status.code
+                    ))
+                });
+            }
+            Some(Ok(_)) => continue,
+            Some(Err(status)) => {
+                return Err(ClientError::Rpc {
+                    call: "StreamChannel",
+                    status,
+                });
+            }
+            None => {
+                return Err(ClientError::NotPrimary(
+                    "the target closed the stream".into(),
+                ));
+            }
+        }
+    }
+}
+
+/// Reads the stream for as long as it lasts: packet-ins go to `events`; a lost election or
+/// the end of the stream clears `primary` and says so.
+async fn watch_stream(
+    mut responses: tonic::Streaming<p4::StreamMessageResponse>,
+    events: mpsc::Sender<StreamEvent>,
+    primary: Arc<AtomicBool>,
+) {
+    let reason = loop {
+        match responses.next().await {
+            Some(Ok(message)) => match message.update {
+                Some(p4::stream_message_response::Update::Packet(p)) => {
+                    // A full queue drops keep-alives rather than stalling the stream.
+                    let _ = events.try_send(StreamEvent::PacketIn(p));
+                }
+                Some(p4::stream_message_response::Update::Arbitration(a)) => {
+                    let code = a.status.map_or(0, |s| s.code);
+                    if code != tonic::Code::Ok as i32 {
+                        break format!("another controller became primary (code {code})");
+                    }
+                }
+                Some(p4::stream_message_response::Update::Error(e)) => {
+                    warn!(?e, "P4Runtime stream error");
+                }
+                _ => {}
+            },
+            Some(Err(status)) => break format!("stream failed: {}", status.message()),
+            None => break "the target closed the stream".to_string(),
+        }
+    };
+    primary.store(false, Ordering::Relaxed);
+    warn!(%reason, "P4Runtime: no longer primary");
+    let _ = events.send(StreamEvent::Lost(reason)).await;
+}
+
+/// Per-update errors travel in `grpc-status-details-bin` as a google.rpc.Status whose
+/// details are one p4.v1.Error per update (OK for the ones applied).
+fn write_failure(status: tonic::Status, updates: usize) -> WriteFailure {
+    let details = RpcStatus::decode(status.details()).ok();
+    let errors: Vec<Option<(tonic::Code, String)>> = details
+        .map(|d| {
+            d.details
+                .iter()
+                .map(|any| {
+                    p4::Error::decode(any.value.as_slice())
+                        .ok()
+                        .filter(|e| e.canonical_code != 0)
+                        .map(|e| (tonic::Code::from_i32(e.canonical_code), e.message))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if errors.len() == updates {
+        WriteFailure {
+            errors,
+            overall: None,
+        }
+    } else {
+        WriteFailure {
+            errors: Vec::new(),
+            overall: Some(status),
+        }
+    }
+}

@@ -1,0 +1,573 @@
+//! The driver: keeps the chip holding the compiled running configuration.
+//!
+//! - A commit goes through [`Driver::apply`] before it becomes running: compile, plan the
+//!   difference from what the chip holds, write it phase by phase; if the target refuses any
+//!   update, what was written is undone and the commit is refused with the configuration
+//!   path that caused it.
+//! - A background task holds the P4Runtime connection: it is elected primary with an
+//!   election id that only ever grows (saved, so a restarted efbd still wins), pushes the
+//!   pipeline only when the target's cookie differs, and reconciles (reads what the target
+//!   holds, writes only the difference) at every (re)connection, retrying with backoff.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, SystemTime};
+
+use efb_balancing::LiveState;
+use efb_datastore::{Running, Southbound};
+use efb_model::Config;
+use efb_p4info::{P4InfoIndex, PortMap};
+use p4runtime_proto::p4::config::v1::P4Info;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio::sync::{Mutex, mpsc};
+use tracing::{error, info, warn};
+
+use crate::client::{ClientError, Connection, StreamEvent, WriteFailure};
+use crate::compile::{Compiled, Compiler};
+use crate::entry::{EntryKey, normalized};
+use crate::ids::Ids;
+use crate::plan::{Op, Plan, Tables};
+
+/// Updates per Write: small enough that the per-update errors of a failed batch always fit
+/// in the status trailer.
+pub const DEFAULT_BATCH: usize = 256;
+
+#[derive(Clone, Debug)]
+pub struct DriverSettings {
+    /// The P4Runtime server (Stratum on the box, efb-target here).
+    pub target: String,
+    pub device_id: u64,
+    /// Where the election id and the chip's link, unit and pair numbers are kept.
+    pub state_file: PathBuf,
+    pub batch: usize,
+}
+
+/// What `show` tells about the chip.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DriverStatus {
+    pub connected: bool,
+    pub primary: bool,
+    /// The chip holds exactly the compiled running configuration.
+    pub in_sync: bool,
+    pub last_reconcile: Option<SystemTime>,
+    /// Entries written by the last reconcile.
+    pub reconcile_written: usize,
+    /// Entries the chip holds for the configuration.
+    pub entries: usize,
+    /// In words: why not connected, why out of sync.
+    pub message: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error("P4Info: {0}")]
+    P4Info(#[from] efb_p4info::P4InfoError),
+    #[error("state file {path}: {message}")]
+    State { path: String, message: String },
+}
+
+/// What survives a restart of efbd.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Saved {
+    election_id: u128,
+    ids: Ids,
+}
+
+struct Inner {
+    settings: DriverSettings,
+    compiler: Compiler,
+    tables: Tables,
+    p4info: P4Info,
+    cookie: u64,
+    conn: Option<Connection>,
+    /// What the chip holds, as compiled from the configuration last programmed.
+    programmed: Compiled,
+    /// What it should hold: running, and the state of its units.
+    config: Arc<Config>,
+    live: LiveState,
+    saved: Saved,
+}
+
+/// A handle on the driver; clones share it.
+#[derive(Clone)]
+pub struct Driver {
+    runtime: tokio::runtime::Handle,
+    inner: Arc<Mutex<Inner>>,
+    status: Arc<StdMutex<DriverStatus>>,
+    packet_ins: Arc<StdMutex<Option<mpsc::Sender<p4runtime_proto::p4::v1::PacketIn>>>>,
+    stop: Arc<tokio::sync::Notify>,
+}
+
+impl Driver {
+    /// Starts the driver for `running`: the connection task connects, reconciles, and keeps
+    /// at it. Must be called inside the tokio runtime.
+    pub fn start(
+        settings: DriverSettings,
+        ports: PortMap,
+        running: Arc<Config>,
+    ) -> Result<Driver, DriverError> {
+        let p4info = efb_p4info::p4info()?;
+        let index = P4InfoIndex::new(&p4info)?;
+        let tables = Tables::new(&index)?;
+        let cookie = cookie_of(&p4info);
+        let saved = load_state(&settings.state_file)?;
+        let inner = Inner {
+            compiler: Compiler { index, ports },
+            tables,
+            p4info,
+            cookie,
+            conn: None,
+            programmed: Compiled::with_ids(saved.ids.clone()),
+            config: running,
+            live: LiveState::all_up(),
+            saved,
+            settings,
+        };
+        let driver = Driver {
+            runtime: tokio::runtime::Handle::current(),
+            inner: Arc::new(Mutex::new(inner)),
+            status: Arc::new(StdMutex::new(DriverStatus {
+                message: "connecting".into(),
+                ..DriverStatus::default()
+            })),
+            packet_ins: Arc::new(StdMutex::new(None)),
+            stop: Arc::new(tokio::sync::Notify::new()),
+        };
+        let task = driver.clone();
+        let stop = driver.stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = task.keep_connected() => {}
+                () = stop.notified() => {}
+            }
+        });
+        Ok(driver)
+    }
+
+    /// Stops the connection task and drops the connection (efbd stopping).
+    pub async fn stop(&self) {
+        self.stop.notify_one();
+        self.inner.lock().await.conn = None;
+        self.set_status(|s| {
+            s.connected = false;
+            s.primary = false;
+            s.message = "stopped".into();
+        });
+    }
+
+    pub fn status(&self) -> DriverStatus {
+        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn set_status(&self, change: impl FnOnce(&mut DriverStatus)) {
+        if let Ok(mut s) = self.status.lock() {
+            change(&mut s);
+        }
+    }
+
+    /// Where packet-ins (keep-alives coming back) go.
+    pub fn subscribe_packet_ins(&self, sender: mpsc::Sender<p4runtime_proto::p4::v1::PacketIn>) {
+        if let Ok(mut slot) = self.packet_ins.lock() {
+            *slot = Some(sender);
+        }
+    }
+
+    /// The connection task: connect, reconcile, wait until the connection is lost, again.
+    async fn keep_connected(self) {
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            let (events, mut received) = mpsc::channel(4096);
+            match self.connect_and_reconcile(events).await {
+                Ok(()) => backoff = Duration::from_millis(200),
+                Err(e) => {
+                    self.set_status(|s| {
+                        s.connected = false;
+                        s.primary = false;
+                        s.in_sync = false;
+                        s.message = e.to_string();
+                    });
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            }
+            while let Some(event) = received.recv().await {
+                match event {
+                    StreamEvent::PacketIn(p) => self.forward_packet_in(p),
+                    StreamEvent::Lost(reason) => {
+                        self.lose_connection(&reason).await;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn forward_packet_in(&self, packet: p4runtime_proto::p4::v1::PacketIn) {
+        if let Ok(slot) = self.packet_ins.lock()
+            && let Some(sender) = slot.as_ref()
+        {
+            let _ = sender.try_send(packet);
+        }
+    }
+
+    async fn lose_connection(&self, reason: &str) {
+        self.inner.lock().await.conn = None;
+        self.set_status(|s| {
+            s.connected = false;
+            s.primary = false;
+            s.in_sync = false;
+            s.message = format!("connection lost: {reason}; reconnecting");
+        });
+    }
+
+    async fn connect_and_reconcile(
+        &self,
+        events: mpsc::Sender<StreamEvent>,
+    ) -> Result<(), ClientError> {
+        let mut inner = self.inner.lock().await;
+        // A new id at every connection, above any we used before (the target remembers the
+        // highest it saw, and a restarted efbd must still win).
+        let election_id = inner.saved.election_id + 1;
+        inner.saved.election_id = election_id;
+        if let Err(e) = save_state(&inner.settings.state_file, &inner.saved) {
+            error!(%e, "could not save the election id");
+        }
+        let settings = inner.settings.clone();
+        let mut conn =
+            Connection::open(&settings.target, settings.device_id, election_id, events).await?;
+        let (p4info, cookie) = (inner.p4info.clone(), inner.cookie);
+        conn.ensure_pipeline(&p4info, cookie).await?;
+        inner.conn = Some(conn);
+        let written = inner.reconcile().await;
+        drop(inner);
+        match written {
+            Ok((written, entries)) => {
+                info!(written, entries, target = %settings.target, "reconciled the chip with the running configuration");
+                self.set_status(|s| {
+                    *s = DriverStatus {
+                        connected: true,
+                        primary: true,
+                        in_sync: true,
+                        last_reconcile: Some(SystemTime::now()),
+                        reconcile_written: written,
+                        entries,
+                        message: format!(
+                            "P4Runtime {} device {}",
+                            settings.target, settings.device_id
+                        ),
+                    }
+                });
+                Ok(())
+            }
+            Err(message) => {
+                warn!(%message, "reconcile failed");
+                self.inner.lock().await.conn = None;
+                Err(ClientError::NotPrimary(message))
+            }
+        }
+    }
+
+    /// Programs the chip for the unit state in `live` (bypass modes, pair liveness): only
+    /// the entries that state changes are written.
+    pub fn set_live(&self, live: LiveState) -> Result<usize, String> {
+        self.runtime.block_on(async {
+            let mut inner = self.inner.lock().await;
+            inner.live = live;
+            let config = inner.config.clone();
+            inner.program(&config, false).await
+        })
+    }
+
+    /// Flow counters: packets and bytes per flow name, summed over its entries.
+    pub fn flow_counters(&self) -> Option<BTreeMap<String, (u64, u64)>> {
+        self.runtime.block_on(async {
+            let mut inner = self.inner.lock().await;
+            let flows = inner.tables.flows;
+            let sources: BTreeMap<EntryKey, String> = inner
+                .programmed
+                .by_key()
+                .into_iter()
+                .map(|(k, d)| (k, d.source.clone()))
+                .collect();
+            let entries = inner.conn.as_mut()?.read_counters(flows).await.ok()?;
+            let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+            for entry in entries {
+                let Some(data) = entry.counter_data else {
+                    continue;
+                };
+                let key = EntryKey::of(&normalized(&entry));
+                if let Some(name) = sources.get(&key).and_then(|path| flow_name(path)) {
+                    let counts = out.entry(name).or_default();
+                    counts.0 += u64::try_from(data.packet_count).unwrap_or(0);
+                    counts.1 += u64::try_from(data.byte_count).unwrap_or(0);
+                }
+            }
+            Some(out)
+        })
+    }
+
+    /// Entries per flow, as compiled (what `entries` in the flow's state says).
+    pub fn flow_entries(&self) -> BTreeMap<String, usize> {
+        self.runtime.block_on(async {
+            let inner = self.inner.lock().await;
+            let mut out: BTreeMap<String, usize> = BTreeMap::new();
+            for (_, d) in inner.programmed.by_key() {
+                if let Some(name) = flow_name(&d.source) {
+                    *out.entry(name).or_default() += 1;
+                }
+            }
+            out
+        })
+    }
+}
+
+fn flow_name(path: &str) -> Option<String> {
+    let rest = path.split("/flow[name=").nth(1)?;
+    let quote = rest.chars().next()?;
+    let body = &rest[1..];
+    body.find(quote).map(|end| body[..end].to_string())
+}
+
+impl Inner {
+    /// Reads what the target holds and writes only the difference. Returns the number of
+    /// entries written and the number the chip holds.
+    async fn reconcile(&mut self) -> Result<(usize, usize), String> {
+        let config = self.config.clone();
+        let compiled = self
+            .compiler
+            .compile(
+                &config,
+                &self.live,
+                &Compiled::with_ids(self.saved.ids.clone()),
+            )
+            .map_err(|e| e.to_string())?;
+        let tables: Vec<u32> = self.tables.all().to_vec();
+        let conn = self.conn.as_mut().ok_or("not connected")?;
+        let actual: BTreeMap<EntryKey, _> = conn
+            .read_tables(&tables)
+            .await
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|e| {
+                let n = normalized(e);
+                (EntryKey::of(&n), n)
+            })
+            .collect();
+        let plan = Plan::reconcile(&self.tables, &actual, &compiled);
+        let written = plan.len();
+        self.write_plan(&plan).await.map_err(|e| e.to_string())?;
+        let entries = compiled.len();
+        self.saved.ids = compiled.ids.clone();
+        self.programmed = compiled;
+        self.save();
+        Ok((written, entries))
+    }
+
+    /// Makes the chip hold `config`: compile, plan, write. On refusal, undoes what it wrote.
+    /// Without a connection: an error, unless `offline_ok` (then the chip is out of sync).
+    async fn program(&mut self, config: &Arc<Config>, offline_ok: bool) -> Result<usize, String> {
+        let compiled = self
+            .compiler
+            .compile(config, &self.live, &self.programmed)
+            .map_err(|e| e.to_string())?;
+        if self.conn.as_ref().is_none_or(|c| !c.is_primary()) {
+            if offline_ok {
+                self.config = config.clone();
+                return Ok(0);
+            }
+            return Err(format!(
+                "the chip is not reachable (P4Runtime {}): nothing was changed; commit offline to commit without programming it",
+                self.settings.target
+            ));
+        }
+        let plan = Plan::between(&self.tables, &self.programmed, &compiled);
+        let written = plan.len();
+        self.write_plan(&plan).await?;
+        self.programmed = compiled;
+        self.config = config.clone();
+        self.saved.ids = self.programmed.ids.clone();
+        self.save();
+        Ok(written)
+    }
+
+    fn save(&self) {
+        if let Err(e) = save_state(&self.settings.state_file, &self.saved) {
+            error!(%e, "could not save the driver's state");
+        }
+    }
+
+    /// Writes a plan phase by phase, in batches. If an update is refused, every update
+    /// already applied is undone (in reverse order) and the refusal is returned, naming the
+    /// configuration path of the entry.
+    async fn write_plan(&mut self, plan: &Plan) -> Result<(), String> {
+        let batch = self.settings.batch.max(1);
+        let mut applied: Vec<Op> = Vec::new();
+        for phase in &plan.phases {
+            for chunk in phase.chunks(batch) {
+                let conn = self
+                    .conn
+                    .as_mut()
+                    .ok_or("the connection to the chip was lost")?;
+                match conn.write(chunk).await {
+                    Ok(()) => applied.extend(chunk.iter().cloned()),
+                    Err(failure) => {
+                        let (done, message) = describe_failure(&self.tables, chunk, failure);
+                        applied.extend(done);
+                        self.undo(applied).await;
+                        return Err(message);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn undo(&mut self, applied: Vec<Op>) {
+        let inverse: Vec<Op> = applied.iter().rev().map(Op::inverse).collect();
+        let Some(conn) = self.conn.as_mut() else {
+            error!(
+                "cannot undo {} writes: not connected; the next reconcile will",
+                inverse.len()
+            );
+            return;
+        };
+        for chunk in inverse.chunks(self.settings.batch.max(1)) {
+            if let Err(failure) = conn.write(chunk).await {
+                error!(?failure.overall, "undoing a refused commit failed; the next reconcile will repair the chip");
+                return;
+            }
+        }
+    }
+}
+
+/// The updates of a failed batch that were applied, and what to tell the user about the
+/// ones that were not.
+fn describe_failure(tables: &Tables, chunk: &[Op], failure: WriteFailure) -> (Vec<Op>, String) {
+    if let Some(status) = failure.overall {
+        return (
+            Vec::new(),
+            format!("the chip refused the write: {}", status.message()),
+        );
+    }
+    let mut done = Vec::new();
+    let mut refused = Vec::new();
+    for (op, outcome) in chunk.iter().zip(failure.errors) {
+        match outcome {
+            None => done.push(op.clone()),
+            Some((code, message)) => refused.push(format!(
+                "{}: {} in table {} refused ({code:?}): {message}",
+                op.entry().source,
+                op.kind(),
+                tables.name(op.entry().entry.table_id)
+            )),
+        }
+    }
+    (done, refused.join("\n"))
+}
+
+impl Southbound for Driver {
+    fn apply(
+        &mut self,
+        _current: &Running,
+        next: &Running,
+        offline_ok: bool,
+    ) -> Result<Vec<String>, String> {
+        let driver = self.clone();
+        let config = next.config.clone();
+        let result = self.runtime.block_on(async move {
+            let mut inner = driver.inner.lock().await;
+            let written = inner.program(&config, offline_ok).await?;
+            let entries = inner.programmed.len();
+            Ok::<_, String>((written, entries, inner.conn.is_some()))
+        });
+        let (written, entries, connected) = result?;
+        self.set_status(|s| {
+            s.in_sync = connected;
+            s.entries = entries;
+            if !connected {
+                s.message = "out of sync: committed offline; the next connection reconciles".into();
+            }
+        });
+        Ok(if connected {
+            vec![format!(
+                "chip programmed: {written} entr{} written",
+                if written == 1 { "y" } else { "ies" }
+            )]
+        } else {
+            vec![
+                "chip NOT programmed (offline commit): out of sync until it reconnects".to_string(),
+            ]
+        })
+    }
+
+    fn preview(&mut self, _current: &Running, next: &Running) -> Vec<String> {
+        let driver = self.clone();
+        let config = next.config.clone();
+        self.runtime.block_on(async move {
+            let inner = driver.inner.lock().await;
+            match inner
+                .compiler
+                .compile(&config, &inner.live, &inner.programmed)
+            {
+                Ok(compiled) => {
+                    let plan = Plan::between(&inner.tables, &inner.programmed, &compiled);
+                    let mut lines = vec![format!(
+                        "chip: {} write{}",
+                        plan.len(),
+                        if plan.len() == 1 { "" } else { "s" }
+                    )];
+                    lines.extend(
+                        plan.summary(&inner.tables)
+                            .into_iter()
+                            .map(|l| format!("  {l}")),
+                    );
+                    for op in plan.ops().take(20) {
+                        lines.push(format!(
+                            "  {} {} <- {}",
+                            op.kind(),
+                            inner.tables.name(op.entry().entry.table_id),
+                            op.entry().source
+                        ));
+                    }
+                    if plan.len() > 20 {
+                        lines.push(format!("  ... and {} more", plan.len() - 20));
+                    }
+                    lines
+                }
+                Err(e) => vec![format!("chip: cannot compile: {e}")],
+            }
+        })
+    }
+}
+
+fn cookie_of(p4info: &P4Info) -> u64 {
+    use prost::Message;
+    let digest = Sha256::digest(p4info.encode_to_vec());
+    u64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]))
+}
+
+fn load_state(path: &std::path::Path) -> Result<Saved, DriverError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| DriverError::State {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Saved::default()),
+        Err(e) => Err(DriverError::State {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Written to a temporary file and renamed: a crash leaves the old state or the new.
+fn save_state(path: &std::path::Path, saved: &Saved) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(saved).map_err(std::io::Error::other)?;
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, path)
+}

@@ -1,0 +1,15 @@
+//! The southbound: the running configuration compiled into P4Runtime entries for
+//! `p4/efb.p4` ([`compile`]), the difference planned in safe phases ([`plan`]), written
+//! through a P4Runtime connection ([`client`]) by the [`driver`], which also reconciles the
+//! chip at every (re)connection.
+
+pub mod client;
+pub mod compile;
+pub mod driver;
+pub mod entry;
+pub mod ids;
+pub mod plan;
+
+pub use compile::{Compiled, Compiler, Desired, Group};
+pub use driver::{Driver, DriverSettings, DriverStatus};
+pub use plan::{Op, Plan, Tables};

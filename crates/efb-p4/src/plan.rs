@@ -1,0 +1,242 @@
+//! From what the chip holds to what it should hold: the fewest writes (a MODIFY where the
+//! key stays), in phases so that no packet sees a state that forwards it across links or
+//! to a removed pair:
+//!
+//! 1. what others point at first: the balancing method, links' ports, pairs, units;
+//! 2. then bucket tables (pointing at pairs);
+//! 3. then ingress ports (a new link or pair starts receiving only once it is complete);
+//! 4. then flows;
+//! 5. and the removals in the reverse order: flows, ingress ports, buckets, and last what
+//!    was pointed at.
+//!
+//! Each phase is written in its own batches, one after the other.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use efb_p4info::P4InfoIndex;
+use efb_p4info::names::tables as t;
+use p4runtime_proto::p4::v1 as p4;
+
+use crate::compile::{Compiled, Desired};
+use crate::entry::EntryKey;
+
+/// One write. (A modify carries the old entry too, so that it can be undone.)
+#[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Op {
+    Insert(Desired),
+    Modify { old: Desired, new: Desired },
+    Delete(Desired),
+}
+
+impl Op {
+    /// The entry the write sends.
+    pub fn entry(&self) -> &Desired {
+        match self {
+            Op::Insert(d) | Op::Delete(d) => d,
+            Op::Modify { new, .. } => new,
+        }
+    }
+
+    /// The write that undoes this one.
+    pub fn inverse(&self) -> Op {
+        match self {
+            Op::Insert(d) => Op::Delete(d.clone()),
+            Op::Delete(d) => Op::Insert(d.clone()),
+            Op::Modify { old, new } => Op::Modify {
+                old: new.clone(),
+                new: old.clone(),
+            },
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Op::Insert(_) => "insert",
+            Op::Modify { .. } => "modify",
+            Op::Delete(_) => "delete",
+        }
+    }
+}
+
+/// Table ids by role, from the P4Info.
+#[derive(Clone, Debug)]
+pub struct Tables {
+    pub balancing: u32,
+    pub link_ports: u32,
+    pub pairs: u32,
+    pub units: u32,
+    pub buckets: u32,
+    pub ingress_port: u32,
+    pub flows: u32,
+    names: BTreeMap<u32, String>,
+}
+
+impl Tables {
+    pub fn new(index: &P4InfoIndex) -> Result<Tables, efb_p4info::P4InfoError> {
+        let id = |name: &str| index.table_by_name(name).map(|t| t.id);
+        Ok(Tables {
+            balancing: id(t::BALANCING)?,
+            link_ports: id(t::LINK_PORTS)?,
+            pairs: id(t::PAIRS)?,
+            units: id(t::UNITS)?,
+            buckets: id(t::BUCKETS)?,
+            ingress_port: id(t::INGRESS_PORT)?,
+            flows: id(t::FLOWS)?,
+            names: index.tables().map(|t| (t.id, t.alias.clone())).collect(),
+        })
+    }
+
+    pub fn all(&self) -> [u32; 7] {
+        [
+            self.balancing,
+            self.link_ports,
+            self.pairs,
+            self.units,
+            self.buckets,
+            self.ingress_port,
+            self.flows,
+        ]
+    }
+
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(&id).map(String::as_str).unwrap_or("?")
+    }
+
+    /// The phase (0-7) of a write.
+    fn phase(&self, op: &Op) -> usize {
+        let table = op.entry().entry.table_id;
+        let level = if table == self.buckets {
+            1
+        } else if table == self.ingress_port {
+            2
+        } else if table == self.flows {
+            3
+        } else {
+            0
+        };
+        match op {
+            Op::Delete(_) => 7 - level,
+            _ => level,
+        }
+    }
+}
+
+/// Writes in phases.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    pub phases: Vec<Vec<Op>>,
+}
+
+impl Plan {
+    fn from_ops(tables: &Tables, ops: Vec<Op>) -> Plan {
+        let mut phases: Vec<Vec<Op>> = vec![Vec::new(); 8];
+        for op in ops {
+            phases[tables.phase(&op)].push(op);
+        }
+        phases.retain(|p| !p.is_empty());
+        Plan { phases }
+    }
+
+    /// The writes from `old` to `new`, looking only at the groups `new` recompiled.
+    pub fn between(tables: &Tables, old: &Compiled, new: &Compiled) -> Plan {
+        let mut removed: BTreeMap<EntryKey, &Desired> = BTreeMap::new();
+        let mut added: BTreeMap<EntryKey, &Desired> = BTreeMap::new();
+        let groups: BTreeSet<_> = old.group_names().chain(new.group_names()).collect();
+        for group in groups {
+            if new.shares(old, group) {
+                continue;
+            }
+            removed.extend(old.group(group).iter().map(|d| (EntryKey::of(&d.entry), d)));
+            added.extend(new.group(group).iter().map(|d| (EntryKey::of(&d.entry), d)));
+        }
+        Plan::from_ops(tables, ops(removed, added))
+    }
+
+    /// The writes that make a target holding `actual` hold `desired`.
+    pub fn reconcile(
+        tables: &Tables,
+        actual: &BTreeMap<EntryKey, p4::TableEntry>,
+        desired: &Compiled,
+    ) -> Plan {
+        let removed: BTreeMap<EntryKey, Desired> = actual
+            .iter()
+            .map(|(k, e)| {
+                (
+                    k.clone(),
+                    Desired {
+                        entry: e.clone(),
+                        source: "(on the chip, not in the configuration)".to_string(),
+                    },
+                )
+            })
+            .collect();
+        let added = desired.by_key();
+        Plan::from_ops(
+            tables,
+            ops(removed.iter().map(|(k, d)| (k.clone(), d)).collect(), added),
+        )
+    }
+
+    pub fn len(&self) -> usize {
+        self.phases.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn ops(&self) -> impl Iterator<Item = &Op> {
+        self.phases.iter().flatten()
+    }
+
+    /// Writes per table and kind: "flows: 1 modify".
+    pub fn summary(&self, tables: &Tables) -> Vec<String> {
+        let mut counts: BTreeMap<(String, &'static str), usize> = BTreeMap::new();
+        for op in self.ops() {
+            *counts
+                .entry((
+                    tables.name(op.entry().entry.table_id).to_string(),
+                    op.kind(),
+                ))
+                .or_default() += 1;
+        }
+        counts
+            .into_iter()
+            .map(|((table, kind), n)| {
+                format!("{table}: {n} {kind}{}", if n == 1 { "" } else { "s" })
+            })
+            .collect()
+    }
+}
+
+/// Inserts, modifies and deletes from the entries that left and came. A default entry is
+/// never inserted or deleted: the program always has one, so it is modified.
+fn ops(removed: BTreeMap<EntryKey, &Desired>, added: BTreeMap<EntryKey, &Desired>) -> Vec<Op> {
+    let mut out = Vec::new();
+    for (key, old) in &removed {
+        match added.get(key) {
+            Some(new) if new.entry != old.entry => out.push(Op::Modify {
+                old: (*old).clone(),
+                new: (*new).clone(),
+            }),
+            Some(_) => {}
+            None if key.default => {}
+            None => out.push(Op::Delete((*old).clone())),
+        }
+    }
+    for (key, new) in &added {
+        if removed.contains_key(key) {
+            continue;
+        }
+        if key.default {
+            out.push(Op::Modify {
+                old: (*new).clone(),
+                new: (*new).clone(),
+            });
+        } else {
+            out.push(Op::Insert((*new).clone()));
+        }
+    }
+    out
+}
