@@ -69,6 +69,7 @@ impl Backend for GnmiBackend {
                             comment: Some("gNMI Set".to_string()),
                             confirm_timeout: confirm,
                             check_only: false,
+                            offline: false,
                         },
                     )
                 });

@@ -210,6 +210,7 @@ impl Management for Service {
             confirm_timeout: (request.confirm_seconds > 0)
                 .then(|| Duration::from_secs(u64::from(request.confirm_seconds))),
             check_only: request.check_only,
+            offline: false,
         };
         let outcome = self
             .run("Commit", session, move |s| {
