@@ -26,7 +26,4 @@ pub use profile::Profile;
 pub use server::{Servers, serve};
 
 /// Generated code of the control service.
-pub mod control_proto {
-    #![allow(clippy::all, clippy::pedantic, missing_docs)]
-    include!(concat!(env!("OUT_DIR"), "/efb.target.v1.rs"));
-}
+pub use efb_target_proto as control_proto;

@@ -64,11 +64,30 @@ async fn main() -> anyhow::Result<()> {
     let servers = efb_target::serve(device, args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
+    // Scripts and tests read this line to find a port chosen by the system.
+    println!("efb-target: P4Runtime on {}", servers.addr);
     tokio::select! {
         result = servers.wait() => result.map_err(anyhow::Error::msg).context("server failed"),
-        _ = tokio::signal::ctrl_c() => {
-            tracing::info!("interrupted, stopping");
+        () = stop_signal() => {
+            tracing::info!("stopping");
             Ok(())
         }
+    }
+}
+
+/// SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
     }
 }

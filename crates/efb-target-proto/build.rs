@@ -1,5 +1,5 @@
-//! Generates the target's own control service (proto/efb/target/v1/control.proto) with
-//! protox and tonic; the P4Runtime definitions come from the p4runtime-proto crate.
+//! Generates the target's control service (proto/efb/target/v1/control.proto) with protox
+//! and tonic, client and server, without protoc.
 
 use std::path::PathBuf;
 
