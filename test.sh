@@ -12,7 +12,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 efb_log "tests"
-EFB_VENV="$EFB_ROOT/.venv" cargo test --workspace --lib --bins --tests "$@"
+EFB_VENV="$EFB_ROOT/.venv" EFB_P4_VENV="$EFB_ROOT/.venv-p4" cargo test --workspace --lib --bins --tests "$@"
 
 efb_log "benchmarks build and run one quick round"
 EFB_BENCH_QUICK=1 cargo bench --workspace --quiet

@@ -1,10 +1,13 @@
 # Sourced by ../run.sh and ../test.sh: installs what building and testing need, once.
 # - Debian packages: cmake and libpcre2-dev build the bundled libyang; python3-venv holds
 #   the real clients' virtualenv.
-# - .venv/: a Python virtualenv with the real clients (pyang; later pygnmi, p4runtime-shell).
+# - .venv/: a Python virtualenv with the real clients pyang and pygnmi (gNMI, with gnmi-pb
+#   and grpcio-tools for the proto check); .venv-p4/: p4runtime-shell, in a virtualenv of its
+#   own because it needs protobuf 3, which gnmi-pb cannot use.
 
 EFB_DEBIAN_PACKAGES="cmake libpcre2-dev pkg-config python3-venv"
-EFB_PYTHON_PACKAGES="pyang==2.7.1 p4runtime-shell==0.0.6 p4runtime==1.4.1 protobuf==3.20.3 grpcio==1.85.3"
+EFB_PYTHON_PACKAGES="pyang==2.7.1 pygnmi==0.8.15 gnmi-pb==0.11.0.1 grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2"
+EFB_P4_PYTHON_PACKAGES="p4runtime-shell==0.0.6 p4runtime==1.4.1 protobuf==3.20.3 grpcio==1.85.3"
 
 efb_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
@@ -33,20 +36,24 @@ efb_ensure_rust() {
   fi
 }
 
+# efb_ensure_venv DIR PACKAGES: a virtualenv at DIR holding exactly PACKAGES (remade when
+# the list changes).
 efb_ensure_venv() {
-  local venv="$EFB_ROOT/.venv"
+  local venv="$1" packages="$2"
   local stamp="$venv/.efb-packages"
-  if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$EFB_PYTHON_PACKAGES" ]; then
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$packages" ]; then
     return 0
   fi
-  efb_log "preparing the Python virtualenv $venv ($EFB_PYTHON_PACKAGES)"
+  efb_log "preparing the Python virtualenv $venv ($packages)"
+  rm -rf "$venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check $EFB_PYTHON_PACKAGES
-  echo "$EFB_PYTHON_PACKAGES" > "$stamp"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $packages
+  echo "$packages" > "$stamp"
 }
 
 efb_setup() {
   efb_ensure_debian_packages
   efb_ensure_rust
-  efb_ensure_venv
+  efb_ensure_venv "$EFB_ROOT/.venv" "$EFB_PYTHON_PACKAGES"
+  efb_ensure_venv "$EFB_ROOT/.venv-p4" "$EFB_P4_PYTHON_PACKAGES"
 }

@@ -4,52 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use efb_cli::client::Client;
 use efb_cli::complete::{Completer, KeySource, Mode};
 use efb_cli::grammar::Grammar;
-use efb_mgmt_proto::v1::{Datastore, Format, LoadMode};
+use efb_mgmt_proto::v1::{CommitRequest, Datastore, Format, LoadMode};
 use efb_tests::Daemon;
+use efb_tests::figures::{site_with_flows, summary};
 use efb_yang::Schema;
-
-fn site_with_flows(flows: usize) -> String {
-    let mut site: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(efb_tests::repo().join("examples/one-filter-site.json")).unwrap(),
-    )
-    .unwrap();
-    let list = site["ecofilter-balancer:ecofilter-balancer"]["flow"]
-        .as_array_mut()
-        .unwrap();
-    for i in 0..flows {
-        list.push(serde_json::json!({
-            "name": format!("sub{i}"),
-            "priority": 1000 + i,
-            "links": [if i % 2 == 0 { "l1" } else { "l2" }],
-            "match": {"dst-ipv4": format!("10.{}.{}.{}/32", (i >> 16) & 255, (i >> 8) & 255, i & 255), "ip-proto": 6},
-            "action": {"to-ecofilter": {"ecofilter-unit": "ef1"}}
-        }));
-    }
-    site.to_string()
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn summary(name: &str, mut times: Vec<Duration>) {
-    times.sort();
-    println!(
-        "{name:<46} p50 {:>10}  p99 {:>10}  max {:>10}",
-        ms(percentile(&times, 0.5)),
-        ms(percentile(&times, 0.99)),
-        ms(*times.last().unwrap())
-    );
-}
 
 struct Keys<'a>(std::cell::RefCell<&'a mut Client>);
 
@@ -75,7 +38,12 @@ fn loaded(flows: usize) -> (tempfile::TempDir, Daemon, Client) {
     client
         .load(LoadMode::Override, Format::Json, site_with_flows(flows))
         .unwrap();
-    client.commit("bench", false, 0).unwrap();
+    client
+        .commit(CommitRequest {
+            comment: "bench".into(),
+            ..CommitRequest::default()
+        })
+        .unwrap();
     (dir, daemon, client)
 }
 
@@ -127,7 +95,7 @@ fn main() {
                 500_000 + round
             ))
             .unwrap();
-        let reply = client.commit("", false, 0).unwrap();
+        let reply = client.commit(CommitRequest::default()).unwrap();
         times.push(start.elapsed());
         assert_eq!(reply.changes, 1);
     }

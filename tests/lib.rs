@@ -1,6 +1,8 @@
 //! Helpers shared by the cross-crate tests: where the repository, the binaries and the real
 //! clients are, and a real efbd process to talk to.
 
+pub mod figures;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,25 +17,37 @@ pub fn repo() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// A tool of the Python virtualenv `./test.sh` prepares (`.venv/`), or from `EFB_VENV`.
-/// Real-client tests fail, loudly, when it is missing: run them through `./test.sh`.
+/// A tool of the Python virtualenv with pyang and the gNMI clients that `./test.sh` prepares
+/// (`.venv/`), or from `EFB_VENV`. Real-client tests fail, loudly, when it is missing: run
+/// them through `./test.sh`.
 pub fn venv_tool(name: &str) -> PathBuf {
-    let venv = std::env::var_os("EFB_VENV")
+    tool_of("EFB_VENV", ".venv", name)
+}
+
+/// A tool of the virtualenv with p4runtime-shell (`.venv-p4/`, or from `EFB_P4_VENV`).
+pub fn p4_venv_tool(name: &str) -> PathBuf {
+    tool_of("EFB_P4_VENV", ".venv-p4", name)
+}
+
+fn tool_of(variable: &str, default: &str, name: &str) -> PathBuf {
+    let venv = std::env::var_os(variable)
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".venv"));
+        .unwrap_or_else(|| repo().join(default));
     let tool = venv.join("bin").join(name);
     assert!(
         tool.exists(),
-        "{} is missing: run ./test.sh, which creates the virtualenv with the real clients",
+        "{} is missing: run ./test.sh, which creates the virtualenvs with the real clients",
         tool.display()
     );
     tool
 }
 
-static BUILD: Mutex<()> = Mutex::new(());
+/// Binaries this process has built.
+static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-/// A binary of the workspace, built by this test run's profile (built now if a narrower
-/// `cargo test -p` did not build it).
+/// A binary of the workspace, built by this test run's profile. Built (or found up to date)
+/// once per test process: `cargo test -p efb-tests` does not rebuild other packages'
+/// binaries, and a stale efbd would test old code.
 pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     // target/<profile>/deps/<test> -> target/<profile>/<name>
@@ -42,41 +56,58 @@ pub fn binary(name: &str) -> PathBuf {
         .and_then(Path::parent)
         .expect("target directory");
     let path = dir.join(name);
-    let _guard = BUILD.lock().unwrap_or_else(|p| p.into_inner());
-    if !path.exists() {
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if !built.iter().any(|b| b == name) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut command = Command::new(cargo);
-        command.args(["build", "--bin", name]).current_dir(repo());
+        command
+            .args(["build", "--quiet", "--bin", name])
+            .current_dir(repo());
         if dir.ends_with("release") {
             command.arg("--release");
         }
         let status = command.status().expect("cargo build runs");
         assert!(status.success(), "cargo build --bin {name} failed");
+        built.push(name.to_string());
     }
     path
 }
 
-/// A real efbd on a temporary (or given) datastore, on a port the system picks.
+/// A real efbd on a temporary (or given) datastore, on ports the system picks.
 pub struct Daemon {
     child: Child,
     pub address: String,
+    /// The gNMI server's address, if efbd serves gNMI.
+    pub gnmi: Option<String>,
+    /// Whether gNMI runs over TLS.
+    pub gnmi_tls: bool,
     pub datastore: PathBuf,
 }
 
 impl Daemon {
+    /// Starts efbd on `datastore`; without a `--p4runtime` in `extra` it runs without a
+    /// data plane.
     pub fn start(datastore: &Path, extra: &[&str]) -> Daemon {
+        let data_plane: &[&str] = if extra.contains(&"--p4runtime") {
+            &[]
+        } else {
+            &["--no-data-plane"]
+        };
         let mut child = Command::new(binary("efbd"))
             .arg("--datastore")
             .arg(datastore)
             .args(["--mgmt-listen", "127.0.0.1:0", "--log-level", "warn"])
+            .args(["--gnmi-listen", "127.0.0.1:0"])
+            .args(data_plane)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("efbd starts");
         let stdout = child.stdout.take().expect("efbd stdout");
+        let mut reader = BufReader::new(stdout);
         let mut line = String::new();
-        BufReader::new(stdout)
+        reader
             .read_line(&mut line)
             .expect("efbd says where it listens");
         let address = line
@@ -84,9 +115,21 @@ impl Daemon {
             .strip_prefix("efbd: management API on ")
             .unwrap_or_else(|| panic!("unexpected first line from efbd: {line:?}"))
             .to_string();
+        // Second line: `efbd: gNMI on ADDR (TLS|plaintext)` or `efbd: gNMI off`.
+        let mut second = String::new();
+        reader
+            .read_line(&mut second)
+            .expect("efbd says where gNMI listens");
+        let gnmi = second
+            .trim()
+            .strip_prefix("efbd: gNMI on ")
+            .and_then(|rest| rest.split_once(' '))
+            .map(|(addr, mode)| (addr.to_string(), mode == "(TLS)"));
         Daemon {
             child,
             address,
+            gnmi_tls: gnmi.as_ref().is_some_and(|(_, tls)| *tls),
+            gnmi: gnmi.map(|(addr, _)| addr),
             datastore: datastore.to_path_buf(),
         }
     }
@@ -103,6 +146,17 @@ impl Daemon {
         }
         let _ = self.child.kill();
         false
+    }
+
+    /// SIGKILL: the process dies wherever it is.
+    /// The efbd process id (to read its memory use).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Runs `efb-cli` non-interactively against this daemon: stdin lines or `-c`.
@@ -129,6 +183,42 @@ impl Daemon {
 }
 
 impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A real efb-target (the software chip) on a port the system picks.
+pub struct Target {
+    child: Child,
+    pub address: String,
+}
+
+impl Target {
+    pub fn start(extra: &[&str]) -> Target {
+        let mut child = Command::new(binary("efb-target"))
+            .args(["--listen", "127.0.0.1:0", "--log-level", "warn"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("efb-target starts");
+        let stdout = child.stdout.take().expect("efb-target stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("efb-target says where it listens");
+        let address = line
+            .trim()
+            .strip_prefix("efb-target: P4Runtime on ")
+            .unwrap_or_else(|| panic!("unexpected first line from efb-target: {line:?}"))
+            .to_string();
+        Target { child, address }
+    }
+}
+
+impl Drop for Target {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -145,12 +145,16 @@ fn tab_completes_and_question_mark_explains() {
     sh.exp_string("balancing-config-hash").unwrap();
     sh.exp_string("Hash of the balancing configuration")
         .unwrap();
+    // The listing ends with the prompt and the line again: read past it, so that later
+    // expectations cannot match what is left of the listing.
+    prompt(&mut sh);
     sh.send_control('u').unwrap();
     configure(&mut sh);
     keys(&mut sh, "set ports port p4-2 speed ?");
     sh.exp_string("<speed>").unwrap();
     sh.exp_string("Port speed").unwrap();
     sh.exp_string("100 Gbit/s using the whole port").unwrap();
+    prompt(&mut sh);
     sh.send_control('u').unwrap();
     quiet(&mut sh, "set ports port p4-2 number 4 lane 2 speed 10g");
     // List keys come live from the daemon (the candidate, in configuration mode).
@@ -162,7 +166,34 @@ fn tab_completes_and_question_mark_explains() {
     sh.exp_string("to-ecofilter").unwrap();
     sh.exp_string("Send the packet to an ecofilter unit")
         .unwrap();
+    prompt(&mut sh);
     sh.send_control('u').unwrap();
+    run(&mut sh, "discard", "candidate discarded");
+}
+
+#[test]
+fn lines_pasted_or_typed_ahead_all_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(&dir.path().join("datastore"), &[]);
+    let mut sh = shell(&daemon, dir.path(), "carol");
+    configure(&mut sh);
+    // Typed ahead (or pasted by a terminal without bracketed paste): all at once, before
+    // the shell has read the first line.
+    keys(
+        &mut sh,
+        "set ports port a1 number 1\nset ports port a2 number 2\nset ports port a3 number 3\n",
+    );
+    // Pasted by a terminal with bracketed paste: one block with the newlines in it.
+    keys(
+        &mut sh,
+        "\x1b[200~set ports port b1 number 4\nset ports port b2 number 5\n\x1b[201~\n",
+    );
+    // Five ports, five lines; the count appears nowhere in what was typed.
+    run(
+        &mut sh,
+        "show | compare | display set | match number | count",
+        "Count: 5 lines",
+    );
     run(&mut sh, "discard", "candidate discarded");
 }
 

@@ -138,17 +138,11 @@ impl Client {
             .map(|l| l.lines)
     }
 
-    pub fn commit(
-        &mut self,
-        comment: &str,
-        check_only: bool,
-        confirm_seconds: u32,
-    ) -> Result<CommitReply> {
+    /// Commits this session's candidate (`request.session` is set here).
+    pub fn commit(&mut self, request: CommitRequest) -> Result<CommitReply> {
         let request = CommitRequest {
             session: self.session,
-            comment: comment.to_string(),
-            check_only,
-            confirm_seconds,
+            ..request
         };
         self.call(move |mut c| async move { c.commit(request).await })
     }

@@ -108,6 +108,10 @@ const COMMIT_OPTIONS: &[(&str, &str)] = &[
         "Roll back by itself unless confirmed within MINUTES (default 10)",
     ),
     ("comment", "A comment kept in the commit history"),
+    (
+        "offline",
+        "Commit even if the chip is unreachable (it is programmed when it reconnects)",
+    ),
     ("and-quit", "Commit, then leave configuration mode"),
 ];
 

@@ -162,11 +162,13 @@ pub fn run(mut shell: Shell, grammar: Arc<Grammar>) -> anyhow::Result<()> {
     loop {
         *keys_mode.lock().unwrap_or_else(|p| p.into_inner()) = shell.mode;
         match editor.readline(shell.prompt()) {
-            Ok(line) => match shell.execute(&line) {
-                Ok(Flow::Exit) => break,
-                Ok(Flow::Continue) => {}
-                Err(e) => println!("error: {e}"),
-            },
+            // A paste of several lines (bracketed paste) comes as one: each line runs as if
+            // typed, as in any terminal.
+            Ok(text) => {
+                if execute_lines(&mut shell, &text) == Flow::Exit {
+                    break;
+                }
+            }
             // Ctrl-C cancels the line being typed.
             Err(ReadlineError::Interrupted) => {}
             Err(ReadlineError::Eof) => break,
@@ -178,4 +180,19 @@ pub fn run(mut shell: Shell, grammar: Arc<Grammar>) -> anyhow::Result<()> {
     }
     shell.close();
     Ok(())
+}
+
+fn execute_lines(shell: &mut Shell, text: &str) -> Flow {
+    let mut lines: Vec<&str> = text.split(['\n', '\r']).collect();
+    if lines.len() > 1 {
+        lines.retain(|l| !l.trim().is_empty());
+    }
+    for line in lines {
+        match shell.execute(line) {
+            Ok(Flow::Exit) => return Flow::Exit,
+            Ok(Flow::Continue) => {}
+            Err(e) => println!("error: {e}"),
+        }
+    }
+    Flow::Continue
 }

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use efb_mgmt_proto::v1::{Datastore, Format, LoadMode};
+use efb_mgmt_proto::v1::{CommitRequest, Datastore, Format, LoadMode};
 use efb_yang::schema::Schema;
 use efb_yang::setlines::{self, Verb};
 use efb_yang::{DataPath, diff, json};
@@ -457,11 +457,13 @@ impl Shell {
 
     fn commit(&mut self, options: &[String]) -> Result<(Output, Flow)> {
         let request = CommitOptions::parse(options)?;
-        let reply = self.client().commit(
-            &request.comment,
-            request.check,
-            request.confirm_minutes.map_or(0, |m| m * 60),
-        )?;
+        let reply = self.client().commit(CommitRequest {
+            comment: request.comment.clone(),
+            check_only: request.check,
+            confirm_seconds: request.confirm_minutes.map_or(0, |m| m * 60),
+            offline: request.offline,
+            ..CommitRequest::default()
+        })?;
         let mut lines = Vec::new();
         for w in &reply.warnings {
             lines.push(format!("warning: {}: {}", w.path, w.message));
@@ -483,8 +485,10 @@ impl Shell {
                     reply.changes as usize - reply.change_lines.len()
                 ));
             }
+            lines.extend(reply.chip.iter().cloned());
             return Ok((Output::lines(lines), Flow::Continue));
         }
+        lines.extend(reply.chip.iter().cloned());
         if reply.confirmed_commit_id != 0 {
             lines.push(format!("commit {} confirmed", reply.confirmed_commit_id));
         }
@@ -571,9 +575,11 @@ impl Shell {
     }
 }
 
-/// `commit` options in any order: check, confirmed [MINUTES], comment "TEXT", and-quit.
+/// `commit` options in any order: check, confirmed [MINUTES], comment "TEXT", offline,
+/// and-quit.
 struct CommitOptions {
     check: bool,
+    offline: bool,
     confirm_minutes: Option<u32>,
     comment: String,
     and_quit: bool,
@@ -583,6 +589,7 @@ impl CommitOptions {
     fn parse(words: &[String]) -> Result<CommitOptions> {
         let mut options = CommitOptions {
             check: false,
+            offline: false,
             confirm_minutes: None,
             comment: String::new(),
             and_quit: false,
@@ -592,6 +599,7 @@ impl CommitOptions {
             match words[i].as_str() {
                 "check" => options.check = true,
                 "and-quit" => options.and_quit = true,
+                "offline" => options.offline = true,
                 "confirmed" => {
                     let minutes = words.get(i + 1).and_then(|w| w.parse::<u32>().ok());
                     if minutes.is_some() {
@@ -612,13 +620,15 @@ impl CommitOptions {
                 }
                 other => {
                     return fail(format!(
-                        "commit: unknown option \"{other}\"; expected check, confirmed [MINUTES], comment \"TEXT\", and-quit"
+                        "commit: unknown option \"{other}\"; expected check, confirmed [MINUTES], comment \"TEXT\", offline, and-quit"
                     ));
                 }
             }
             i += 1;
         }
-        if options.check && (options.confirm_minutes.is_some() || options.and_quit) {
+        if options.check
+            && (options.confirm_minutes.is_some() || options.and_quit || options.offline)
+        {
             return fail("commit check commits nothing: it takes no other option");
         }
         Ok(options)

@@ -63,6 +63,19 @@ fn lines(problems: &[Problem]) -> String {
         .join("\n")
 }
 
+/// Says which commit waits for its confirmation, and until when.
+pub fn pending_message(pending: &Pending) -> String {
+    let left = pending
+        .deadline
+        .duration_since(SystemTime::now())
+        .unwrap_or_default()
+        .as_secs();
+    format!(
+        "commit {} (commit confirmed) waits for its confirmation for {left} more seconds: confirm or cancel it first",
+        pending.commit_id
+    )
+}
+
 /// The daemon, as the gNMI server sees it.
 #[tonic::async_trait]
 pub trait Backend: Send + Sync + 'static {
@@ -84,6 +97,23 @@ pub trait Backend: Send + Sync + 'static {
         edits: Vec<Edit>,
         confirm: Option<Duration>,
     ) -> Result<Committed, BackendError>;
+
+    /// Like [`Backend::commit`], but refused with `Precondition` when a `commit confirmed`
+    /// is pending, checked in the same step as the commit. gNMI allows one pending commit
+    /// at a time, and a plain commit must not confirm it as a side effect (the datastore's
+    /// Junos-like rule for the shell). The default checks first and commits next, which
+    /// leaves a window; efbd does both in one job of its configuration owner.
+    async fn commit_unless_pending(
+        &self,
+        user: &str,
+        edits: Vec<Edit>,
+        confirm: Option<Duration>,
+    ) -> Result<Committed, BackendError> {
+        if let Some(pending) = self.pending().await? {
+            return Err(BackendError::Precondition(pending_message(&pending)));
+        }
+        self.commit(user, edits, confirm).await
+    }
 
     /// Confirms the pending `commit confirmed`; returns the commit it confirmed.
     async fn confirm(&self) -> Result<Option<u64>, BackendError>;

@@ -1,3 +1,163 @@
-//! The balancer's gNMI server. [`backend`] is what it needs from efbd.
+//! The balancer's gNMI server: Capabilities, Get, Set (with the commit confirmed
+//! extension) and Subscribe (ONCE, POLL, STREAM with ON_CHANGE, SAMPLE, TARGET_DEFINED)
+//! over the `ecofilter-balancer` model, in front of efbd's configuration owner.
+//!
+//! - [`backend`]: what the server needs from efbd (snapshots, changes, commit).
+//! - [`path`]: gNMI paths against the schema (origins, keys, wildcards).
+//! - [`encode`] / [`decode`]: JSON and JSON_IETF (RFC 7951) out of and into data trees,
+//!   driven by the schema.
+//! - [`auth`]: users, passwords, roles. [`tls`]: the server certificate.
+//!
+//! efbd binds the listener (so it can print the address) and calls [`serve`].
 
+pub mod auth;
 pub mod backend;
+pub mod decode;
+pub mod encode;
+mod errors;
+mod gate;
+pub mod path;
+mod service;
+mod set;
+mod subscribe;
+pub mod tls;
+
+#[cfg(test)]
+mod testing {
+    #![allow(clippy::unwrap_used)]
+
+    use efb_yang::Schema;
+
+    /// The module plus an identity, a derived one and a leaf referring to them: the model
+    /// has no identityref yet, the encoding must already be right.
+    pub fn with_identities() -> Schema {
+        let text = efb_yang::schema::MODULE_TEXT.trim_end();
+        let body = text.strip_suffix('}').unwrap();
+        let variant = format!(
+            "{body}\n  identity filter-kind {{ description \"Kinds.\"; }}\n  \
+         identity dpi {{ base filter-kind; description \"DPI.\"; }}\n  \
+         container kinds {{ description \"Test.\";\n    \
+         leaf kind {{ type identityref {{ base filter-kind; }} description \"Test.\"; }}\n  }}\n}}\n"
+        );
+        Schema::load_text(Box::leak(variant.into_boxed_str())).unwrap()
+    }
+}
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gnmi_proto::gnmi::g_nmi_server::GNmiServer;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tonic::codec::CompressionEncoding;
+use tonic::transport::{Identity, ServerTlsConfig};
+
+pub use auth::{Caller, Role, Users};
+pub use backend::Backend;
+pub use service::GnmiService;
+pub use tls::TlsIdentity;
+
+/// How the server runs.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub users: Arc<Users>,
+    /// The certificate to serve TLS with; `None`: plain text (only when asked for).
+    pub tls: Option<TlsIdentity>,
+    /// Largest request or response message (a 100 000-flow configuration in JSON is about
+    /// 20 MiB, five times gRPC's 4 MiB default).
+    pub max_message_bytes: usize,
+    /// Responses a subscriber may have waiting to be sent before its stream stops taking
+    /// more from the target; a subscriber that stays behind by more than the daemon's
+    /// change queue is ended with RESOURCE_EXHAUSTED.
+    pub subscriber_queue: usize,
+    /// The shortest SAMPLE interval served (also what 0 means).
+    pub min_sample_interval: Duration,
+    /// Updates per Notification in dumps and samples (bounds message size and latency).
+    pub updates_per_notification: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            users: Arc::new(Users::none()),
+            tls: None,
+            max_message_bytes: 256 * 1024 * 1024,
+            subscriber_queue: 64,
+            min_sample_interval: Duration::from_millis(100),
+            updates_per_notification: 1000,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("gNMI TLS: {0}")]
+    Tls(tonic::transport::Error),
+    #[error("gNMI server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// The gNMI service as a tonic server (message limits, gzip both ways), for [`serve`] and
+/// for tests that serve it themselves. Subscriptions end when `stop` turns true.
+pub fn service(
+    backend: Arc<dyn Backend>,
+    config: &ServerConfig,
+    stop: watch::Receiver<bool>,
+) -> GNmiServer<GnmiService> {
+    GNmiServer::new(GnmiService::new(backend, config.clone(), stop))
+        .max_decoding_message_size(config.max_message_bytes)
+        .max_encoding_message_size(config.max_message_bytes)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .send_compressed(CompressionEncoding::Gzip)
+}
+
+/// Serves gNMI on `listener` until `shutdown` completes; streaming subscriptions are
+/// ended then (with UNAVAILABLE), so the server stops promptly.
+pub async fn serve(
+    backend: Arc<dyn Backend>,
+    config: ServerConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let (stop, stopped) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    });
+    let mut builder = tonic::transport::Server::builder()
+        // Dead peers (a laptop that went away) are found and their streams dropped.
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)));
+    if let Some(tls) = &config.tls {
+        let identity = Identity::from_pem(&tls.cert_pem, &tls.key_pem);
+        builder = builder
+            .tls_config(ServerTlsConfig::new().identity(identity))
+            .map_err(ServeError::Tls)?;
+    }
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let mut until = stopped.clone();
+    let mut grace = stopped.clone();
+    let gate = Arc::new(gate::Gate::new(backend));
+    let server = builder
+        .add_service(service(gate.clone(), &config, stopped))
+        .serve_with_incoming_shutdown(incoming, async move {
+            let _ = until.wait_for(|stop| *stop).await;
+        });
+    tokio::select! {
+        served = server => served?,
+        // Subscriptions are told to end at once; a client that still holds its
+        // connection open does not keep efbd from stopping.
+        () = async move {
+            let _ = grace.wait_for(|stop| *stop).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => tracing::warn!("gNMI clients still connected after {SHUTDOWN_GRACE:?}: closed"),
+    }
+    // A connection a client keeps open may outlive the server for a moment: it must not
+    // keep the daemon's configuration owner alive.
+    gate.close();
+    Ok(())
+}
+
+/// How long stopping waits for gNMI connections to close by themselves.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);

@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use imbl::ordmap::DiffItem;
+
 use efb_balancing::{BypassMode, LiveState, UnitLayout, bucket_table};
 use efb_model::{Action, BalancingMethod, Config, Flow, FlowMatch, MacMatch, Prefix, paths};
 use efb_p4info::names::{actions as a, fields as f, tables as t};
@@ -75,11 +77,30 @@ struct UnitInputs {
     active_pairs: Option<u16>,
 }
 
-/// A compiled configuration.
+/// A compiled group: its inputs and its entries.
+#[derive(Clone, Debug)]
+struct Compiled1 {
+    inputs: Inputs,
+    entries: Arc<Vec<Desired>>,
+}
+
+/// Two groups are the same when they hold the very same entries (a group left alone by a
+/// compilation shares them); this is what lets [`Compiled::changed_groups`] skip the rest.
+impl PartialEq for Compiled1 {
+    fn eq(&self, other: &Compiled1) -> bool {
+        Arc::ptr_eq(&self.entries, &other.entries)
+    }
+}
+
+/// A compiled configuration. Groups live in a persistent map: a compilation that changes
+/// one flow shares every other group with the previous one, and comparing the two visits
+/// only what differs.
 #[derive(Clone, Debug, Default)]
 pub struct Compiled {
     pub ids: Ids,
-    groups: BTreeMap<Group, (Inputs, Arc<Vec<Desired>>)>,
+    groups: imbl::OrdMap<Group, Compiled1>,
+    /// The flows compiled, as the configuration held them (to find the ones that changed).
+    flows: imbl::OrdMap<String, Arc<Flow>>,
 }
 
 impl Compiled {
@@ -87,19 +108,19 @@ impl Compiled {
     pub fn with_ids(ids: Ids) -> Compiled {
         Compiled {
             ids,
-            groups: BTreeMap::new(),
+            ..Compiled::default()
         }
     }
 
     pub fn groups(&self) -> impl Iterator<Item = (&Group, &Arc<Vec<Desired>>)> {
-        self.groups.iter().map(|(g, (_, entries))| (g, entries))
+        self.groups.iter().map(|(g, c)| (g, &c.entries))
     }
 
     /// Entries of one group (empty when the group does not exist).
     pub fn group(&self, group: &Group) -> &[Desired] {
         self.groups
             .get(group)
-            .map(|(_, e)| e.as_slice())
+            .map(|c| c.entries.as_slice())
             .unwrap_or(&[])
     }
 
@@ -107,30 +128,30 @@ impl Compiled {
     pub fn by_key(&self) -> BTreeMap<EntryKey, &Desired> {
         self.groups
             .values()
-            .flat_map(|(_, entries)| entries.iter())
+            .flat_map(|c| c.entries.iter())
             .map(|d| (EntryKey::of(&d.entry), d))
             .collect()
     }
 
     pub fn len(&self) -> usize {
-        self.groups.values().map(|(_, e)| e.len()).sum()
+        self.groups.values().map(|c| c.entries.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.groups.values().all(|c| c.entries.is_empty())
     }
 
-    /// Whether a group's entries are the very ones of `other` (not recompiled).
-    pub fn shares(&self, other: &Compiled, group: &Group) -> bool {
-        match (self.groups.get(group), other.groups.get(group)) {
-            (Some((_, a)), Some((_, b))) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        }
-    }
-
-    pub fn group_names(&self) -> impl Iterator<Item = &Group> {
-        self.groups.keys()
+    /// The groups whose entries differ between `self` and `next`: their entries here and
+    /// there (empty where the group does not exist). Shared groups are not visited.
+    pub fn changed_groups<'a>(
+        &'a self,
+        next: &'a Compiled,
+    ) -> impl Iterator<Item = (&'a [Desired], &'a [Desired])> {
+        self.groups.diff(&next.groups).map(|item| match item {
+            DiffItem::Add(_, new) => (&[][..], new.entries.as_slice()),
+            DiffItem::Remove(_, old) => (old.entries.as_slice(), &[][..]),
+            DiffItem::Update { old, new } => (old.1.entries.as_slice(), new.1.entries.as_slice()),
+        })
     }
 }
 
@@ -142,6 +163,8 @@ pub struct Compiler {
 
 impl Compiler {
     /// Compiles `config`, reusing the groups of `previous` whose inputs did not change.
+    /// When the ids are those of `previous`, only the flows that differ from the ones it
+    /// compiled are looked at: one changed flow of 100 000 costs one flow.
     pub fn compile(
         &self,
         config: &Config,
@@ -149,54 +172,90 @@ impl Compiler {
         previous: &Compiled,
     ) -> Result<Compiled, CompileError> {
         let ids = previous.ids.assign(config)?;
-        let mut inputs: Vec<(Group, Inputs)> =
-            vec![(Group::Balancing, Inputs::Balancing(config.balancing_method))];
+        let builder = Builder { index: &self.index };
+        let mut groups = previous.groups.clone();
+        let mut put = |group: Group, inputs: Inputs| -> Result<(), CompileError> {
+            if let Some(old) = groups.get(&group)
+                && same_inputs(&old.inputs, &inputs)
+            {
+                return Ok(());
+            }
+            let entries = Arc::new(compile_group(&builder, &group, &inputs)?);
+            groups.insert(group, Compiled1 { inputs, entries });
+            Ok(())
+        };
+        put(Group::Balancing, Inputs::Balancing(config.balancing_method))?;
         for link in config.links.values() {
             let ports = (
                 self.device_port(config, &paths::link(&link.name), &link.lan_port)?,
                 self.device_port(config, &paths::link(&link.name), &link.wan_port)?,
             );
             let id = ids.link(&link.name).unwrap_or(0);
-            inputs.push((
+            put(
                 Group::Link(link.name.clone()),
                 Inputs::Link {
                     link: link.clone(),
                     id,
                     ports,
                 },
-            ));
+            )?;
         }
         for unit in config.units.values() {
-            inputs.push((
+            put(
                 Group::Unit(unit.name.clone()),
                 Inputs::Unit(Box::new(self.unit_inputs(config, unit, &ids, live)?)),
-            ));
+            )?;
         }
-        for flow in config.flows.values() {
-            let links = flow.links.iter().filter_map(|l| ids.link(l)).collect();
-            let unit = match &flow.action {
+        let flow_inputs = |flow: &Arc<Flow>| Inputs::Flow {
+            flow: flow.clone(),
+            links: flow.links.iter().filter_map(|l| ids.link(l)).collect(),
+            unit: match &flow.action {
                 Action::ToUnit(u) => ids.unit(u),
                 _ => None,
-            };
-            inputs.push((
-                Group::Flow(flow.name.clone()),
-                Inputs::Flow {
-                    flow: flow.clone(),
-                    links,
-                    unit,
-                },
-            ));
+            },
+        };
+        // A flow's entries depend on the flow and on link and unit ids: with the ids
+        // unchanged, the flows that did not change keep their entries.
+        let incremental = ids == previous.ids;
+        let mut gone: Vec<Group> = Vec::new();
+        let changed: Vec<Arc<Flow>> = if incremental {
+            let mut changed = Vec::new();
+            for item in previous.flows.diff(&config.flows) {
+                match item {
+                    DiffItem::Add(_, flow) | DiffItem::Update { new: (_, flow), .. } => {
+                        changed.push(flow.clone());
+                    }
+                    DiffItem::Remove(name, _) => gone.push(Group::Flow(name.clone())),
+                }
+            }
+            changed
+        } else {
+            config.flows.values().cloned().collect()
+        };
+        for flow in &changed {
+            put(Group::Flow(flow.name.clone()), flow_inputs(flow))?;
         }
-        let builder = Builder { index: &self.index };
-        let mut groups = BTreeMap::new();
-        for (group, input) in inputs {
-            let entries = match previous.groups.get(&group) {
-                Some((old, entries)) if same_inputs(old, &input) => entries.clone(),
-                _ => Arc::new(compile_group(&builder, &group, &input)?),
-            };
-            groups.insert(group, (input, entries));
+        // Groups of what is gone (flows are last in the map's order).
+        gone.extend(
+            groups
+                .keys()
+                .take_while(|group| !incremental || !matches!(group, Group::Flow(_)))
+                .filter(|group| match group {
+                    Group::Balancing => false,
+                    Group::Link(name) => !config.links.contains_key(name),
+                    Group::Unit(name) => !config.units.contains_key(name),
+                    Group::Flow(name) => !config.flows.contains_key(name),
+                })
+                .cloned(),
+        );
+        for group in gone {
+            groups.remove(&group);
         }
-        Ok(Compiled { ids, groups })
+        Ok(Compiled {
+            ids,
+            groups,
+            flows: config.flows.clone(),
+        })
     }
 
     fn device_port(&self, config: &Config, path: &str, port: &str) -> Result<u32, CompileError> {

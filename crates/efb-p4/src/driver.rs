@@ -54,6 +54,8 @@ pub struct DriverStatus {
     pub last_reconcile: Option<SystemTime>,
     /// Entries written by the last reconcile.
     pub reconcile_written: usize,
+    /// How long the last reconcile took (read, compare, write).
+    pub reconcile_time: Duration,
     /// Entries the chip holds for the configuration.
     pub entries: usize,
     /// In words: why not connected, why out of sync.
@@ -241,11 +243,13 @@ impl Driver {
         let (p4info, cookie) = (inner.p4info.clone(), inner.cookie);
         conn.ensure_pipeline(&p4info, cookie).await?;
         inner.conn = Some(conn);
+        let started = std::time::Instant::now();
         let written = inner.reconcile().await;
+        let reconcile_time = started.elapsed();
         drop(inner);
         match written {
             Ok((written, entries)) => {
-                info!(written, entries, target = %settings.target, "reconciled the chip with the running configuration");
+                info!(written, entries, ms = reconcile_time.as_millis() as u64, target = %settings.target, "reconciled the chip with the running configuration");
                 self.set_status(|s| {
                     *s = DriverStatus {
                         connected: true,
@@ -253,6 +257,7 @@ impl Driver {
                         in_sync: true,
                         last_reconcile: Some(SystemTime::now()),
                         reconcile_written: written,
+                        reconcile_time,
                         entries,
                         message: format!(
                             "P4Runtime {} device {}",
@@ -272,12 +277,23 @@ impl Driver {
 
     /// Programs the chip for the unit state in `live` (bypass modes, pair liveness): only
     /// the entries that state changes are written.
+    /// On failure the chip and the driver keep the previous state.
     pub fn set_live(&self, live: LiveState) -> Result<usize, String> {
         self.runtime.block_on(async {
             let mut inner = self.inner.lock().await;
-            inner.live = live;
+            if inner.conn.as_ref().is_none_or(|c| !c.is_primary()) {
+                return Err(format!(
+                    "the chip is not reachable (P4Runtime {}): nothing was changed",
+                    inner.settings.target
+                ));
+            }
+            let previous = std::mem::replace(&mut inner.live, live);
             let config = inner.config.clone();
-            inner.program(&config, false).await
+            let result = inner.program(&config, false).await;
+            if result.is_err() {
+                inner.live = previous;
+            }
+            result
         })
     }
 
@@ -307,6 +323,17 @@ impl Driver {
             }
             Some(out)
         })
+    }
+
+    /// Port counters by device port (`None` when the platform does not serve them).
+    pub fn port_counters(&self) -> Option<BTreeMap<u32, crate::platform::PortCounters>> {
+        let target = self
+            .runtime
+            .block_on(async { self.inner.lock().await.settings.target.clone() });
+        let counters = self
+            .runtime
+            .block_on(crate::platform::port_counters(&target))?;
+        Some(counters.into_iter().map(|c| (c.device_port, c)).collect())
     }
 
     /// Entries per flow, as compiled (what `entries` in the flow's state says).
@@ -465,8 +492,17 @@ fn describe_failure(tables: &Tables, chunk: &[Op], failure: WriteFailure) -> (Ve
             )),
         }
     }
+    // The first few say why; a full table would otherwise print a line per flow.
+    let more = refused.len().saturating_sub(REFUSALS_SHOWN);
+    refused.truncate(REFUSALS_SHOWN);
+    if more > 0 {
+        refused.push(format!("... and {more} more updates refused"));
+    }
     (done, refused.join("\n"))
 }
+
+/// Refused updates named in a commit's error.
+const REFUSALS_SHOWN: usize = 10;
 
 impl Southbound for Driver {
     fn apply(

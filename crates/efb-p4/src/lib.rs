@@ -9,6 +9,7 @@ pub mod driver;
 pub mod entry;
 pub mod ids;
 pub mod plan;
+pub mod platform;
 
 pub use compile::{Compiled, Compiler, Desired, Group};
 pub use driver::{Driver, DriverSettings, DriverStatus};

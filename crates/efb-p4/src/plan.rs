@@ -11,7 +11,7 @@
 //!
 //! Each phase is written in its own batches, one after the other.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use efb_p4info::P4InfoIndex;
 use efb_p4info::names::tables as t;
@@ -142,13 +142,9 @@ impl Plan {
     pub fn between(tables: &Tables, old: &Compiled, new: &Compiled) -> Plan {
         let mut removed: BTreeMap<EntryKey, &Desired> = BTreeMap::new();
         let mut added: BTreeMap<EntryKey, &Desired> = BTreeMap::new();
-        let groups: BTreeSet<_> = old.group_names().chain(new.group_names()).collect();
-        for group in groups {
-            if new.shares(old, group) {
-                continue;
-            }
-            removed.extend(old.group(group).iter().map(|d| (EntryKey::of(&d.entry), d)));
-            added.extend(new.group(group).iter().map(|d| (EntryKey::of(&d.entry), d)));
+        for (before, after) in old.changed_groups(new) {
+            removed.extend(before.iter().map(|d| (EntryKey::of(&d.entry), d)));
+            added.extend(after.iter().map(|d| (EntryKey::of(&d.entry), d)));
         }
         Plan::from_ops(tables, ops(removed, added))
     }

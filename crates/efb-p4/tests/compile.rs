@@ -246,3 +246,53 @@ fn a_dead_pair_is_one_write_and_rebalance_moves_only_its_buckets() {
     assert!((17 * 30..=17 * 31).contains(&moved), "{moved}");
     assert!(plan.ops().all(|op| op.kind() == "modify"));
 }
+
+#[test]
+fn compiling_change_after_change_gives_what_compiling_afresh_gives() {
+    let f = fixture();
+    let site = example("one-filter-site.json");
+    let mut lines: Vec<String> = (0..200)
+        .map(|i| {
+            format!(
+                "set ecofilter-balancer flow f{i} priority {} links l{} match dst-port {}",
+                100 + i,
+                1 + i % 2,
+                i + 1
+            )
+        })
+        .collect();
+    let mut previous = f.compile(&f.config(&site, &lines.join("\n")), &Compiled::default());
+    // Each step: flows changed, removed and added, and every few steps a link added or
+    // removed (which renumbers nothing but recompiles every flow).
+    for step in 0..12usize {
+        lines.push(format!(
+            "set ecofilter-balancer flow f{} action drop",
+            step * 7
+        ));
+        lines[step * 7 + 1].clear();
+        lines.push(format!(
+            "set ecofilter-balancer flow new{step} priority {} match ip-proto 17",
+            5000 + step
+        ));
+        if step % 4 == 1 {
+            lines.push(
+                "set ports port p5 number 5 speed 100g\nset ports port p6 number 6 speed 100g\n\
+                 set ecofilter-balancer link a0 lan-port p6 wan-port p5"
+                    .into(),
+            );
+        } else if step % 4 == 3 {
+            lines.retain(|l| !l.contains("link a0"));
+        }
+        let config = f.config(&site, &lines.join("\n"));
+        let incremental = f.compile(&config, &previous);
+        let afresh = f.compile(&config, &Compiled::with_ids(previous.ids.clone()));
+        assert_eq!(
+            lines_of(&f, &incremental),
+            lines_of(&f, &afresh),
+            "step {step}"
+        );
+        let plan = Plan::between(&f.tables, &previous, &incremental);
+        assert!(!plan.is_empty(), "step {step} changed something");
+        previous = incremental;
+    }
+}

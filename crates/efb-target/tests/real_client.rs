@@ -14,7 +14,7 @@ use efb_target::Profile;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
-    let python = efb_tests::venv_tool("python");
+    let python = efb_tests::p4_venv_tool("python");
     let probe = Command::new(&python)
         .args(["-c", "import p4runtime_sh.shell"])
         .output()

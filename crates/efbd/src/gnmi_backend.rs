@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use efb_datastore::{CommitRequest, DatastoreError, Edit};
-use efb_gnmi::backend::{Backend, BackendError, Committed, Pending, Snapshot};
+use efb_gnmi::backend::{Backend, BackendError, Committed, Pending, Snapshot, pending_message};
 use efb_yang::Schema;
 use tokio::sync::broadcast;
 
-use crate::owner::{Owner, OwnerGone};
+use crate::owner::{Owner, OwnerGone, OwnerState};
 
 pub struct GnmiBackend {
     pub owner: Owner,
@@ -37,6 +37,34 @@ fn gone(e: OwnerGone) -> BackendError {
     BackendError::Unavailable(e.to_string())
 }
 
+/// One gNMI Set on the owner: a session of its own, the edits, the commit.
+fn commit(
+    s: &mut OwnerState,
+    user: &str,
+    edits: &[Edit],
+    confirm: Option<Duration>,
+) -> Result<Committed, BackendError> {
+    let ds = &mut s.datastore;
+    let session = ds.open_session(user);
+    let result = ds.edit(session, edits).and_then(|()| {
+        ds.commit(
+            session,
+            CommitRequest {
+                comment: Some("gNMI Set".to_string()),
+                confirm_timeout: confirm,
+                ..CommitRequest::default()
+            },
+        )
+    });
+    ds.close_session(session);
+    result
+        .map(|outcome| Committed {
+            commit_id: outcome.commit_id,
+            warnings: outcome.warnings,
+        })
+        .map_err(error)
+}
+
 #[tonic::async_trait]
 impl Backend for GnmiBackend {
     fn schema(&self) -> Arc<Schema> {
@@ -59,27 +87,28 @@ impl Backend for GnmiBackend {
     ) -> Result<Committed, BackendError> {
         let user = user.to_string();
         self.owner
+            .call(move |s| commit(s, &user, &edits, confirm))
+            .await
+            .map_err(gone)?
+    }
+
+    async fn commit_unless_pending(
+        &self,
+        user: &str,
+        edits: Vec<Edit>,
+        confirm: Option<Duration>,
+    ) -> Result<Committed, BackendError> {
+        let user = user.to_string();
+        self.owner
             .call(move |s| {
-                let ds = &mut s.datastore;
-                let session = ds.open_session(&user);
-                let result = ds.edit(session, &edits).and_then(|()| {
-                    ds.commit(
-                        session,
-                        CommitRequest {
-                            comment: Some("gNMI Set".to_string()),
-                            confirm_timeout: confirm,
-                            check_only: false,
-                            offline: false,
-                        },
-                    )
-                });
-                ds.close_session(session);
-                result
-                    .map(|outcome| Committed {
-                        commit_id: outcome.commit_id,
-                        warnings: outcome.warnings,
-                    })
-                    .map_err(error)
+                // Checked in the same job as the commit: nothing can start one in between.
+                if let Some(deadline) = s.datastore.pending_confirm_deadline() {
+                    return Err(BackendError::Precondition(pending_message(&Pending {
+                        commit_id: s.datastore.running().commit_id,
+                        deadline,
+                    })));
+                }
+                commit(s, &user, &edits, confirm)
             })
             .await
             .map_err(gone)?

@@ -1,8 +1,10 @@
 //! efbd, the EcoFilter Balancer daemon: it owns the datastore (one thread, see [`owner`])
-//! and serves the management API the shell uses ([`service`]).
+//! and serves the management API the shell uses ([`service`]) and gNMI ([`gnmi_server`]).
 
+pub mod chip;
 pub mod errors;
 pub mod gnmi_backend;
+pub mod gnmi_server;
 pub mod owner;
 pub mod service;
 pub mod settings;

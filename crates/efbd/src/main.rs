@@ -1,5 +1,6 @@
 //! efbd: starts the configuration owner on the datastore and serves the management API
-//! until SIGTERM or SIGINT, then stops cleanly (every commit is on disk when it returns).
+//! and gNMI until SIGTERM or SIGINT, then stops cleanly (every commit is on disk when it
+//! returns).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -9,10 +10,13 @@ use clap::Parser;
 use efb_datastore::{Datastore, DatastoreError, OpenOptions};
 use efb_mgmt_proto::v1::management_server::ManagementServer;
 use efb_yang::Schema;
+use efbd::chip;
+use efbd::gnmi_server as gnmi;
 use efbd::owner::{Owner, OwnerState};
 use efbd::service::Service;
 use efbd::settings::{Flags, Settings};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tracing::info;
 
 /// Message size limit of the management API: a 100 000-flow configuration in JSON is about
@@ -34,6 +38,9 @@ fn main() -> ExitCode {
     if flags.print_settings {
         print!("{}", settings.to_toml());
         return ExitCode::SUCCESS;
+    }
+    if flags.hash_password {
+        return gnmi::hash_password();
     }
     init_logging(&settings.log.level);
     let boot_id = flags.boot_id.clone();
@@ -84,16 +91,34 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     );
     // Subscribers that fall this many snapshots behind are told so and dropped.
     let (snapshots, _) = tokio::sync::broadcast::channel(SNAPSHOT_QUEUE);
-    let (owner, owner_thread) = Owner::start(OwnerState::new(datastore, snapshots.clone()))
-        .context("starting the configuration owner")?;
+    let mut state = OwnerState::new(datastore, snapshots.clone());
+    let driver = start_driver(&settings, &state)?;
+    if let Some(driver) = &driver {
+        state.attach_driver(driver.clone());
+    }
+    let (owner, owner_thread) = Owner::start(state).context("starting the configuration owner")?;
 
     let listener = TcpListener::bind(settings.management.listen)
         .await
         .with_context(|| format!("listening on {}", settings.management.listen))?;
     let address = listener.local_addr()?;
-    // Scripts and tests read this line to find a port chosen by the system.
-    println!("efbd: management API on {address}");
+    let gnmi = gnmi::prepare(&settings, owner.clone(), schema.clone(), snapshots).await?;
+    // Scripts and tests read these lines to find ports chosen by the system; written at
+    // once, before anything else goes to standard output.
+    print!(
+        "efbd: management API on {address}\n{}\n",
+        gnmi.as_ref()
+            .map_or("efbd: gNMI off".to_string(), gnmi::Server::banner)
+    );
+    std::io::Write::flush(&mut std::io::stdout())?;
     info!(%address, p4runtime = %settings.p4runtime.target, "serving the management API");
+
+    let (stop, stopped) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop.send(true);
+    });
+    let gnmi_task = gnmi.map(|server| tokio::spawn(server.serve(until(stopped.clone()))));
 
     let service = Service::new(owner, schema, settings.datastore.display().to_string());
     let server = ManagementServer::new(service)
@@ -101,14 +126,45 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         .max_encoding_message_size(MAX_MESSAGE);
     tonic::transport::Server::builder()
         .add_service(server)
-        .serve_with_incoming_shutdown(incoming(listener), shutdown_signal())
+        .serve_with_incoming_shutdown(incoming(listener), until(stopped))
         .await
         .context("serving the management API")?;
-    // The server (and with it every handle on the owner) is gone: the owner drains and stops.
+    if let Some(task) = gnmi_task {
+        task.await.context("the gNMI server panicked")??;
+    }
+    // The servers (and with them every handle on the owner) are gone: the owner drains
+    // and stops.
     tokio::task::block_in_place(|| owner_thread.join())
         .map_err(|_| anyhow::anyhow!("the configuration owner panicked"))?;
+    if let Some(driver) = driver {
+        driver.stop().await;
+    }
     info!("stopped");
     Ok(())
+}
+
+/// The southbound driver for the running configuration, unless efbd runs without a data
+/// plane. It connects in the background: efbd serves while the chip is still unreachable.
+fn start_driver(settings: &Settings, state: &OwnerState) -> Result<Option<efb_p4::Driver>> {
+    let p4runtime = &settings.p4runtime;
+    if !p4runtime.enabled {
+        info!("no data plane: commits change the configuration only");
+        return Ok(None);
+    }
+    let running = state.datastore.running().config.clone();
+    chip::start(
+        &p4runtime.target,
+        p4runtime.device_id,
+        &settings.datastore,
+        running,
+    )
+    .context("starting the southbound driver")
+    .map(Some)
+}
+
+/// Completes when `stopped` turns true (SIGTERM or SIGINT).
+async fn until(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|stop| *stop).await;
 }
 
 /// Accepted connections without Nagle's delay: a shell's requests are small, and waiting

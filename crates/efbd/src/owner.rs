@@ -29,6 +29,8 @@ pub struct OwnerState {
     pub snapshots: broadcast::Sender<Arc<Snapshot>>,
     /// The last snapshot published.
     pub latest: Arc<Snapshot>,
+    /// The southbound driver, once attached: it programs the chip at every commit.
+    pub driver: Option<efb_p4::Driver>,
 }
 
 impl OwnerState {
@@ -42,6 +44,22 @@ impl OwnerState {
             started: Instant::now(),
             snapshots,
             latest,
+            driver: None,
+        }
+    }
+
+    /// From now on every commit programs the chip through `driver` before it is accepted.
+    pub fn attach_driver(&mut self, driver: efb_p4::Driver) {
+        self.datastore.set_southbound(Box::new(driver.clone()));
+        self.driver = Some(driver);
+    }
+
+    /// Pushes a change of `live` (bypass modes, pair liveness) to the chip.
+    pub fn program_live(&mut self) -> Result<usize, String> {
+        self.state_version += 1;
+        match &self.driver {
+            Some(driver) => driver.set_live(self.live.clone()),
+            None => Ok(0),
         }
     }
 
@@ -68,7 +86,7 @@ fn snapshot(datastore: &Datastore, live: &LiveState, state_version: u64) -> Snap
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64),
         running: running.tree.clone(),
-        operational: state::operational_tree(datastore.schema(), running, live),
+        operational: state::operational_tree(datastore.schema(), running, live, None),
     }
 }
 

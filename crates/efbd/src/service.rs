@@ -15,7 +15,7 @@ use tracing::{Instrument, info_span};
 
 use crate::errors::status;
 use crate::owner::{Owner, OwnerState};
-use crate::state;
+use crate::{chip, state};
 
 /// Change lines a commit reply carries at most (the count is always exact).
 const MAX_CHANGE_LINES: usize = 1000;
@@ -59,6 +59,30 @@ fn ds<T>(result: Result<T, DatastoreError>) -> Result<T, Status> {
     result.map_err(status)
 }
 
+impl Service {
+    /// The operational tree with the counters under `path` read from the chip, off the
+    /// owner's thread (a read of 100 000 flow counters must not hold up commits).
+    async fn operational(&self, path: &DataPath) -> Result<DataTree, Status> {
+        let (running, live, driver) = self
+            .run("Get", 0, |s| {
+                Ok((
+                    s.datastore.running().clone(),
+                    s.live.clone(),
+                    s.driver.clone(),
+                ))
+            })
+            .await?;
+        let schema = self.schema.clone();
+        let wanted = chip::Wanted::under(&schema, path);
+        tokio::task::spawn_blocking(move || {
+            let counters = driver.map(|d| chip::counters(&d, &running.config, wanted));
+            state::operational_tree(&schema, &running, &live, counters.as_ref())
+        })
+        .await
+        .map_err(|e| Status::internal(format!("reading the counters: {e}")))
+    }
+}
+
 #[tonic::async_trait]
 impl Management for Service {
     async fn hello(&self, _: Request<HelloRequest>) -> Result<Response<HelloReply>, Status> {
@@ -82,7 +106,10 @@ impl Management for Service {
                     running_commit_id: s.datastore.running().commit_id,
                     confirm_deadline_unix_ms: unix_ms(s.datastore.pending_confirm_deadline()),
                     sessions: s.datastore.session_count() as u32,
-                    chip: "not programmed: no southbound driver yet".to_string(),
+                    chip: s.driver.as_ref().map_or_else(
+                        || "not programmed: efbd runs without a data plane".to_string(),
+                        |d| chip::describe(&d.status()),
+                    ),
                 })
             })
             .await?;
@@ -210,7 +237,7 @@ impl Management for Service {
             confirm_timeout: (request.confirm_seconds > 0)
                 .then(|| Duration::from_secs(u64::from(request.confirm_seconds))),
             check_only: request.check_only,
-            offline: false,
+            offline: request.offline,
         };
         let outcome = self
             .run("Commit", session, move |s| {
@@ -233,6 +260,7 @@ impl Management for Service {
                 Scope::Full => "the whole configuration".to_string(),
                 Scope::Entries(n) => format!("{n} changed entries"),
             },
+            chip: outcome.chip,
         })
     }
 
@@ -296,9 +324,12 @@ impl Management for Service {
         let path = parse_path(&schema, &request.path)?;
         let (datastore, format, with_defaults) =
             (request.datastore(), request.format(), request.with_defaults);
-        let tree = self
-            .run("Get", session, move |s| tree_of(s, datastore, session))
-            .await?;
+        let tree = if datastore == efb_mgmt_proto::v1::Datastore::Operational {
+            self.operational(&path).await?
+        } else {
+            self.run("Get", session, move |s| tree_of(s, datastore, session))
+                .await?
+        };
         let part = tree.subtree(&path);
         let text = match format {
             Format::Set => setlines::render_tree(&schema, &part).join("\n"),
@@ -377,7 +408,9 @@ fn tree_of(
         Which::Candidate => ds(ds_ref.candidate(session))?.clone(),
         Which::Startup => ds(ds_ref.startup())?
             .ok_or_else(|| Status::not_found("no startup configuration: nothing was saved yet"))?,
-        Which::Operational => state::operational_tree(ds_ref.schema(), ds_ref.running(), &s.live),
+        Which::Operational => {
+            state::operational_tree(ds_ref.schema(), ds_ref.running(), &s.live, None)
+        }
     })
 }
 

@@ -28,6 +28,10 @@ pub struct Flags {
     /// P4Runtime device id.
     #[arg(long, value_name = "ID")]
     pub device_id: Option<u64>,
+    /// Run without a data plane: commits change the configuration only (a lab or a
+    /// configuration-preparation host).
+    #[arg(long, conflicts_with = "p4runtime")]
+    pub no_data_plane: bool,
     /// Log filter: error, warn, info, debug, trace, or a tracing filter (efbd=debug,info).
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
@@ -36,6 +40,29 @@ pub struct Flags {
     /// with startup. Tests give another id to simulate a reboot.
     #[arg(long, value_name = "ID")]
     pub boot_id: Option<String>,
+    /// gNMI address; port 0 picks a free port [default: 0.0.0.0:9339].
+    #[arg(long, value_name = "ADDR")]
+    pub gnmi_listen: Option<SocketAddr>,
+    /// Serve gNMI without TLS (plain text: for tests and labs only).
+    #[arg(long)]
+    pub gnmi_plaintext: bool,
+    /// Do not serve gNMI at all.
+    #[arg(long)]
+    pub no_gnmi: bool,
+    /// gNMI users file (TOML: name, Argon2 password hash, role); without one, gNMI accepts
+    /// no logins.
+    #[arg(long, value_name = "FILE")]
+    pub gnmi_users: Option<PathBuf>,
+    /// TLS certificate of the gNMI server (PEM) [default: generated at first start in the
+    /// datastore directory].
+    #[arg(long, value_name = "FILE", requires = "gnmi_tls_key")]
+    pub gnmi_tls_cert: Option<PathBuf>,
+    /// TLS private key of the gNMI server (PEM).
+    #[arg(long, value_name = "FILE", requires = "gnmi_tls_cert")]
+    pub gnmi_tls_key: Option<PathBuf>,
+    /// Read a password on standard input, print its Argon2id hash for the users file, exit.
+    #[arg(long)]
+    pub hash_password: bool,
     /// Print the effective settings as TOML and exit.
     #[arg(long)]
     pub print_settings: bool,
@@ -49,7 +76,28 @@ pub struct Settings {
     pub factory_default: Option<PathBuf>,
     pub management: Management,
     pub p4runtime: P4Runtime,
+    pub gnmi: Gnmi,
     pub log: Log,
+}
+
+/// The gNMI server.
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Gnmi {
+    pub enabled: bool,
+    pub listen: SocketAddr,
+    /// No TLS: only when asked for.
+    pub plaintext: bool,
+    /// Users file; none: no gNMI logins.
+    pub users: Option<PathBuf>,
+    /// Certificate and key (PEM); none: a self-signed pair generated at first start in the
+    /// datastore directory (gnmi-cert.pem, gnmi-key.pem).
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// Largest gRPC message, in MiB (gRPC's default is 4).
+    pub max_message_mib: usize,
+    /// Responses a subscriber may have waiting before it stops taking more.
+    pub subscriber_queue: usize,
 }
 
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
@@ -61,6 +109,8 @@ pub struct Management {
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct P4Runtime {
+    /// False: no data plane, commits change the configuration only.
+    pub enabled: bool,
     pub target: String,
     pub device_id: u64,
 }
@@ -78,7 +128,24 @@ impl Default for Settings {
             factory_default: None,
             management: Management::default(),
             p4runtime: P4Runtime::default(),
+            gnmi: Gnmi::default(),
             log: Log::default(),
+        }
+    }
+}
+
+impl Default for Gnmi {
+    fn default() -> Gnmi {
+        Gnmi {
+            enabled: true,
+            // 9339: the IANA port for gNMI; every address, as automation runs elsewhere.
+            listen: SocketAddr::from(([0, 0, 0, 0], 9339)),
+            plaintext: false,
+            users: None,
+            tls_cert: None,
+            tls_key: None,
+            max_message_mib: 256,
+            subscriber_queue: 64,
         }
     }
 }
@@ -94,6 +161,7 @@ impl Default for Management {
 impl Default for P4Runtime {
     fn default() -> P4Runtime {
         P4Runtime {
+            enabled: true,
             target: "127.0.0.1:9559".to_string(),
             device_id: 1,
         }
@@ -141,10 +209,28 @@ impl Settings {
         if let Some(id) = flags.device_id {
             settings.p4runtime.device_id = id;
         }
+        settings.p4runtime.enabled &= !flags.no_data_plane;
         if let Some(level) = &flags.log_level {
             settings.log.level = level.clone();
         }
+        settings.apply_gnmi_flags(flags);
         Ok(settings)
+    }
+
+    fn apply_gnmi_flags(&mut self, flags: &Flags) {
+        let gnmi = &mut self.gnmi;
+        if let Some(addr) = flags.gnmi_listen {
+            gnmi.listen = addr;
+        }
+        gnmi.plaintext |= flags.gnmi_plaintext;
+        gnmi.enabled &= !flags.no_gnmi;
+        if let Some(file) = &flags.gnmi_users {
+            gnmi.users = Some(file.clone());
+        }
+        if let (Some(cert), Some(key)) = (&flags.gnmi_tls_cert, &flags.gnmi_tls_key) {
+            gnmi.tls_cert = Some(cert.clone());
+            gnmi.tls_key = Some(key.clone());
+        }
     }
 
     pub fn from_file(path: &Path) -> Result<Settings, SettingsError> {
@@ -197,6 +283,36 @@ mod tests {
             err.contains("efbd.toml") && err.contains("datastor"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn gnmi_defaults_file_and_flags() {
+        let defaults = Settings::default().gnmi;
+        assert!(defaults.enabled && !defaults.plaintext && defaults.users.is_none());
+        assert_eq!(defaults.listen.port(), 9339);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("efbd.toml");
+        std::fs::write(
+            &file,
+            "[gnmi]\nlisten = \"127.0.0.1:9000\"\nusers = \"/etc/efb/users.toml\"\nmax_message_mib = 64\n",
+        )
+        .unwrap();
+        let flags = Flags {
+            config: Some(file),
+            gnmi_plaintext: true,
+            gnmi_listen: Some("127.0.0.1:0".parse().unwrap()),
+            ..Flags::default()
+        };
+        let gnmi = Settings::from_flags(&flags).unwrap().gnmi;
+        assert_eq!(gnmi.listen.port(), 0);
+        assert!(gnmi.plaintext);
+        assert_eq!(gnmi.users, Some(PathBuf::from("/etc/efb/users.toml")));
+        assert_eq!(gnmi.max_message_mib, 64);
+        let off = Flags {
+            no_gnmi: true,
+            ..Flags::default()
+        };
+        assert!(!Settings::from_flags(&off).unwrap().gnmi.enabled);
     }
 
     #[test]

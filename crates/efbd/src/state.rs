@@ -1,7 +1,7 @@
 //! Operational state, served through the same model as configuration: the running
 //! configuration plus the `config false` values the daemon actually knows. What it does not
-//! know yet (pair liveness, counters, port status: no data plane connected) is left out, so
-//! that clients show it as unknown rather than made up.
+//! know (pair liveness before keep-alives run, counters when the chip is not reachable) is
+//! left out, so that clients show it as unknown rather than made up.
 
 use efb_balancing::{BypassMode, LiveState, Session};
 use efb_datastore::Running;
@@ -11,13 +11,19 @@ use efb_yang::{DataPath, DataTree, Problem, Schema};
 use tonic::{Code, Status};
 use tracing::info;
 
+use crate::chip::Counters;
 use crate::errors;
 use crate::owner::OwnerState;
 
 const BALANCER: &str = "/ecofilter-balancer:ecofilter-balancer";
 
-/// Running configuration plus known state.
-pub fn operational_tree(schema: &Schema, running: &Running, live: &LiveState) -> DataTree {
+/// Running configuration plus known state; `counters` as read from the chip, if it was.
+pub fn operational_tree(
+    schema: &Schema,
+    running: &Running,
+    live: &LiveState,
+    counters: Option<&Counters>,
+) -> DataTree {
     let mut tree = running.tree.clone();
     let mut put = |path: String, text: &str| {
         if let Ok(path) = DataPath::parse(schema, &path)
@@ -40,7 +46,39 @@ pub fn operational_tree(schema: &Schema, running: &Running, live: &LiveState) ->
             live.mode(unit).as_str(),
         );
     }
+    if let Some(counters) = counters {
+        put_counters(counters, &mut put);
+    }
     tree
+}
+
+fn put_counters(counters: &Counters, put: &mut impl FnMut(String, &str)) {
+    for (flow, entries) in &counters.entries {
+        let state = format!("{BALANCER}/flow[name={}]/state", quote(flow));
+        put(format!("{state}/entries"), &entries.to_string());
+        // Unread counters stay unknown; read ones of a flow no packet hit are zero.
+        if let Some(flows) = &counters.flows {
+            let (packets, bytes) = flows.get(flow).copied().unwrap_or_default();
+            put(format!("{state}/packets"), &packets.to_string());
+            put(format!("{state}/bytes"), &bytes.to_string());
+        }
+    }
+    for (port, c) in &counters.ports {
+        let state = format!("/ecofilter-balancer:ports/port[name={}]/state", quote(port));
+        put(
+            format!("{state}/oper-status"),
+            if c.up { "up" } else { "down" },
+        );
+        for (leaf, value) in [
+            ("in-frames", c.in_frames),
+            ("in-bytes", c.in_bytes),
+            ("in-discards", c.in_discards),
+            ("out-frames", c.out_frames),
+            ("out-bytes", c.out_bytes),
+        ] {
+            put(format!("{state}/counters/{leaf}"), &value.to_string());
+        }
+    }
 }
 
 /// Runs an operation of the model.
@@ -93,14 +131,20 @@ fn set_bypass(state: &mut OwnerState, params: &Input) -> Result<serde_json::Valu
         }
         None => config.units.keys().cloned().collect(),
     };
-    state.state_version += 1;
-    for unit in units {
-        let old = state.live.mode(&unit);
+    let previous = state.live.clone();
+    for unit in &units {
         if mode == BypassMode::Auto {
-            state.live.modes.remove(&unit);
+            state.live.modes.remove(unit);
         } else {
             state.live.modes.insert(unit.clone(), mode);
         }
+    }
+    if let Err(e) = state.program_live() {
+        state.live = previous;
+        return Err(Status::unavailable(e));
+    }
+    for unit in units {
+        let old = previous.mode(&unit);
         info!(unit = %unit, old = old.as_str(), new = mode.as_str(), "bypass mode set");
     }
     Ok(serde_json::json!({}))

@@ -1,0 +1,555 @@
+//! Values of Set, in: a TypedValue at a data path becomes a data tree holding that node
+//! (and the ancestors leading to it), ready for an edit of the datastore.
+//!
+//! JSON and JSON_IETF are both accepted for subtrees, with or without module-qualified
+//! member names (only this module's), 64-bit numbers as numbers or strings, `empty` as
+//! `[null]`; the value is normalized to RFC 7951 by the schema and then read through
+//! libyang, which checks every name and value. Scalar TypedValues (string, integers, bool,
+//! double, leaf-list arrays) are accepted for leaves. A JSON value that is not JSON text
+//! at a leaf is taken as the leaf's text (pygnmi sends strings unquoted).
+
+use efb_yang::json::{Check, from_json};
+use efb_yang::{DataPath, DataTree, JsonKind, NodeKind, Schema, SchemaId, Value};
+use gnmi_proto::gnmi::{self, typed_value};
+use serde_json::{Map, Number, Value as Json};
+
+/// Why a value is refused, with its gRPC code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// Not a value of the node's type or shape: INVALID_ARGUMENT.
+    #[error("{0}")]
+    Invalid(String),
+    /// An encoding this target does not read (bytes, proto, any): UNIMPLEMENTED.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+fn invalid(path: &str, message: impl std::fmt::Display) -> DecodeError {
+    DecodeError::Invalid(format!("{path}: {message}"))
+}
+
+/// The tree a Set update or replace of `path` with `value` puts there.
+pub fn fragment(
+    schema: &Schema,
+    path: &DataPath,
+    value: Option<&gnmi::TypedValue>,
+) -> Result<DataTree, DecodeError> {
+    let shown = path.display(schema);
+    let value = value
+        .and_then(|v| v.value.as_ref())
+        .ok_or_else(|| invalid(&shown, "the update has no value"))?;
+    let json = to_json(schema, path, value).map_err(|e| match e {
+        DecodeError::Invalid(m) => invalid(&shown, m),
+        unsupported => unsupported,
+    })?;
+    let normalized = match path.last() {
+        None => top(schema, &json)?,
+        Some(seg) => {
+            let node = if schema.node(seg.node).kind == NodeKind::List && !seg.keys.is_empty() {
+                object(schema, seg.node, &json, &shown)?
+            } else {
+                normal(schema, seg.node, &json, &shown)?
+            };
+            wrap(schema, path, node)?
+        }
+    };
+    let text = normalized.to_string();
+    from_json(schema, &text, Check::Types).map_err(|e| {
+        DecodeError::Invalid(
+            e.problems()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })
+}
+
+/// The TypedValue as JSON: structured encodings parsed, scalars as JSON scalars. Old
+/// clients still send the deprecated float and decimal fields: read them too.
+#[allow(deprecated)]
+fn to_json(
+    schema: &Schema,
+    path: &DataPath,
+    value: &typed_value::Value,
+) -> Result<Json, DecodeError> {
+    use typed_value::Value as V;
+    let bad = |m: &str| DecodeError::Invalid(m.to_string());
+    let leafy = path
+        .node()
+        .is_some_and(|id| matches!(schema.node(id).kind, NodeKind::Leaf | NodeKind::LeafList));
+    Ok(match value {
+        V::JsonVal(bytes) | V::JsonIetfVal(bytes) => match serde_json::from_slice(bytes) {
+            Ok(json) => json,
+            Err(_) if leafy => Json::String(
+                std::str::from_utf8(bytes)
+                    .map_err(|_| bad("the value is not UTF-8"))?
+                    .to_string(),
+            ),
+            Err(e) => return Err(bad(&format!("the value is not JSON: {e}"))),
+        },
+        V::StringVal(s) | V::AsciiVal(s) => Json::String(s.clone()),
+        V::IntVal(i) => Json::from(*i),
+        V::UintVal(u) => Json::from(*u),
+        V::BoolVal(b) => Json::Bool(*b),
+        V::DoubleVal(d) => Number::from_f64(*d)
+            .map(Json::Number)
+            .ok_or_else(|| bad("not a finite number"))?,
+        V::FloatVal(f) => Number::from_f64(f64::from(*f))
+            .map(Json::Number)
+            .ok_or_else(|| bad("not a finite number"))?,
+        V::DecimalVal(d) => Json::String(decimal(d.digits, d.precision)),
+        V::LeaflistVal(items) => Json::Array(
+            items
+                .element
+                .iter()
+                .filter_map(|e| e.value.as_ref())
+                .map(|v| to_json(schema, path, v))
+                .collect::<Result<_, _>>()?,
+        ),
+        V::BytesVal(_) | V::ProtoBytes(_) | V::AnyVal(_) => {
+            return Err(DecodeError::Unsupported(
+                "bytes, proto and any values are not supported: send JSON, JSON_IETF or a scalar"
+                    .into(),
+            ));
+        }
+    })
+}
+
+fn decimal(digits: i64, precision: u32) -> String {
+    let negative = digits < 0;
+    let text = digits.unsigned_abs().to_string();
+    let p = precision as usize;
+    let body = if p == 0 {
+        text
+    } else if text.len() > p {
+        format!("{}.{}", &text[..text.len() - p], &text[text.len() - p..])
+    } else {
+        format!("0.{}{}", "0".repeat(p - text.len()), text)
+    };
+    if negative { format!("-{body}") } else { body }
+}
+
+/// A whole configuration: an object of top-level nodes, names qualified or not.
+fn top(schema: &Schema, json: &Json) -> Result<Json, DecodeError> {
+    let members = json
+        .as_object()
+        .ok_or_else(|| invalid("/", "expected an object of top-level nodes"))?;
+    let mut out = Map::new();
+    for (name, value) in members {
+        let bare = strip_module(schema, name, "/")?;
+        let id = schema
+            .roots()
+            .iter()
+            .copied()
+            .find(|id| schema.node(*id).name == bare)
+            .ok_or_else(|| invalid("/", format!("unknown top-level node \"{name}\"")))?;
+        let at = format!("/{}:{bare}", schema.module().name);
+        out.insert(qualified(schema, id), normal(schema, id, value, &at)?);
+    }
+    Ok(Json::Object(out))
+}
+
+fn qualified(schema: &Schema, id: SchemaId) -> String {
+    let info = schema.node(id);
+    format!("{}:{}", info.module, info.name)
+}
+
+fn strip_module<'n>(schema: &Schema, name: &'n str, at: &str) -> Result<&'n str, DecodeError> {
+    match name.split_once(':') {
+        None => Ok(name),
+        Some((module, bare)) if module == schema.module().name => Ok(bare),
+        Some((module, _)) => Err(invalid(
+            at,
+            format!("unknown module \"{module}\" in \"{name}\""),
+        )),
+    }
+}
+
+/// The value of node `id` in RFC 7951 form (unqualified names: one module).
+fn normal(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
+    let info = schema.node(id);
+    match info.kind {
+        NodeKind::Leaf => scalar(schema, id, json, at),
+        NodeKind::LeafList => match json {
+            Json::Array(items) => Ok(Json::Array(
+                items
+                    .iter()
+                    .map(|v| scalar(schema, id, v, at))
+                    .collect::<Result<_, _>>()?,
+            )),
+            single => Ok(Json::Array(vec![scalar(schema, id, single, at)?])),
+        },
+        NodeKind::List => {
+            let entries = json.as_array().ok_or_else(|| {
+                invalid(
+                    at,
+                    format!("{} is a list: expected an array of entries", info.name),
+                )
+            })?;
+            Ok(Json::Array(
+                entries
+                    .iter()
+                    .map(|e| object(schema, id, e, at))
+                    .collect::<Result<_, _>>()?,
+            ))
+        }
+        _ => object(schema, id, json, at),
+    }
+}
+
+/// A container's or list entry's members, each by the schema.
+fn object(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
+    let info = schema.node(id);
+    let members = json
+        .as_object()
+        .ok_or_else(|| invalid(at, format!("{} takes an object of its members", info.name)))?;
+    let mut out = Map::new();
+    for (name, value) in members {
+        let bare = strip_module(schema, name, at)?;
+        let child = schema.child(id, bare).ok_or_else(|| {
+            let known: Vec<&str> = info
+                .children
+                .iter()
+                .map(|c| schema.node(*c).name.as_str())
+                .collect();
+            invalid(
+                at,
+                format!(
+                    "{} has no member \"{name}\"; its members: {}",
+                    info.name,
+                    known.join(", ")
+                ),
+            )
+        })?;
+        let below = format!("{at}/{bare}");
+        out.insert(bare.to_string(), normal(schema, child, value, &below)?);
+    }
+    Ok(Json::Object(out))
+}
+
+/// A leaf value in the JSON form its type takes in RFC 7951, whichever form it came in.
+fn scalar(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
+    let info = schema.node(id);
+    let wrong = || invalid(at, format!("expected {}, got {json}", info.accepts()));
+    let text = match json {
+        Json::String(s) => s.clone(),
+        Json::Number(n) => n.to_string(),
+        Json::Bool(b) => b.to_string(),
+        Json::Array(items) if matches!(items.as_slice(), [Json::Null]) => String::new(),
+        Json::Null => String::new(),
+        _ => return Err(wrong()),
+    };
+    // The leaf's type decides (a union member by the value itself).
+    let value: Value = schema
+        .value(id, &text)
+        .map_err(|e| invalid(at, format!("{e}; expected {}", info.accepts())))?;
+    Ok(match value.kind() {
+        JsonKind::Number => serde_json::from_str::<Number>(value.as_str())
+            .map(Json::Number)
+            .map_err(|_| wrong())?,
+        JsonKind::Bool => Json::Bool(value.as_str() == "true"),
+        JsonKind::Empty => Json::Array(vec![Json::Null]),
+        JsonKind::String => Json::String(value.as_str().to_string()),
+    })
+}
+
+/// Puts the value of the last node of `path` inside its ancestors, up to the top.
+fn wrap(schema: &Schema, path: &DataPath, value: Json) -> Result<Json, DecodeError> {
+    let shown = path.display(schema);
+    let Some(last) = path.last() else {
+        return Ok(value);
+    };
+    if schema.node(last.node).is_key {
+        // Setting a key leaf names the entry it is the key of; it cannot change it.
+        key_leaf(schema, path, &value)?;
+        return wrap(schema, &path.parent(), Json::Object(Map::new()));
+    }
+    let mut current = value;
+    let mut at = path.clone();
+    while let Some(seg) = at.last() {
+        let info = schema.node(seg.node);
+        if info.kind == NodeKind::List && !seg.keys.is_empty() {
+            current = Json::Array(vec![with_keys(
+                schema, seg.node, &seg.keys, current, &shown,
+            )?]);
+        }
+        let name = if at.segments.len() == 1 {
+            qualified(schema, seg.node)
+        } else {
+            info.name.clone()
+        };
+        let mut members = Map::new();
+        members.insert(name, current);
+        current = Json::Object(members);
+        at = at.parent();
+    }
+    Ok(current)
+}
+
+/// `{"name": "p1", ...}` for the entry with keys `keys`: keys added, or checked if given.
+fn with_keys(
+    schema: &Schema,
+    list: SchemaId,
+    keys: &[Value],
+    entry: Json,
+    at: &str,
+) -> Result<Json, DecodeError> {
+    let Json::Object(mut members) = entry else {
+        return Err(invalid(at, "a list entry takes an object of its members"));
+    };
+    for (key, value) in schema.node(list).keys.iter().zip(keys) {
+        let name = &schema.node(*key).name;
+        let expected = scalar(schema, *key, &Json::String(value.as_str().to_string()), at)?;
+        match members.get(name) {
+            Some(given) if *given != expected => {
+                return Err(invalid(
+                    at,
+                    format!(
+                        "the value gives key {name} = {given}, the path {expected}: a key cannot change"
+                    ),
+                ));
+            }
+            _ => {
+                members.insert(name.clone(), expected);
+            }
+        }
+    }
+    Ok(Json::Object(members))
+}
+
+/// An update of a key leaf: allowed when it repeats the key.
+fn key_leaf(schema: &Schema, path: &DataPath, value: &Json) -> Result<(), DecodeError> {
+    let shown = path.display(schema);
+    let parent = path.parent();
+    let (Some(seg), Some(key)) = (parent.last(), path.node()) else {
+        return Err(invalid(&shown, "not a key of a list entry"));
+    };
+    let info = schema.node(seg.node);
+    let index = info.keys.iter().position(|k| *k == key).unwrap_or(0);
+    let have = seg
+        .keys
+        .get(index)
+        .map(|v| v.as_str().to_string())
+        .unwrap_or_default();
+    let have = scalar(schema, key, &Json::String(have), &shown)?;
+    if *value != have {
+        return Err(invalid(
+            &shown,
+            "a list key cannot be changed; delete the entry and create a new one",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use efb_yang::json::{PrintOptions, to_json as print};
+
+    fn json(text: &str) -> gnmi::TypedValue {
+        gnmi::TypedValue {
+            value: Some(typed_value::Value::JsonIetfVal(text.as_bytes().to_vec())),
+        }
+    }
+
+    fn typed(v: typed_value::Value) -> gnmi::TypedValue {
+        gnmi::TypedValue { value: Some(v) }
+    }
+
+    fn decoded(
+        schema: &Schema,
+        path: &str,
+        value: gnmi::TypedValue,
+    ) -> Result<String, DecodeError> {
+        let path = DataPath::parse(schema, path).unwrap();
+        fragment(schema, &path, Some(&value)).map(|t| print(schema, &t, PrintOptions::default()))
+    }
+
+    #[test]
+    fn a_leaf_inside_its_ancestors() {
+        let s = Schema::load().unwrap();
+        assert_eq!(
+            decoded(&s, "/ports/port[name='p1']/mtu", json("9100")).unwrap(),
+            r#"{"ecofilter-balancer:ports":{"port":[{"name":"p1","mtu":9100}]}}"#
+        );
+    }
+
+    #[test]
+    fn scalars_numbers_as_strings_and_unquoted_strings_are_read_by_type() {
+        let s = Schema::load().unwrap();
+        let p = "/ports/port[name='p1']/mtu";
+        for v in [
+            json("\"9100\""),
+            typed(typed_value::Value::UintVal(9100)),
+            typed(typed_value::Value::IntVal(9100)),
+            typed(typed_value::Value::StringVal("9100".into())),
+        ] {
+            assert_eq!(
+                decoded(&s, p, v).unwrap(),
+                r#"{"ecofilter-balancer:ports":{"port":[{"name":"p1","mtu":9100}]}}"#
+            );
+        }
+        let unquoted = gnmi::TypedValue {
+            value: Some(typed_value::Value::JsonVal(b"uplink to the core".to_vec())),
+        };
+        assert!(
+            decoded(&s, "/ports/port[name='p1']/description", unquoted)
+                .unwrap()
+                .contains("uplink to the core")
+        );
+        let err = decoded(&s, p, json("\"big\"")).unwrap_err();
+        assert!(
+            matches!(&err, DecodeError::Invalid(m) if m.contains("mtu")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn sixty_four_bit_values_as_numbers_or_strings() {
+        let s = Schema::load().unwrap();
+        // No 64-bit leaf is configuration (a Set of state is refused before this): the
+        // conversion is checked on a state counter's type.
+        let id = DataPath::parse(&s, "/ports/port[name='p1']/state/counters/in-frames")
+            .unwrap()
+            .node()
+            .unwrap();
+        let at = "in-frames";
+        let big = Json::String("18446744073709551615".into());
+        for given in [serde_json::json!(18446744073709551615u64), big.clone()] {
+            assert_eq!(scalar(&s, id, &given, at).unwrap(), big);
+        }
+        assert!(scalar(&s, id, &serde_json::json!(-1), at).is_err());
+    }
+
+    #[test]
+    fn subtrees_with_qualified_or_plain_names() {
+        let s = Schema::load().unwrap();
+        let expected =
+            r#"{"ecofilter-balancer:ports":{"port":[{"name":"p1","number":1,"speed":"100g"}]}}"#;
+        for text in [
+            r#"{"number": 1, "speed": "100g"}"#,
+            r#"{"ecofilter-balancer:number": 1, "speed": "100g", "name": "p1"}"#,
+        ] {
+            assert_eq!(
+                decoded(&s, "/ports/port[name='p1']", json(text)).unwrap(),
+                expected
+            );
+        }
+        assert_eq!(
+            decoded(
+                &s,
+                "/ports",
+                json(r#"{"port": [{"name": "p1", "number": "1", "speed": "100g"}]}"#)
+            )
+            .unwrap(),
+            expected
+        );
+        assert_eq!(
+            decoded(
+                &s,
+                "/",
+                json(r#"{"ports": {"port": [{"name": "p1", "number": 1, "speed": "100g"}]}}"#)
+            )
+            .unwrap(),
+            expected
+        );
+        assert_eq!(
+            decoded(
+                &s,
+                "/ports/port",
+                json(r#"[{"name": "p1", "number": 1, "speed": "100g"}]"#)
+            )
+            .unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn empty_leaves_take_null_in_an_array() {
+        let s = Schema::load().unwrap();
+        let out = decoded(
+            &s,
+            "/ecofilter-balancer/flow[name='f']/action",
+            json(r#"{"drop": [null]}"#),
+        )
+        .unwrap();
+        assert!(out.contains(r#""action":{"drop":[null]}"#), "{out}");
+    }
+
+    #[test]
+    fn keys_cannot_change_and_foreign_names_are_refused() {
+        let s = Schema::load().unwrap();
+        let err = decoded(&s, "/ports/port[name='p1']", json(r#"{"name": "p2"}"#)).unwrap_err();
+        assert!(
+            matches!(&err, DecodeError::Invalid(m) if m.contains("key cannot change")),
+            "{err:?}"
+        );
+        let err = decoded(&s, "/ports", json(r#"{"openconfig:port": []}"#)).unwrap_err();
+        assert!(
+            matches!(&err, DecodeError::Invalid(m) if m.contains("unknown module")),
+            "{err:?}"
+        );
+        let err = decoded(&s, "/ports", json(r#"{"prot": []}"#)).unwrap_err();
+        assert!(
+            matches!(&err, DecodeError::Invalid(m) if m.contains("no member \"prot\"")),
+            "{err:?}"
+        );
+        let err = decoded(&s, "/ports/port[name='p1']/name", json(r#""p2""#)).unwrap_err();
+        assert!(
+            matches!(&err, DecodeError::Invalid(m) if m.contains("cannot be changed")),
+            "{err:?}"
+        );
+        assert!(decoded(&s, "/ports/port[name='p1']/name", json(r#""p1""#)).is_ok());
+        let bytes = typed(typed_value::Value::BytesVal(vec![1]));
+        assert!(matches!(
+            decoded(&s, "/ports", bytes).unwrap_err(),
+            DecodeError::Unsupported(_)
+        ));
+    }
+
+    #[test]
+    fn leaf_lists_from_arrays_scalars_and_scalar_arrays() {
+        let s = Schema::load().unwrap();
+        let p = "/ecofilter-balancer/flow[name='f']/links";
+        let expected = r#""links":["l1","l2"]"#;
+        assert!(
+            decoded(&s, p, json(r#"["l1", "l2"]"#))
+                .unwrap()
+                .contains(expected)
+        );
+        let array = typed(typed_value::Value::LeaflistVal(gnmi::ScalarArray {
+            element: vec![
+                typed(typed_value::Value::StringVal("l1".into())),
+                typed(typed_value::Value::StringVal("l2".into())),
+            ],
+        }));
+        assert!(decoded(&s, p, array).unwrap().contains(expected));
+        assert!(
+            decoded(&s, p, json(r#""l1""#))
+                .unwrap()
+                .contains(r#""links":["l1"]"#)
+        );
+    }
+
+    #[test]
+    fn decimal64_digits() {
+        assert_eq!(decimal(12345, 2), "123.45");
+        assert_eq!(decimal(-5, 3), "-0.005");
+        assert_eq!(decimal(7, 0), "7");
+    }
+
+    #[test]
+    fn identityref_values_with_or_without_their_module() {
+        let s = crate::testing::with_identities();
+        for given in [r#""dpi""#, r#""ecofilter-balancer:dpi""#] {
+            assert_eq!(
+                decoded(&s, "/kinds/kind", json(given)).unwrap(),
+                r#"{"ecofilter-balancer:kinds":{"kind":"ecofilter-balancer:dpi"}}"#
+            );
+        }
+        assert!(decoded(&s, "/kinds/kind", json(r#""filter""#)).is_err());
+    }
+}

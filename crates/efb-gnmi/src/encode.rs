@@ -1,0 +1,612 @@
+//! Values for gNMI, from the data trees and the schema alone (no per-leaf code):
+//!
+//! - `JSON_IETF`: RFC 7951. Top-level members are qualified with the module name (a value
+//!   at the top of the data), 64-bit integers and decimal64 are strings, `empty` is
+//!   `[null]`, identityref values name their module (`module:identity`).
+//! - `JSON`: the same data with unqualified member names, 64-bit integers as JSON numbers
+//!   and identityref values without their module (the OpenConfig convention).
+//!
+//! A value at a list entry is the entry's object (keys first); at a list, an array of
+//! entries; at a leaf, the bare value. Get filters by data type: CONFIG keeps `config true`
+//! nodes, STATE keeps `config false` nodes with the keys and containers leading to them.
+
+use std::fmt::Write;
+
+use efb_yang::{
+    BaseType, Child, DataPath, DataTree, Inner, JsonKind, LeafList, List, NodeKind, NodeRef,
+    Schema, SchemaId, TypeInfo, Value,
+};
+
+/// The two JSON encodings gNMI defines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    Json,
+    JsonIetf,
+}
+
+/// Which data a Get returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filter {
+    All,
+    Config,
+    State,
+}
+
+/// Prints values of one tree in one encoding.
+pub struct Encoder<'a> {
+    pub schema: &'a Schema,
+    pub encoding: Encoding,
+    pub filter: Filter,
+}
+
+impl Encoder<'_> {
+    /// The JSON of the node at `path` in `tree`, or `None` when there is none or the filter
+    /// leaves nothing of it.
+    pub fn node(&self, tree: &DataTree, path: &DataPath) -> Option<String> {
+        let node = tree.get(self.schema, path)?;
+        let mut out = String::new();
+        let last = path.last();
+        let wrote = match node {
+            NodeRef::Inner(inner) => match last {
+                None => self.object(&mut out, inner, None, None, true),
+                Some(seg) => {
+                    let keys = (self.schema.node(seg.node).kind == NodeKind::List)
+                        .then_some(seg.keys.as_slice());
+                    self.object(&mut out, inner, Some(seg.node), keys, false)
+                }
+            },
+            NodeRef::List(list) => last.is_some_and(|seg| self.list(&mut out, seg.node, list)),
+            NodeRef::Leaf(value) => last.is_some_and(|seg| {
+                self.keeps_leaf(seg.node) && {
+                    self.value(&mut out, seg.node, value);
+                    true
+                }
+            }),
+            NodeRef::LeafList(items) => last.is_some_and(|seg| {
+                self.keeps_leaf(seg.node) && {
+                    self.leaf_list(&mut out, seg.node, items);
+                    true
+                }
+            }),
+        };
+        wrote.then_some(out)
+    }
+
+    /// The JSON of one leaf value (or a leaf-list's items as an array).
+    pub fn scalar(&self, id: SchemaId, value: &Value) -> String {
+        let mut out = String::new();
+        self.value(&mut out, id, value);
+        out
+    }
+
+    pub fn items(&self, id: SchemaId, items: &LeafList) -> String {
+        let mut out = String::new();
+        self.leaf_list(&mut out, id, items);
+        out
+    }
+
+    fn keeps_leaf(&self, id: SchemaId) -> bool {
+        let info = self.schema.node(id);
+        match self.filter {
+            Filter::All => true,
+            Filter::Config => info.config,
+            Filter::State => !info.config || info.is_key,
+        }
+    }
+
+    /// Whether the filter may keep something under `id` (a container or list).
+    fn keeps_inner(&self, id: SchemaId) -> bool {
+        match self.filter {
+            Filter::All => true,
+            Filter::Config => self.schema.node(id).config,
+            Filter::State => has_state(self.schema, id),
+        }
+    }
+
+    /// Writes `{...}`; returns false (writing nothing) when the filter kept nothing but keys.
+    fn object(
+        &self,
+        out: &mut String,
+        inner: &Inner,
+        id: Option<SchemaId>,
+        keys: Option<&[Value]>,
+        top: bool,
+    ) -> bool {
+        let start = out.len();
+        out.push('{');
+        let mut first = true;
+        if let (Some(list), Some(keys)) = (id, keys) {
+            for (key, value) in self.schema.node(list).keys.iter().zip(keys) {
+                self.member(out, &mut first, *key, top);
+                self.value(out, *key, value);
+            }
+        }
+        let mut kept = false;
+        for (child_id, child) in inner.children() {
+            let mark = out.len();
+            let was_first = first;
+            self.member(out, &mut first, child_id, top);
+            if self.child(out, child_id, child) {
+                kept = true;
+            } else {
+                out.truncate(mark);
+                first = was_first;
+            }
+        }
+        out.push('}');
+        if !kept && self.filter != Filter::All && (keys.is_some() || !top) {
+            out.truncate(start);
+            return false;
+        }
+        true
+    }
+
+    fn member(&self, out: &mut String, first: &mut bool, id: SchemaId, top: bool) {
+        if !*first {
+            out.push(',');
+        }
+        *first = false;
+        let info = self.schema.node(id);
+        out.push('"');
+        if top && self.encoding == Encoding::JsonIetf {
+            out.push_str(&info.module);
+            out.push(':');
+        }
+        out.push_str(&info.name);
+        out.push_str("\":");
+    }
+
+    fn child(&self, out: &mut String, id: SchemaId, child: &Child) -> bool {
+        match child {
+            Child::Leaf(value) => {
+                self.keeps_leaf(id) && {
+                    self.value(out, id, value);
+                    true
+                }
+            }
+            Child::LeafList(items) => {
+                self.keeps_leaf(id) && {
+                    self.leaf_list(out, id, items);
+                    true
+                }
+            }
+            Child::Container(inner) => {
+                self.keeps_inner(id) && self.object(out, inner, Some(id), None, false)
+            }
+            Child::List(list) => self.keeps_inner(id) && self.list(out, id, list),
+        }
+    }
+
+    fn list(&self, out: &mut String, id: SchemaId, list: &List) -> bool {
+        if !self.keeps_inner(id) {
+            return false;
+        }
+        out.push('[');
+        let mut first = true;
+        for (keys, entry) in list.iter() {
+            let mark = out.len();
+            if !first {
+                out.push(',');
+            }
+            if self.object(out, entry, Some(id), Some(keys), false) {
+                first = false;
+            } else {
+                out.truncate(mark);
+            }
+        }
+        out.push(']');
+        !first || self.filter == Filter::All
+    }
+
+    fn leaf_list(&self, out: &mut String, id: SchemaId, items: &LeafList) {
+        out.push('[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            self.value(out, id, item);
+        }
+        out.push(']');
+    }
+
+    fn value(&self, out: &mut String, id: SchemaId, value: &Value) {
+        let text = value.as_str();
+        match value.kind() {
+            JsonKind::Number | JsonKind::Bool => out.push_str(text),
+            JsonKind::Empty => out.push_str("[null]"),
+            JsonKind::String => match (self.encoding, base(self.schema, id)) {
+                (Encoding::Json, Some(BaseType::Int64 | BaseType::Uint64))
+                    if text.parse::<i128>().is_ok() =>
+                {
+                    out.push_str(text)
+                }
+                (Encoding::Json, Some(BaseType::IdentityRef)) => {
+                    write_string(out, text.rsplit(':').next().unwrap_or(text))
+                }
+                (Encoding::JsonIetf, Some(BaseType::IdentityRef)) if !text.contains(':') => {
+                    // The canonical form names the module; a bare name is the leaf's own.
+                    write_string(out, &format!("{}:{text}", self.schema.node(id).module))
+                }
+                _ => write_string(out, text),
+            },
+        }
+    }
+}
+
+/// The base type of a leaf, through leafrefs to the type they point at.
+pub fn base(schema: &Schema, id: SchemaId) -> Option<BaseType> {
+    fn resolve(t: &TypeInfo) -> BaseType {
+        match (&t.base, &t.leafref_real) {
+            (BaseType::LeafRef, Some(real)) => resolve(real),
+            (b, _) => *b,
+        }
+    }
+    schema.node(id).leaf_type.as_ref().map(resolve)
+}
+
+/// Whether the schema subtree of `id` holds state (`config false`) data.
+pub fn has_state(schema: &Schema, id: SchemaId) -> bool {
+    let info = schema.node(id);
+    !info.config || info.children.iter().any(|c| has_state(schema, *c))
+}
+
+pub fn write_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// The leaves under the node at `path` (itself if it is one), each with its path, for
+/// telemetry: a list entry's keys count as leaves, a leaf-list is one value (an array).
+pub fn leaves(
+    schema: &Schema,
+    tree: &DataTree,
+    path: &DataPath,
+    out: &mut Vec<(DataPath, LeafValue)>,
+) {
+    let Some(node) = tree.get(schema, path) else {
+        return;
+    };
+    match node {
+        NodeRef::Leaf(v) => {
+            if let Some(seg) = path.last() {
+                out.push((path.clone(), LeafValue::One(seg.node, v.clone())));
+            }
+        }
+        NodeRef::LeafList(items) => {
+            if let Some(seg) = path.last() {
+                out.push((path.clone(), LeafValue::Many(seg.node, items.clone())));
+            }
+        }
+        NodeRef::List(list) => {
+            if let Some(seg) = path.last() {
+                for (keys, entry) in list.iter() {
+                    let p = path
+                        .parent()
+                        .child(efb_yang::Segment::with_keys(seg.node, keys.to_vec()));
+                    inner_leaves(schema, &p, entry, out);
+                }
+            }
+        }
+        NodeRef::Inner(inner) => inner_leaves(schema, path, inner, out),
+    }
+}
+
+/// A telemetry value: one leaf's, or a leaf-list's items.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LeafValue {
+    One(SchemaId, Value),
+    Many(SchemaId, LeafList),
+}
+
+impl LeafValue {
+    pub fn json(&self, encoder: &Encoder<'_>) -> String {
+        match self {
+            LeafValue::One(id, v) => encoder.scalar(*id, v),
+            LeafValue::Many(id, items) => encoder.items(*id, items),
+        }
+    }
+}
+
+fn inner_leaves(
+    schema: &Schema,
+    path: &DataPath,
+    inner: &Inner,
+    out: &mut Vec<(DataPath, LeafValue)>,
+) {
+    if let Some(seg) = path.last() {
+        let info = schema.node(seg.node);
+        if info.kind == NodeKind::List {
+            for (key, value) in info.keys.iter().zip(&seg.keys) {
+                out.push((
+                    path.child(efb_yang::Segment::new(*key)),
+                    LeafValue::One(*key, value.clone()),
+                ));
+            }
+        }
+    }
+    for (id, child) in inner.children() {
+        match child {
+            Child::Leaf(v) => out.push((
+                path.child(efb_yang::Segment::new(id)),
+                LeafValue::One(id, v.clone()),
+            )),
+            Child::LeafList(items) => out.push((
+                path.child(efb_yang::Segment::new(id)),
+                LeafValue::Many(id, items.clone()),
+            )),
+            Child::Container(c) => {
+                inner_leaves(schema, &path.child(efb_yang::Segment::new(id)), c, out)
+            }
+            Child::List(list) => {
+                for (keys, entry) in list.iter() {
+                    let p = path.child(efb_yang::Segment::with_keys(id, keys.to_vec()));
+                    inner_leaves(schema, &p, entry, out);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use efb_yang::json::{Check, from_json};
+
+    fn site(schema: &Schema) -> DataTree {
+        from_json(
+            schema,
+            r#"{"ecofilter-balancer:ports": {"port": [
+                 {"name": "p1", "number": 1, "speed": "100g", "mtu": 9100}]},
+               "ecofilter-balancer:ecofilter-balancer": {
+                 "link": [{"name": "l1", "lan-port": "p1", "wan-port": "p1"}],
+                 "flow": [{"name": "f1", "priority": 5, "links": ["l1"],
+                           "action": {"drop": [null]}}]}}"#,
+            Check::Types,
+        )
+        .unwrap()
+    }
+
+    fn encoder(schema: &Schema, encoding: Encoding, filter: Filter) -> Encoder<'_> {
+        Encoder {
+            schema,
+            encoding,
+            filter,
+        }
+    }
+
+    fn at(
+        schema: &Schema,
+        tree: &DataTree,
+        path: &str,
+        encoding: Encoding,
+        filter: Filter,
+    ) -> Option<String> {
+        encoder(schema, encoding, filter).node(tree, &DataPath::parse(schema, path).unwrap())
+    }
+
+    #[test]
+    fn top_nodes_are_module_qualified_in_json_ietf_only() {
+        let s = Schema::load().unwrap();
+        let t = site(&s);
+        let ietf = at(&s, &t, "/", Encoding::JsonIetf, Filter::All).unwrap();
+        assert!(
+            ietf.starts_with(r#"{"ecofilter-balancer:ports":{"port":[{"name":"p1""#),
+            "{ietf}"
+        );
+        let plain = at(&s, &t, "/", Encoding::Json, Filter::All).unwrap();
+        assert!(
+            plain.starts_with(r#"{"ports":{"port":[{"name":"p1""#),
+            "{plain}"
+        );
+        // Below the top, names are not qualified (the path says where the value is).
+        let below = at(&s, &t, "/ports", Encoding::JsonIetf, Filter::All).unwrap();
+        assert!(below.starts_with(r#"{"port":["#), "{below}");
+    }
+
+    #[test]
+    fn entries_leaves_and_lists() {
+        let s = Schema::load().unwrap();
+        let t = site(&s);
+        assert_eq!(
+            at(
+                &s,
+                &t,
+                "/ports/port[name='p1']",
+                Encoding::JsonIetf,
+                Filter::All
+            )
+            .unwrap(),
+            r#"{"name":"p1","number":1,"speed":"100g","mtu":9100}"#
+        );
+        assert_eq!(
+            at(
+                &s,
+                &t,
+                "/ports/port[name='p1']/mtu",
+                Encoding::Json,
+                Filter::All
+            )
+            .unwrap(),
+            "9100"
+        );
+        assert_eq!(
+            at(
+                &s,
+                &t,
+                "/ports/port[name='p1']/name",
+                Encoding::Json,
+                Filter::All
+            )
+            .unwrap(),
+            r#""p1""#
+        );
+        assert_eq!(
+            at(
+                &s,
+                &t,
+                "/ecofilter-balancer/flow[name='f1']/links",
+                Encoding::Json,
+                Filter::All
+            )
+            .unwrap(),
+            r#"["l1"]"#
+        );
+        assert!(
+            at(&s, &t, "/ports/port", Encoding::Json, Filter::All)
+                .unwrap()
+                .starts_with("[{")
+        );
+        assert_eq!(
+            at(
+                &s,
+                &t,
+                "/ports/port[name='p9']",
+                Encoding::Json,
+                Filter::All
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn empty_is_null_in_an_array() {
+        let s = Schema::load().unwrap();
+        let t = site(&s);
+        for encoding in [Encoding::Json, Encoding::JsonIetf] {
+            assert_eq!(
+                at(
+                    &s,
+                    &t,
+                    "/ecofilter-balancer/flow[name='f1']/action",
+                    encoding,
+                    Filter::All
+                )
+                .unwrap(),
+                r#"{"drop":[null]}"#
+            );
+        }
+    }
+
+    #[test]
+    fn sixty_four_bit_numbers_are_strings_in_json_ietf_and_numbers_in_json() {
+        let s = Schema::load().unwrap();
+        let mut t = site(&s);
+        let path = DataPath::parse(&s, "/ports/port[name='p1']/state/counters/in-frames").unwrap();
+        let value = s
+            .value(path.node().unwrap(), "18446744073709551615")
+            .unwrap();
+        t.set(&s, &path, Some(value)).unwrap();
+        let p = "/ports/port[name='p1']/state/counters";
+        assert_eq!(
+            at(&s, &t, p, Encoding::JsonIetf, Filter::All).unwrap(),
+            r#"{"in-frames":"18446744073709551615"}"#
+        );
+        assert_eq!(
+            at(&s, &t, p, Encoding::Json, Filter::All).unwrap(),
+            r#"{"in-frames":18446744073709551615}"#
+        );
+    }
+
+    #[test]
+    fn config_and_state_filters() {
+        let s = Schema::load().unwrap();
+        let mut t = site(&s);
+        let path = DataPath::parse(&s, "/ports/port[name='p1']/state/oper-status").unwrap();
+        let up = s.value(path.node().unwrap(), "up").unwrap();
+        t.set(&s, &path, Some(up)).unwrap();
+        assert_eq!(
+            at(&s, &t, "/ports", Encoding::Json, Filter::State).unwrap(),
+            r#"{"port":[{"name":"p1","state":{"oper-status":"up"}}]}"#
+        );
+        let config = at(&s, &t, "/ports", Encoding::Json, Filter::Config).unwrap();
+        assert!(!config.contains("state"), "{config}");
+        // Nothing of the state kind under the flows: nothing to show.
+        assert_eq!(
+            at(
+                &s,
+                &t,
+                "/ecofilter-balancer/flow[name='f1']/links",
+                Encoding::Json,
+                Filter::State
+            ),
+            None
+        );
+        assert_eq!(
+            at(&s, &t, "/", Encoding::JsonIetf, Filter::State).unwrap(),
+            r#"{"ecofilter-balancer:ports":{"port":[{"name":"p1","state":{"oper-status":"up"}}]}}"#
+        );
+    }
+
+    #[test]
+    fn telemetry_leaves_include_keys_and_whole_leaf_lists() {
+        let s = Schema::load().unwrap();
+        let t = site(&s);
+        let mut out = Vec::new();
+        leaves(
+            &s,
+            &t,
+            &DataPath::parse(&s, "/ecofilter-balancer/flow").unwrap(),
+            &mut out,
+        );
+        let e = encoder(&s, Encoding::JsonIetf, Filter::All);
+        let shown: Vec<String> = out
+            .iter()
+            .map(|(p, v)| format!("{} {}", p.display(&s), v.json(&e)))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/name \"f1\"",
+                "/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/priority 5",
+                "/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/links [\"l1\"]",
+                "/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/action/drop [null]",
+            ]
+        );
+    }
+
+    #[test]
+    fn identityref_values_name_their_module_in_json_ietf_only() {
+        let s = crate::testing::with_identities();
+        let t = from_json(
+            &s,
+            r#"{"ecofilter-balancer:kinds": {"kind": "dpi"}}"#,
+            Check::Types,
+        )
+        .unwrap();
+        assert_eq!(
+            at(&s, &t, "/kinds/kind", Encoding::JsonIetf, Filter::All).unwrap(),
+            r#""ecofilter-balancer:dpi""#
+        );
+        assert_eq!(
+            at(&s, &t, "/kinds/kind", Encoding::Json, Filter::All).unwrap(),
+            r#""dpi""#
+        );
+        assert_eq!(
+            at(&s, &t, "/", Encoding::JsonIetf, Filter::All).unwrap(),
+            r#"{"ecofilter-balancer:kinds":{"kind":"ecofilter-balancer:dpi"}}"#
+        );
+        // Both forms read back to the same value.
+        let qualified = from_json(
+            &s,
+            r#"{"ecofilter-balancer:kinds": {"kind": "ecofilter-balancer:dpi"}}"#,
+            Check::Types,
+        )
+        .unwrap();
+        assert_eq!(qualified, t);
+    }
+}

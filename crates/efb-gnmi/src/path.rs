@@ -1,0 +1,885 @@
+//! gNMI paths against the schema: origins, module-qualified elements, list keys, the `*`
+//! and `...` wildcards; expanding a path over a data tree into the data paths it selects,
+//! and writing data paths back as gNMI paths.
+//!
+//! Accepted forms, all meaning the same node:
+//! - origin empty: `/ports/port[name=p1]`
+//! - origin the module name (pygnmi's `ecofilter-balancer:ports/...`): origin
+//!   `ecofilter-balancer`, elements `ports`, `port`
+//! - origin empty and a module-qualified first element (gnmic's style):
+//!   `ecofilter-balancer:ports`
+//! - origin `rfc7951`, elements qualified as RFC 7951 qualifies names.
+
+use efb_yang::{DataPath, DataTree, NodeKind, NodeRef, Schema, SchemaId, Segment, Value};
+use gnmi_proto::gnmi;
+
+/// The origin RFC 7951-style clients use for YANG paths with module-qualified names.
+pub const RFC7951_ORIGIN: &str = "rfc7951";
+
+/// Why a path is refused, with the gRPC code each maps to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// Cannot be read as a path of this target: INVALID_ARGUMENT.
+    #[error("{0}")]
+    Invalid(String),
+    /// Names a node the schema does not have: NOT_FOUND.
+    #[error("{0}")]
+    NotFound(String),
+}
+
+/// One element of a path as the client wrote it (module prefix removed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A node by name; for a list, selectors for some or all of its keys (`None`: `*`).
+    Node {
+        name: String,
+        keys: Vec<(String, Option<String>)>,
+    },
+    /// `*`: any one node.
+    Any,
+    /// `...`: any number of levels, none included.
+    Descendants,
+}
+
+/// How the client wrote its paths, to answer in the same style.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Style {
+    pub origin: String,
+    /// The first element carried the module name (`ecofilter-balancer:ports`).
+    pub qualified: bool,
+}
+
+/// A path (prefix and path joined), possibly with wildcards.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern {
+    pub steps: Vec<Step>,
+    pub style: Style,
+}
+
+/// Where a concrete data path stands relative to what a pattern selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relation {
+    /// At or below a selected node.
+    Inside,
+    /// Above some node the pattern could select (removing it removes them).
+    Above,
+    Outside,
+}
+
+impl Pattern {
+    /// Joins a prefix and a path, checks origins and names, reads keys. The schema must
+    /// have some node the result could select (else NOT_FOUND).
+    pub fn parse(
+        schema: &Schema,
+        prefix: Option<&gnmi::Path>,
+        path: Option<&gnmi::Path>,
+    ) -> Result<Pattern, PathError> {
+        let style = origin(schema, prefix, path)?;
+        let mut steps = Vec::new();
+        for elem in prefix.into_iter().chain(path).flat_map(|p| p.elem.iter()) {
+            steps.push(step(schema, elem)?);
+        }
+        let mut style = style;
+        style.qualified = prefix
+            .into_iter()
+            .chain(path)
+            .flat_map(|p| p.elem.first())
+            .next()
+            .is_some_and(|e| e.name.contains(':'));
+        let pattern = Pattern { steps, style };
+        pattern.check(schema)?;
+        Ok(pattern)
+    }
+
+    pub fn has_wildcards(&self) -> bool {
+        self.steps.iter().any(|s| match s {
+            Step::Any | Step::Descendants => true,
+            Step::Node { keys, .. } => keys.iter().any(|(_, v)| v.is_none()),
+        })
+    }
+
+    /// The one node a wildcard-free path names, for writing: every list on the way needs
+    /// all its keys; the last step may name a whole list.
+    pub fn data_path(&self, schema: &Schema) -> Result<DataPath, PathError> {
+        let mut path = DataPath::root();
+        for (i, step) in self.steps.iter().enumerate() {
+            let Step::Node { name, keys } = step else {
+                return Err(PathError::Invalid(
+                    "wildcards (* and ...) cannot name what to write".into(),
+                ));
+            };
+            let id =
+                child(schema, path.node(), name).ok_or_else(|| unknown(schema, &path, name))?;
+            let last = i + 1 == self.steps.len();
+            let info = schema.node(id);
+            let values = if info.kind == NodeKind::List && (!keys.is_empty() || !last) {
+                exact_keys(schema, id, keys)?
+            } else {
+                Vec::new()
+            };
+            path = path.child(Segment::with_keys(id, values));
+        }
+        Ok(path)
+    }
+
+    /// Every data path of `tree` the pattern selects, in tree order. A list step without
+    /// keys selects each entry.
+    pub fn expand(&self, schema: &Schema, tree: &DataTree) -> Vec<DataPath> {
+        let mut out = Vec::new();
+        let mut walk = Expand {
+            schema,
+            tree,
+            steps: &self.steps,
+            out: &mut out,
+        };
+        walk.at(&DataPath::root(), 0);
+        out.dedup();
+        out
+    }
+
+    /// Where `path` (a data path, as a diff reports it) stands relative to the pattern.
+    pub fn relation(&self, schema: &Schema, path: &DataPath) -> Relation {
+        // Nothing is below a leaf: a leaf is never above what the pattern selects.
+        let leaf = path
+            .node()
+            .is_some_and(|id| matches!(schema.node(id).kind, NodeKind::Leaf | NodeKind::LeafList));
+        relate(schema, &self.steps, &path.segments, leaf)
+    }
+
+    /// Schema-level check: some node can match, and every key is a key and reads as one.
+    fn check(&self, schema: &Schema) -> Result<(), PathError> {
+        let mut candidates: Vec<Option<SchemaId>> = vec![None];
+        let mut shown = DataPath::root();
+        for step in &self.steps {
+            let mut next = Vec::new();
+            match step {
+                Step::Any => {
+                    for c in &candidates {
+                        next.extend(children(schema, *c).into_iter().map(Some));
+                    }
+                }
+                Step::Descendants => {
+                    for c in &candidates {
+                        next.push(*c);
+                        next.extend(descendants(schema, *c).into_iter().map(Some));
+                    }
+                }
+                Step::Node { name, keys } => {
+                    for c in &candidates {
+                        if let Some(id) = child(schema, *c, name) {
+                            check_keys(schema, id, keys)?;
+                            next.push(Some(id));
+                        }
+                    }
+                    if next.is_empty() {
+                        let parent = candidates.first().copied().flatten();
+                        return Err(match (candidates.len(), parent) {
+                            (1, _) => unknown(schema, &shown, name),
+                            _ => PathError::NotFound(format!(
+                                "no node \"{name}\" matches {}",
+                                describe(&self.steps)
+                            )),
+                        });
+                    }
+                    if let (1, Some(Some(id))) = (next.len(), next.first()) {
+                        shown = shown.child(Segment::new(*id));
+                    }
+                }
+            }
+            next.sort();
+            next.dedup();
+            candidates = next;
+        }
+        Ok(())
+    }
+}
+
+#[allow(deprecated)] // reading the deprecated field to refuse it with a clear message
+fn origin(
+    schema: &Schema,
+    prefix: Option<&gnmi::Path>,
+    path: Option<&gnmi::Path>,
+) -> Result<Style, PathError> {
+    for p in prefix.into_iter().chain(path) {
+        if !p.element.is_empty() {
+            return Err(PathError::Invalid(
+                "the deprecated `element` field of Path is not supported; use `elem`".into(),
+            ));
+        }
+    }
+    let a = prefix.map(|p| p.origin.as_str()).unwrap_or_default();
+    let b = path.map(|p| p.origin.as_str()).unwrap_or_default();
+    if !a.is_empty() && !b.is_empty() && a != b {
+        return Err(PathError::Invalid(format!(
+            "the prefix's origin \"{a}\" and the path's origin \"{b}\" disagree"
+        )));
+    }
+    let origin = if a.is_empty() { b } else { a };
+    let module = &schema.module().name;
+    if !origin.is_empty() && origin != module && origin != RFC7951_ORIGIN {
+        return Err(PathError::Invalid(format!(
+            "unknown origin \"{origin}\"; this target serves origin \"\" or \"{module}\" (or \"{RFC7951_ORIGIN}\")"
+        )));
+    }
+    Ok(Style {
+        origin: origin.to_string(),
+        qualified: false,
+    })
+}
+
+/// Reads one element. Any element may carry the module name (gnmic qualifies the first,
+/// RFC 7951 paths every one that changes module); only this module's is known.
+fn step(schema: &Schema, elem: &gnmi::PathElem) -> Result<Step, PathError> {
+    let name = match elem.name.split_once(':') {
+        Some((module, name)) if module == schema.module().name => name,
+        Some((module, _)) => {
+            return Err(PathError::NotFound(format!(
+                "element \"{}\": unknown module \"{module}\"; this target serves \"{}\"",
+                elem.name,
+                schema.module().name
+            )));
+        }
+        None => elem.name.as_str(),
+    };
+    match name {
+        "" => Err(PathError::Invalid("a path element has no name".into())),
+        "*" | "..." if !elem.key.is_empty() => Err(PathError::Invalid(format!(
+            "the wildcard {name} takes no keys"
+        ))),
+        "*" => Ok(Step::Any),
+        "..." => Ok(Step::Descendants),
+        _ => {
+            let mut keys: Vec<(String, Option<String>)> = elem
+                .key
+                .iter()
+                .map(|(k, v)| (k.clone(), (v != "*").then(|| v.clone())))
+                .collect();
+            keys.sort();
+            Ok(Step::Node {
+                name: name.to_string(),
+                keys,
+            })
+        }
+    }
+}
+
+/// A data child (or top-level data node) by name; RPCs and notifications are not data.
+fn child(schema: &Schema, parent: Option<SchemaId>, name: &str) -> Option<SchemaId> {
+    match parent {
+        None => schema
+            .roots()
+            .iter()
+            .copied()
+            .find(|id| schema.node(*id).name == name),
+        Some(p) => schema.child(p, name),
+    }
+}
+
+fn children(schema: &Schema, parent: Option<SchemaId>) -> Vec<SchemaId> {
+    match parent {
+        None => schema.roots().to_vec(),
+        Some(p) => schema.node(p).children.clone(),
+    }
+}
+
+fn descendants(schema: &Schema, parent: Option<SchemaId>) -> Vec<SchemaId> {
+    let mut out = Vec::new();
+    let mut stack = children(schema, parent);
+    while let Some(id) = stack.pop() {
+        out.push(id);
+        stack.extend(schema.node(id).children.iter().copied());
+    }
+    out
+}
+
+fn unknown(schema: &Schema, parent: &DataPath, name: &str) -> PathError {
+    let expected: Vec<String> = children(schema, parent.node())
+        .into_iter()
+        .map(|id| schema.node(id).name.clone())
+        .collect();
+    let at = if parent.is_root() {
+        "the top".to_string()
+    } else {
+        parent.display(schema)
+    };
+    PathError::NotFound(format!(
+        "no element \"{name}\" under {at}; expected one of: {}",
+        expected.join(", ")
+    ))
+}
+
+fn describe(steps: &[Step]) -> String {
+    let mut out = String::new();
+    for step in steps {
+        out.push('/');
+        match step {
+            Step::Any => out.push('*'),
+            Step::Descendants => out.push_str("..."),
+            Step::Node { name, keys } => {
+                out.push_str(name);
+                for (k, v) in keys {
+                    out.push_str(&format!("[{k}={}]", v.as_deref().unwrap_or("*")));
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+fn key_names(schema: &Schema, list: SchemaId) -> Vec<&str> {
+    schema
+        .node(list)
+        .keys
+        .iter()
+        .map(|k| schema.node(*k).name.as_str())
+        .collect()
+}
+
+/// Keys only on lists, only the list's keys, values of the key's type.
+fn check_keys(
+    schema: &Schema,
+    id: SchemaId,
+    keys: &[(String, Option<String>)],
+) -> Result<(), PathError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let info = schema.node(id);
+    if info.kind != NodeKind::List {
+        return Err(PathError::Invalid(format!(
+            "{} is not a list and takes no keys",
+            info.name
+        )));
+    }
+    for (name, value) in keys {
+        let key = info
+            .keys
+            .iter()
+            .copied()
+            .find(|k| schema.node(*k).name == *name)
+            .ok_or_else(|| {
+                PathError::Invalid(format!(
+                    "{} has no key \"{name}\"; its keys: {}",
+                    info.name,
+                    key_names(schema, id).join(", ")
+                ))
+            })?;
+        if let Some(text) = value {
+            schema.value(key, text).map_err(|e| {
+                PathError::Invalid(format!(
+                    "{}[{name}={text}]: {e}; expected {}",
+                    info.name,
+                    schema.node(key).accepts()
+                ))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// All key values of one entry, canonical, in key order.
+fn exact_keys(
+    schema: &Schema,
+    list: SchemaId,
+    keys: &[(String, Option<String>)],
+) -> Result<Vec<Value>, PathError> {
+    let info = schema.node(list);
+    let mut values = Vec::with_capacity(info.keys.len());
+    for key in &info.keys {
+        let name = &schema.node(*key).name;
+        let text = keys
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.as_deref())
+            .ok_or_else(|| {
+                PathError::Invalid(format!(
+                    "{} needs all its keys ({}) to name one entry",
+                    info.name,
+                    key_names(schema, list).join(", ")
+                ))
+            })?;
+        values.push(
+            schema
+                .value(*key, text)
+                .map_err(|e| PathError::Invalid(format!("{}[{name}={text}]: {e}", info.name)))?,
+        );
+    }
+    Ok(values)
+}
+
+/// Whether an entry's keys pass a step's selectors.
+fn keys_match(
+    schema: &Schema,
+    list: SchemaId,
+    selectors: &[(String, Option<String>)],
+    keys: &[Value],
+) -> bool {
+    let info = schema.node(list);
+    selectors.iter().all(|(name, wanted)| {
+        let Some(wanted) = wanted else {
+            return true;
+        };
+        let Some(index) = info.keys.iter().position(|k| schema.node(*k).name == *name) else {
+            return false;
+        };
+        match (schema.value(info.keys[index], wanted), keys.get(index)) {
+            (Ok(canonical), Some(have)) => canonical.as_str() == have.as_str(),
+            _ => false,
+        }
+    })
+}
+
+struct Expand<'a> {
+    schema: &'a Schema,
+    tree: &'a DataTree,
+    steps: &'a [Step],
+    out: &'a mut Vec<DataPath>,
+}
+
+impl Expand<'_> {
+    /// Matches `steps[i..]` at the node `path` names (which exists).
+    fn at(&mut self, path: &DataPath, i: usize) {
+        let Some(step) = self.steps.get(i) else {
+            self.out.push(path.clone());
+            return;
+        };
+        match step {
+            Step::Node { name, keys } => {
+                if let Some(id) = child(self.schema, path.node(), name) {
+                    self.child(path, id, keys, i);
+                }
+            }
+            Step::Any => {
+                for id in self.present_children(path) {
+                    self.child(path, id, &[], i);
+                }
+            }
+            Step::Descendants => {
+                self.at(path, i + 1);
+                for id in self.present_children(path) {
+                    let mut below = Vec::new();
+                    self.instances(path, id, &[], &mut below);
+                    for p in below {
+                        self.at(&p, i);
+                    }
+                }
+            }
+        }
+    }
+
+    fn child(
+        &mut self,
+        path: &DataPath,
+        id: SchemaId,
+        keys: &[(String, Option<String>)],
+        i: usize,
+    ) {
+        let mut found = Vec::new();
+        self.instances(path, id, keys, &mut found);
+        for p in found {
+            self.at(&p, i + 1);
+        }
+    }
+
+    /// The instances of schema node `id` under `path` that pass `keys`: list entries one
+    /// by one, a key leaf from the entry's keys, anything else if present.
+    fn instances(
+        &self,
+        path: &DataPath,
+        id: SchemaId,
+        keys: &[(String, Option<String>)],
+        out: &mut Vec<DataPath>,
+    ) {
+        let info = self.schema.node(id);
+        if info.kind == NodeKind::List {
+            if let Some(NodeRef::List(list)) =
+                self.tree.get(self.schema, &path.child(Segment::new(id)))
+            {
+                for (k, _) in list.iter() {
+                    if keys_match(self.schema, id, keys, k) {
+                        out.push(path.child(Segment::with_keys(id, k.to_vec())));
+                    }
+                }
+            }
+            return;
+        }
+        let p = path.child(Segment::new(id));
+        if self.tree.contains(self.schema, &p) {
+            out.push(p);
+        }
+    }
+
+    /// Schema children of the node at `path` that have data, key leaves first.
+    fn present_children(&self, path: &DataPath) -> Vec<SchemaId> {
+        let mut ids = Vec::new();
+        if let Some(last) = path.last() {
+            let info = self.schema.node(last.node);
+            if info.kind == NodeKind::List && !last.keys.is_empty() {
+                ids.extend(info.keys.iter().copied());
+            }
+        }
+        if let Some(NodeRef::Inner(inner)) = self.tree.get(self.schema, path) {
+            ids.extend(inner.children().map(|(id, _)| id));
+        }
+        ids
+    }
+}
+
+fn relate(schema: &Schema, steps: &[Step], segs: &[Segment], leaf: bool) -> Relation {
+    let Some((step, rest)) = steps.split_first() else {
+        return Relation::Inside;
+    };
+    let Some((seg, tail)) = segs.split_first() else {
+        return if leaf {
+            Relation::Outside
+        } else {
+            Relation::Above
+        };
+    };
+    match step {
+        Step::Descendants => {
+            let here = relate(schema, rest, segs, leaf);
+            if here == Relation::Inside {
+                return here;
+            }
+            match relate(schema, steps, tail, leaf) {
+                Relation::Outside => here,
+                deeper => best(here, deeper),
+            }
+        }
+        Step::Any => relate(schema, rest, tail, leaf),
+        Step::Node { name, keys } => {
+            let info = schema.node(seg.node);
+            if info.name != *name {
+                return Relation::Outside;
+            }
+            if info.kind == NodeKind::List && seg.keys.is_empty() {
+                // The whole list: it holds whichever entries the keys select.
+                return match relate(schema, rest, tail, leaf) {
+                    Relation::Outside => Relation::Outside,
+                    _ if keys.iter().any(|(_, v)| v.is_some()) => Relation::Above,
+                    r => r,
+                };
+            }
+            if info.kind == NodeKind::List && !keys_match(schema, seg.node, keys, &seg.keys) {
+                return Relation::Outside;
+            }
+            relate(schema, rest, tail, leaf)
+        }
+    }
+}
+
+fn best(a: Relation, b: Relation) -> Relation {
+    match (a, b) {
+        (Relation::Inside, _) | (_, Relation::Inside) => Relation::Inside,
+        (Relation::Above, _) | (_, Relation::Above) => Relation::Above,
+        _ => Relation::Outside,
+    }
+}
+
+/// A data path as a gNMI path in the client's style.
+pub fn to_gnmi(schema: &Schema, path: &DataPath, style: &Style) -> gnmi::Path {
+    let mut elem = Vec::with_capacity(path.segments.len());
+    for (i, seg) in path.segments.iter().enumerate() {
+        let info = schema.node(seg.node);
+        let name = if i == 0 && (style.qualified || style.origin == RFC7951_ORIGIN) {
+            format!("{}:{}", info.module, info.name)
+        } else {
+            info.name.clone()
+        };
+        let mut key = std::collections::HashMap::new();
+        if info.kind == NodeKind::List {
+            for (k, v) in info.keys.iter().zip(&seg.keys) {
+                key.insert(schema.node(*k).name.clone(), v.as_str().to_string());
+            }
+        }
+        elem.push(gnmi::PathElem { name, key });
+    }
+    gnmi::Path {
+        origin: style.origin.clone(),
+        elem,
+        ..gnmi::Path::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use efb_yang::json::{Check, from_json};
+
+    fn schema() -> Schema {
+        Schema::load().unwrap()
+    }
+
+    fn elem(name: &str, keys: &[(&str, &str)]) -> gnmi::PathElem {
+        gnmi::PathElem {
+            name: name.into(),
+            key: keys
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    fn path(origin: &str, elems: Vec<gnmi::PathElem>) -> gnmi::Path {
+        gnmi::Path {
+            origin: origin.into(),
+            elem: elems,
+            ..Default::default()
+        }
+    }
+
+    fn tree(schema: &Schema) -> DataTree {
+        from_json(
+            schema,
+            r#"{"ecofilter-balancer:ports": {"port": [
+                {"name": "p1", "number": 1, "speed": "100g", "mtu": 9100},
+                {"name": "p2", "number": 2, "speed": "100g"}]},
+               "ecofilter-balancer:ecofilter-balancer": {"flow": [
+                {"name": "f1", "priority": 5, "match": {"dst-port": 179}}]}}"#,
+            Check::Types,
+        )
+        .unwrap()
+    }
+
+    fn shown(schema: &Schema, paths: &[DataPath]) -> Vec<String> {
+        paths.iter().map(|p| p.display(schema)).collect()
+    }
+
+    #[test]
+    fn the_three_origin_styles_name_the_same_node() {
+        let s = schema();
+        let plain = path(
+            "",
+            vec![elem("ports", &[]), elem("port", &[("name", "p1")])],
+        );
+        let pygnmi = path(
+            "ecofilter-balancer",
+            vec![elem("ports", &[]), elem("port", &[("name", "p1")])],
+        );
+        let gnmic = path(
+            "",
+            vec![
+                elem("ecofilter-balancer:ports", &[]),
+                elem("port", &[("name", "p1")]),
+            ],
+        );
+        let expected = "/ecofilter-balancer:ports/port[name='p1']";
+        for p in [plain, pygnmi, gnmic] {
+            let pattern = Pattern::parse(&s, None, Some(&p)).unwrap();
+            assert_eq!(pattern.data_path(&s).unwrap().display(&s), expected);
+        }
+    }
+
+    #[test]
+    fn the_answer_keeps_the_clients_style() {
+        let s = schema();
+        let gnmic = path("", vec![elem("ecofilter-balancer:ports", &[])]);
+        let pattern = Pattern::parse(&s, None, Some(&gnmic)).unwrap();
+        let back = to_gnmi(&s, &pattern.data_path(&s).unwrap(), &pattern.style);
+        assert_eq!(back.elem[0].name, "ecofilter-balancer:ports");
+        let pygnmi = path("ecofilter-balancer", vec![elem("ports", &[])]);
+        let pattern = Pattern::parse(&s, None, Some(&pygnmi)).unwrap();
+        let back = to_gnmi(&s, &pattern.data_path(&s).unwrap(), &pattern.style);
+        assert_eq!(
+            (back.origin.as_str(), back.elem[0].name.as_str()),
+            ("ecofilter-balancer", "ports")
+        );
+    }
+
+    #[test]
+    fn prefix_and_path_join_and_their_origins_must_agree() {
+        let s = schema();
+        let prefix = path("ecofilter-balancer", vec![elem("ports", &[])]);
+        let p = path("", vec![elem("port", &[("name", "p1")]), elem("mtu", &[])]);
+        let pattern = Pattern::parse(&s, Some(&prefix), Some(&p)).unwrap();
+        assert_eq!(
+            pattern.data_path(&s).unwrap().display(&s),
+            "/ecofilter-balancer:ports/port[name='p1']/mtu"
+        );
+        let other = path("openconfig", vec![elem("port", &[])]);
+        let err = Pattern::parse(&s, Some(&prefix), Some(&other)).unwrap_err();
+        assert!(matches!(err, PathError::Invalid(m) if m.contains("disagree")));
+    }
+
+    #[test]
+    fn unknown_origins_modules_and_elements_are_refused_with_the_right_kind() {
+        let s = schema();
+        let err = Pattern::parse(&s, None, Some(&path("openconfig", vec![]))).unwrap_err();
+        assert!(matches!(err, PathError::Invalid(m) if m.contains("unknown origin")));
+        let err = Pattern::parse(
+            &s,
+            None,
+            Some(&path("", vec![elem("ietf-interfaces:interfaces", &[])])),
+        )
+        .unwrap_err();
+        assert!(matches!(err, PathError::NotFound(m) if m.contains("unknown module")));
+        let err = Pattern::parse(
+            &s,
+            None,
+            Some(&path("", vec![elem("ports", &[]), elem("prot", &[])])),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, PathError::NotFound(m) if m.contains("\"prot\"") && m.contains("port")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn keys_are_checked_against_the_list_and_its_types() {
+        let s = schema();
+        let bad_name = path("", vec![elem("ports", &[]), elem("port", &[("nom", "p1")])]);
+        assert!(matches!(
+            Pattern::parse(&s, None, Some(&bad_name)).unwrap_err(),
+            PathError::Invalid(m) if m.contains("no key \"nom\"")
+        ));
+        let on_container = path("", vec![elem("ports", &[("name", "x")])]);
+        assert!(matches!(
+            Pattern::parse(&s, None, Some(&on_container)).unwrap_err(),
+            PathError::Invalid(_)
+        ));
+        let partial = path(
+            "",
+            vec![elem("ports", &[]), elem("port", &[]), elem("mtu", &[])],
+        );
+        let pattern = Pattern::parse(&s, None, Some(&partial)).unwrap();
+        assert!(
+            matches!(pattern.data_path(&s).unwrap_err(), PathError::Invalid(m) if m.contains("needs all its keys"))
+        );
+    }
+
+    #[test]
+    fn wildcards_expand_over_the_data() {
+        let s = schema();
+        let t = tree(&s);
+        let any_key = path(
+            "",
+            vec![
+                elem("ports", &[]),
+                elem("port", &[("name", "*")]),
+                elem("mtu", &[]),
+            ],
+        );
+        let pattern = Pattern::parse(&s, None, Some(&any_key)).unwrap();
+        assert!(pattern.has_wildcards());
+        assert_eq!(
+            shown(&s, &pattern.expand(&s, &t)),
+            ["/ecofilter-balancer:ports/port[name='p1']/mtu"]
+        );
+        let no_keys = path("", vec![elem("ports", &[]), elem("port", &[])]);
+        let pattern = Pattern::parse(&s, None, Some(&no_keys)).unwrap();
+        assert_eq!(pattern.expand(&s, &t).len(), 2);
+        let star = path(
+            "",
+            vec![
+                elem("ports", &[]),
+                elem("port", &[("name", "p2")]),
+                elem("*", &[]),
+            ],
+        );
+        let pattern = Pattern::parse(&s, None, Some(&star)).unwrap();
+        assert_eq!(
+            shown(&s, &pattern.expand(&s, &t)),
+            [
+                "/ecofilter-balancer:ports/port[name='p2']/name",
+                "/ecofilter-balancer:ports/port[name='p2']/number",
+                "/ecofilter-balancer:ports/port[name='p2']/speed"
+            ]
+        );
+        let deep = path("", vec![elem("...", &[]), elem("dst-port", &[])]);
+        let pattern = Pattern::parse(&s, None, Some(&deep)).unwrap();
+        assert_eq!(
+            shown(&s, &pattern.expand(&s, &t)),
+            ["/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/match/dst-port"]
+        );
+        let root = Pattern::parse(&s, None, None).unwrap();
+        assert_eq!(root.expand(&s, &t), vec![DataPath::root()]);
+    }
+
+    #[test]
+    fn key_values_are_compared_in_canonical_form() {
+        let s = schema();
+        let t = tree(&s);
+        let p = path(
+            "",
+            vec![
+                elem("ports", &[]),
+                elem("port", &[("name", "p1")]),
+                elem("number", &[]),
+            ],
+        );
+        let pattern = Pattern::parse(&s, None, Some(&p)).unwrap();
+        assert_eq!(pattern.expand(&s, &t).len(), 1);
+        let bad_type = path(
+            "",
+            vec![
+                elem("ecofilter-balancer", &[]),
+                elem("ecofilter-unit", &[("name", "u")]),
+                elem("pair", &[("name", "x")]),
+            ],
+        );
+        assert!(Pattern::parse(&s, None, Some(&bad_type)).is_ok());
+    }
+
+    #[test]
+    fn relation_of_changes_to_a_subscription() {
+        let s = schema();
+        let sub = path(
+            "",
+            vec![
+                elem("ports", &[]),
+                elem("port", &[("name", "*")]),
+                elem("mtu", &[]),
+            ],
+        );
+        let pattern = Pattern::parse(&s, None, Some(&sub)).unwrap();
+        let mtu = DataPath::parse(&s, "/ports/port[name='p1']/mtu").unwrap();
+        let entry = DataPath::parse(&s, "/ports/port[name='p1']").unwrap();
+        let speed = DataPath::parse(&s, "/ports/port[name='p1']/speed").unwrap();
+        let list = DataPath::parse(&s, "/ports/port").unwrap();
+        assert_eq!(pattern.relation(&s, &mtu), Relation::Inside);
+        assert_eq!(pattern.relation(&s, &entry), Relation::Above);
+        assert_eq!(pattern.relation(&s, &list), Relation::Above);
+        assert_eq!(pattern.relation(&s, &speed), Relation::Outside);
+        let deep = Pattern::parse(
+            &s,
+            None,
+            Some(&path("", vec![elem("...", &[]), elem("mtu", &[])])),
+        )
+        .unwrap();
+        assert_eq!(deep.relation(&s, &mtu), Relation::Inside);
+        assert_eq!(deep.relation(&s, &speed), Relation::Outside);
+        let top = Pattern::parse(&s, None, Some(&path("", vec![elem("ports", &[])]))).unwrap();
+        assert_eq!(top.relation(&s, &speed), Relation::Inside);
+        let one = Pattern::parse(
+            &s,
+            None,
+            Some(&path(
+                "",
+                vec![elem("ports", &[]), elem("port", &[("name", "p2")])],
+            )),
+        )
+        .unwrap();
+        assert_eq!(one.relation(&s, &speed), Relation::Outside);
+    }
+
+    #[test]
+    #[allow(deprecated)]
+    fn deprecated_element_strings_are_refused() {
+        let s = schema();
+        let old = gnmi::Path {
+            element: vec!["ports".into()],
+            ..Default::default()
+        };
+        assert!(matches!(
+            Pattern::parse(&s, None, Some(&old)).unwrap_err(),
+            PathError::Invalid(_)
+        ));
+    }
+}

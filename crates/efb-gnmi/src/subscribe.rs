@@ -1,0 +1,651 @@
+//! Subscribe: ONCE, POLL and STREAM (ON_CHANGE, SAMPLE, TARGET_DEFINED = ON_CHANGE).
+//!
+//! Each subscription runs in a task of its own, fed by the daemon's snapshots (published
+//! after each commit or state change, never before the commit is durable). Changes are the
+//! path-level diff of consecutive snapshots (cheap: the trees share what did not change)
+//! restricted to the subscribed paths; updates name single leaves (a leaf-list is one
+//! value), deletes name the node removed. Responses go through a bounded queue: a slow
+//! client holds up its own task only; one that falls further behind than the daemon's
+//! snapshot queue is ended with RESOURCE_EXHAUSTED. A client closing its sending side
+//! (pygnmi does) leaves a STREAM running; the RPC ends when the client cancels it, or
+//! with UNAVAILABLE when efbd stops.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use efb_yang::diff::{Change, diff};
+use efb_yang::{DataPath, DataTree, NodeKind, NodeRef, Schema, Segment};
+use gnmi_proto::gnmi::{
+    Notification, SubscribeRequest, SubscribeResponse, SubscriptionList, SubscriptionMode, Update,
+    subscribe_request, subscribe_response, subscription_list,
+};
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio::time::Instant;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Status, Streaming};
+use tracing::{Instrument, Span, debug, info};
+
+use crate::backend::{Backend, Snapshot};
+use crate::encode::{Encoder, Encoding, Filter, LeafValue, leaves};
+use crate::errors;
+use crate::path::{Pattern, Relation, Style, to_gnmi};
+use crate::service::{GnmiService, check_models, check_read_extensions, encoding, now_ns, typed};
+
+type Out = mpsc::Sender<Result<SubscribeResponse, Status>>;
+
+/// When a subscription's values are sent (STREAM).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trigger {
+    OnChange,
+    Sample { interval: Duration, suppress: bool },
+}
+
+struct Sub {
+    pattern: Pattern,
+    trigger: Trigger,
+    heartbeat: Option<Duration>,
+    /// When the next sample is due (SAMPLE).
+    sample_due: Option<Instant>,
+    /// When every value is to be sent again (heartbeat_interval).
+    heartbeat_due: Option<Instant>,
+    /// What the last sample saw (suppress_redundant sends the difference).
+    sampled: Option<Arc<Snapshot>>,
+}
+
+struct Session {
+    backend: Arc<dyn Backend>,
+    schema: Arc<Schema>,
+    encoding: Encoding,
+    style: Style,
+    subs: Vec<Sub>,
+    out: Out,
+    per_notification: usize,
+}
+
+/// Reads the subscription list, then runs the subscription in a task of its own.
+pub(crate) async fn start(
+    service: &GnmiService,
+    mut inbound: Streaming<SubscribeRequest>,
+) -> Result<ReceiverStream<Result<SubscribeResponse, Status>>, Status> {
+    let first = inbound
+        .message()
+        .await?
+        .ok_or_else(|| Status::invalid_argument("the stream ended before a subscription list"))?;
+    let list = match first.request {
+        Some(subscribe_request::Request::Subscribe(list)) => list,
+        _ => {
+            return Err(Status::invalid_argument(
+                "the first message of Subscribe must be a subscription list",
+            ));
+        }
+    };
+    check_read_extensions(&first.extension)?;
+    let mode = subscription_list::Mode::try_from(list.mode).map_err(|_| {
+        Status::invalid_argument(format!("unknown subscription mode {}", list.mode))
+    })?;
+    let subs = subscriptions(service, &list, mode)?;
+    let (out, responses) = mpsc::channel(service.config.subscriber_queue.max(1));
+    let session = Session {
+        backend: service.backend.clone(),
+        schema: service.schema.clone(),
+        encoding: encoding(list.encoding)?,
+        style: subs
+            .first()
+            .map(|s| s.pattern.style.clone())
+            .unwrap_or_default(),
+        subs,
+        out,
+        per_notification: service.config.updates_per_notification.max(1),
+    };
+    let updates_only = list.updates_only;
+    let stop = service.stop.clone();
+    let inbound = forward(inbound);
+    info!(
+        ?mode,
+        paths = session.subs.len(),
+        updates_only,
+        "subscription started"
+    );
+    tokio::spawn(
+        async move {
+            let result = match mode {
+                subscription_list::Mode::Once => session.once(updates_only).await,
+                subscription_list::Mode::Poll => session.poll(updates_only, inbound, stop).await,
+                subscription_list::Mode::Stream => {
+                    session.stream(updates_only, inbound, stop).await
+                }
+            };
+            match result {
+                Ended::Done => debug!("subscription done"),
+                Ended::ClientGone => debug!("subscriber went away"),
+                Ended::Error(status) => {
+                    info!(code = ?status.code(), message = status.message(), "subscription ended")
+                }
+            }
+        }
+        .instrument(Span::current()),
+    );
+    Ok(ReceiverStream::new(responses))
+}
+
+fn subscriptions(
+    service: &GnmiService,
+    list: &SubscriptionList,
+    mode: subscription_list::Mode,
+) -> Result<Vec<Sub>, Status> {
+    check_models(&service.schema, &list.use_models)?;
+    if list.subscription.is_empty() {
+        return Err(Status::invalid_argument(
+            "the subscription list has no subscription",
+        ));
+    }
+    let min = service.config.min_sample_interval;
+    let mut subs = Vec::new();
+    for s in &list.subscription {
+        let pattern = Pattern::parse(&service.schema, list.prefix.as_ref(), s.path.as_ref())
+            .map_err(|e| errors::path("", e))?;
+        let trigger = match SubscriptionMode::try_from(s.mode) {
+            _ if mode != subscription_list::Mode::Stream => Trigger::OnChange,
+            Ok(SubscriptionMode::TargetDefined | SubscriptionMode::OnChange) => Trigger::OnChange,
+            Ok(SubscriptionMode::Sample) => Trigger::Sample {
+                interval: interval(s.sample_interval, min)?,
+                suppress: s.suppress_redundant,
+            },
+            Err(_) => {
+                return Err(Status::invalid_argument(format!(
+                    "unknown subscription mode {}",
+                    s.mode
+                )));
+            }
+        };
+        let heartbeat = match s.heartbeat_interval {
+            0 => None,
+            ns => Some(interval(ns, min)?),
+        };
+        subs.push(Sub {
+            pattern,
+            trigger,
+            heartbeat,
+            sample_due: None,
+            heartbeat_due: None,
+            sampled: None,
+        });
+    }
+    Ok(subs)
+}
+
+/// An interval in ns: 0 is the shortest served; shorter ones are refused.
+fn interval(ns: u64, min: Duration) -> Result<Duration, Status> {
+    let d = Duration::from_nanos(ns);
+    if ns == 0 {
+        Ok(min)
+    } else if d < min {
+        Err(Status::invalid_argument(format!(
+            "interval {} ms is below the shortest this target serves ({} ms)",
+            d.as_millis(),
+            min.as_millis()
+        )))
+    } else {
+        Ok(d)
+    }
+}
+
+/// Client messages after the subscription list, read by a task of their own so the
+/// session's loop never cancels a half-read message. The channel closes when the client
+/// closes its side.
+fn forward(
+    mut inbound: Streaming<SubscribeRequest>,
+) -> mpsc::Receiver<Result<SubscribeRequest, Status>> {
+    let (tx, rx) = mpsc::channel(8);
+    tokio::spawn(async move {
+        loop {
+            // Stops when the session has ended too: dropping the request stream ends the
+            // RPC for the client that keeps its side open, so efbd can stop.
+            let next = tokio::select! {
+                next = inbound.message() => next,
+                () = tx.closed() => break,
+            };
+            let item = match next {
+                Ok(Some(message)) => Ok(message),
+                Ok(None) => break,
+                Err(status) => Err(status),
+            };
+            let failed = item.is_err();
+            if tx.send(item).await.is_err() || failed {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Why a session stopped (for the log).
+enum Ended {
+    Done,
+    ClientGone,
+    Error(Status),
+}
+
+impl Session {
+    async fn send(&self, response: subscribe_response::Response) -> Result<(), Ended> {
+        self.out
+            .send(Ok(SubscribeResponse {
+                response: Some(response),
+                extension: Vec::new(),
+            }))
+            .await
+            .map_err(|_| Ended::ClientGone)
+    }
+
+    async fn fail(&self, status: Status) -> Ended {
+        let _ = self.out.send(Err(status.clone())).await;
+        Ended::Error(status)
+    }
+
+    async fn sync(&self) -> Result<(), Ended> {
+        self.send(subscribe_response::Response::SyncResponse(true))
+            .await
+    }
+
+    /// Sends updates and deletes, split into notifications of bounded size.
+    async fn notify(
+        &self,
+        timestamp: i64,
+        updates: Vec<(DataPath, LeafValue)>,
+        deletes: Vec<DataPath>,
+    ) -> Result<(), Ended> {
+        if updates.is_empty() && deletes.is_empty() {
+            return Ok(());
+        }
+        let encoder = Encoder {
+            schema: &self.schema,
+            encoding: self.encoding,
+            filter: Filter::All,
+        };
+        let delete: Vec<_> = deletes
+            .iter()
+            .map(|p| to_gnmi(&self.schema, p, &self.style))
+            .collect();
+        let mut first = Some(delete);
+        let mut chunks = updates.chunks(self.per_notification).peekable();
+        if chunks.peek().is_none() {
+            return self
+                .send_notification(timestamp, Vec::new(), first.take().unwrap_or_default())
+                .await;
+        }
+        for chunk in chunks {
+            let update = chunk
+                .iter()
+                .map(|(path, value)| Update {
+                    path: Some(to_gnmi(&self.schema, path, &self.style)),
+                    val: Some(typed(self.encoding, value.json(&encoder))),
+                    ..Update::default()
+                })
+                .collect();
+            self.send_notification(timestamp, update, first.take().unwrap_or_default())
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn send_notification(
+        &self,
+        timestamp: i64,
+        update: Vec<Update>,
+        delete: Vec<gnmi_proto::gnmi::Path>,
+    ) -> Result<(), Ended> {
+        self.send(subscribe_response::Response::Update(Notification {
+            timestamp,
+            update,
+            delete,
+            ..Notification::default()
+        }))
+        .await
+    }
+
+    /// Every value under the subscriptions `which` selects, as they are in `snapshot`.
+    async fn dump(
+        &self,
+        snapshot: &Snapshot,
+        which: &[usize],
+        timestamp: i64,
+    ) -> Result<(), Ended> {
+        let mut updates = Vec::new();
+        for &i in which {
+            for path in self.subs[i]
+                .pattern
+                .expand(&self.schema, &snapshot.operational)
+            {
+                leaves(&self.schema, &snapshot.operational, &path, &mut updates);
+            }
+        }
+        self.notify(timestamp, updates, Vec::new()).await
+    }
+
+    fn all(&self) -> Vec<usize> {
+        (0..self.subs.len()).collect()
+    }
+
+    async fn snapshot(&self) -> Result<Arc<Snapshot>, Ended> {
+        match self.backend.snapshot().await {
+            Ok(s) => Ok(s),
+            Err(e) => Err(self.fail(errors::backend(e)).await),
+        }
+    }
+
+    async fn once(self, updates_only: bool) -> Ended {
+        let snapshot = match self.snapshot().await {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        if !updates_only && let Err(e) = self.dump(&snapshot, &self.all(), stamp(&snapshot)).await {
+            return e;
+        }
+        match self.sync().await {
+            Ok(()) => Ended::Done,
+            Err(e) => e,
+        }
+    }
+
+    async fn poll(
+        self,
+        updates_only: bool,
+        mut inbound: mpsc::Receiver<Result<SubscribeRequest, Status>>,
+        mut stop: watch::Receiver<bool>,
+    ) -> Ended {
+        let mut skip_dump = updates_only;
+        loop {
+            let snapshot = match self.snapshot().await {
+                Ok(s) => s,
+                Err(e) => return e,
+            };
+            if !skip_dump && let Err(e) = self.dump(&snapshot, &self.all(), stamp(&snapshot)).await
+            {
+                return e;
+            }
+            skip_dump = false;
+            if let Err(e) = self.sync().await {
+                return e;
+            }
+            let message = tokio::select! {
+                m = inbound.recv() => m,
+                () = stopped(&mut stop) => return self.fail(Status::unavailable("efbd is stopping")).await,
+                () = self.out.closed() => return Ended::ClientGone,
+            };
+            match message {
+                None => return Ended::Done,
+                Some(Err(_)) => return Ended::ClientGone,
+                Some(Ok(m)) => match m.request {
+                    Some(subscribe_request::Request::Poll(_)) => {}
+                    _ => {
+                        return self
+                            .fail(Status::invalid_argument(
+                                "a POLL subscription takes only Poll messages after its subscription list",
+                            ))
+                            .await;
+                    }
+                },
+            }
+        }
+    }
+
+    async fn stream(
+        mut self,
+        updates_only: bool,
+        mut inbound: mpsc::Receiver<Result<SubscribeRequest, Status>>,
+        mut stop: watch::Receiver<bool>,
+    ) -> Ended {
+        // Listen before looking: no change can fall between the dump and the first
+        // snapshot received.
+        let mut changes = self.backend.changes();
+        let mut latest = match self.snapshot().await {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        if !updates_only && let Err(e) = self.dump(&latest, &self.all(), stamp(&latest)).await {
+            return e;
+        }
+        if let Err(e) = self.sync().await {
+            return e;
+        }
+        let now = Instant::now();
+        for sub in &mut self.subs {
+            sub.sampled = Some(latest.clone());
+            sub.sample_due = sub.interval().map(|i| now + i);
+            sub.heartbeat_due = sub.heartbeat.map(|h| now + h);
+        }
+        let mut inbound_open = true;
+        loop {
+            let due = self.subs.iter().filter_map(Sub::due).min();
+            let step = tokio::select! {
+                () = stopped(&mut stop) => return self.fail(Status::unavailable("efbd is stopping")).await,
+                () = self.out.closed() => return Ended::ClientGone,
+                next = changes.recv() => self.changed(next, &mut latest).await,
+                () = sleep_until(due) => self.timers(&latest).await,
+                message = inbound.recv(), if inbound_open => match message {
+                    // The client closed its side: the subscription goes on.
+                    None => {
+                        inbound_open = false;
+                        Ok(())
+                    }
+                    Some(Err(_)) => return Ended::ClientGone,
+                    Some(Ok(_)) => Err(self
+                        .fail(Status::invalid_argument(
+                            "a STREAM subscription takes no further messages (polls or subscription lists)",
+                        ))
+                        .await),
+                },
+            };
+            if let Err(e) = step {
+                return e;
+            }
+        }
+    }
+
+    /// A new snapshot: ON_CHANGE subscriptions get what changed.
+    async fn changed(
+        &mut self,
+        next: Result<Arc<Snapshot>, broadcast::error::RecvError>,
+        latest: &mut Arc<Snapshot>,
+    ) -> Result<(), Ended> {
+        let snapshot = match next {
+            Ok(s) => s,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                return Err(self
+                    .fail(Status::resource_exhausted(format!(
+                        "this subscriber fell {n} changes behind and was dropped; subscribe again"
+                    )))
+                    .await);
+            }
+            Err(broadcast::error::RecvError::Closed) => {
+                return Err(self.fail(Status::unavailable("efbd is stopping")).await);
+            }
+        };
+        if snapshot.commit_id <= latest.commit_id && snapshot.state_version <= latest.state_version
+        {
+            return Ok(());
+        }
+        let old = std::mem::replace(latest, snapshot);
+        let on_change: Vec<&Pattern> = self
+            .subs
+            .iter()
+            .filter(|s| s.trigger == Trigger::OnChange)
+            .map(|s| &s.pattern)
+            .collect();
+        if on_change.is_empty() {
+            return Ok(());
+        }
+        let (updates, deletes) = between(
+            &self.schema,
+            &on_change,
+            &old.operational,
+            &latest.operational,
+        );
+        self.notify(stamp(latest), updates, deletes).await
+    }
+
+    /// Samples and heartbeats that are due. A heartbeat sends every value of its
+    /// subscription (and counts as its sample); a sample with suppress_redundant sends
+    /// what changed since the last one, without it every value.
+    async fn timers(&mut self, latest: &Arc<Snapshot>) -> Result<(), Ended> {
+        let now = Instant::now();
+        let timestamp = now_ns();
+        let mut full = Vec::new();
+        let mut updates = Vec::new();
+        let mut deletes = Vec::new();
+        for (i, sub) in self.subs.iter_mut().enumerate() {
+            let heartbeat = sub.heartbeat_due.is_some_and(|d| d <= now);
+            let sample = sub.sample_due.is_some_and(|d| d <= now);
+            if heartbeat {
+                sub.heartbeat_due = sub.heartbeat.map(|h| now + h);
+            }
+            if heartbeat || sample {
+                sub.sample_due = sub.interval().map(|i| now + i);
+            }
+            match (heartbeat, sample, sub.trigger) {
+                (true, _, _)
+                | (
+                    false,
+                    true,
+                    Trigger::Sample {
+                        suppress: false, ..
+                    },
+                ) => full.push(i),
+                (false, true, _) => {
+                    if let Some(old) = &sub.sampled {
+                        let (u, d) = between(
+                            &self.schema,
+                            &[&sub.pattern],
+                            &old.operational,
+                            &latest.operational,
+                        );
+                        updates.extend(u);
+                        deletes.extend(d);
+                    }
+                }
+                (false, false, _) => continue,
+            }
+            sub.sampled = Some(latest.clone());
+        }
+        self.notify(timestamp, updates, deletes).await?;
+        if !full.is_empty() {
+            self.dump(latest, &full, timestamp).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Sub {
+    fn interval(&self) -> Option<Duration> {
+        match self.trigger {
+            Trigger::Sample { interval, .. } => Some(interval),
+            Trigger::OnChange => None,
+        }
+    }
+
+    fn due(&self) -> Option<Instant> {
+        match (self.sample_due, self.heartbeat_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Completes when efbd stops (the watch's guard is not held across awaits).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await.map(|_| ());
+}
+
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn stamp(snapshot: &Snapshot) -> i64 {
+    i64::try_from(snapshot.timestamp_ns).unwrap_or(i64::MAX)
+}
+
+/// What changed from `old` to `new` under any of `patterns`: leaf updates (a leaf-list as
+/// a whole) and deleted nodes.
+pub(crate) fn between(
+    schema: &Schema,
+    patterns: &[&Pattern],
+    old: &DataTree,
+    new: &DataTree,
+) -> (Vec<(DataPath, LeafValue)>, Vec<DataPath>) {
+    let relation = |path: &DataPath| {
+        let mut best = Relation::Outside;
+        for p in patterns {
+            match p.relation(schema, path) {
+                Relation::Inside => return Relation::Inside,
+                Relation::Above => best = Relation::Above,
+                Relation::Outside => {}
+            }
+        }
+        best
+    };
+    let mut updates = Vec::new();
+    let mut deletes = Vec::new();
+    let mut leaf_lists = BTreeSet::new();
+    for change in diff(schema, old, new) {
+        let path = change.path();
+        if let Some(list) = leaf_list_of(schema, path) {
+            if relation(&list) == Relation::Inside {
+                leaf_lists.insert(list);
+            }
+            continue;
+        }
+        match &change {
+            Change::Set { path, new, .. } => {
+                if relation(path) == Relation::Inside
+                    && let Some(id) = path.node()
+                {
+                    updates.push((path.clone(), LeafValue::One(id, new.clone())));
+                }
+            }
+            Change::Delete { path } => {
+                if relation(path) != Relation::Outside {
+                    deletes.push(path.clone());
+                }
+            }
+            Change::Create { path } => {
+                // The entry's keys are leaves too; what it holds comes as further changes.
+                if let Some(seg) = path.last() {
+                    for key in &schema.node(seg.node).keys {
+                        let key_path = path.child(Segment::new(*key));
+                        if relation(&key_path) == Relation::Inside
+                            && let Some(NodeRef::Leaf(v)) = new.get(schema, &key_path)
+                        {
+                            updates.push((key_path, LeafValue::One(*key, v.clone())));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for list in leaf_lists {
+        match (new.get(schema, &list), list.node()) {
+            (Some(NodeRef::LeafList(items)), Some(id)) => {
+                updates.push((list, LeafValue::Many(id, items.clone())))
+            }
+            _ => deletes.push(list),
+        }
+    }
+    (updates, deletes)
+}
+
+/// For a leaf-list item's path, the leaf-list's.
+fn leaf_list_of(schema: &Schema, path: &DataPath) -> Option<DataPath> {
+    let last = path.last()?;
+    if schema.node(last.node).kind != NodeKind::LeafList {
+        return None;
+    }
+    let mut list = path.clone();
+    if let Some(seg) = list.segments.last_mut() {
+        seg.keys.clear();
+    }
+    Some(list)
+}

@@ -1,0 +1,112 @@
+//! efbd's side of the chip: starting the southbound driver, and what it tells about the chip
+//! (status, counters) for `show` and the state tree.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use efb_model::Config;
+use efb_p4::platform::PortCounters;
+use efb_p4::{Driver, DriverSettings, DriverStatus};
+use efb_p4info::{PortMap, PortName};
+use efb_yang::{DataPath, Schema};
+
+/// Starts the driver for `running` (inside the runtime): it connects, reconciles and keeps
+/// the chip in sync from then on.
+pub fn start(
+    target: &str,
+    device_id: u64,
+    datastore: &Path,
+    running: Arc<Config>,
+) -> anyhow::Result<Driver> {
+    let ports = PortMap::builtin()?;
+    let settings = DriverSettings {
+        target: target.to_string(),
+        device_id,
+        state_file: datastore.join("southbound.json"),
+        batch: efb_p4::driver::DEFAULT_BATCH,
+    };
+    Ok(Driver::start(settings, ports, running)?)
+}
+
+/// The chip in one line for `show system status`.
+pub fn describe(status: &DriverStatus) -> String {
+    let when = status
+        .last_reconcile
+        .map(|t| humantime::format_rfc3339_seconds(t).to_string())
+        .unwrap_or_else(|| "never".into());
+    let sync = if status.in_sync {
+        "in sync"
+    } else {
+        "out of sync"
+    };
+    if status.connected {
+        format!(
+            "{sync}: {} entries; last reconcile {when} wrote {} entries in {} ms; {}",
+            status.entries,
+            status.reconcile_written,
+            status.reconcile_time.as_millis(),
+            status.message
+        )
+    } else {
+        format!("not connected, {sync}: {}", status.message)
+    }
+}
+
+/// Counters read from the chip, by configuration name.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// Packets and bytes per flow (`None`: the chip could not be read).
+    pub flows: Option<BTreeMap<String, (u64, u64)>>,
+    /// Entries each flow compiled to.
+    pub entries: BTreeMap<String, usize>,
+    /// Per configured port name.
+    pub ports: BTreeMap<String, PortCounters>,
+}
+
+/// Which counters a request needs: reading every flow's counters for `show ports` would
+/// cost a read of the whole flow table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wanted {
+    pub flows: bool,
+    pub ports: bool,
+}
+
+impl Wanted {
+    /// The counters under `path` (or above it: the root wants all).
+    pub fn under(schema: &Schema, path: &DataPath) -> Wanted {
+        let overlaps = |list: &str| {
+            DataPath::parse(schema, list)
+                .map(|list| list.overlaps(path))
+                .unwrap_or(false)
+        };
+        Wanted {
+            flows: overlaps("/ecofilter-balancer:ecofilter-balancer/flow"),
+            ports: overlaps("/ecofilter-balancer:ports/port"),
+        }
+    }
+}
+
+/// Reads the counters (blocking: not to be called on the runtime's threads).
+pub fn counters(driver: &Driver, config: &Config, wanted: Wanted) -> Counters {
+    let mut out = Counters::default();
+    if wanted.flows {
+        out.flows = driver.flow_counters();
+        out.entries = driver.flow_entries();
+    }
+    if !wanted.ports {
+        return out;
+    }
+    if let (Some(by_device), Ok(map)) = (driver.port_counters(), PortMap::builtin()) {
+        for port in config.ports.values() {
+            let name = PortName {
+                port: u32::from(port.number),
+                lane: port.lane.map(u32::from),
+            };
+            if let Some(c) = map.device_port(name).ok().and_then(|d| by_device.get(&d)) {
+                out.ports.insert(port.name.clone(), c.clone());
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,137 @@
+//! efbd's gNMI server: its settings turned into a running server (users, TLS, limits),
+//! bound before efbd says where it listens.
+
+use std::io::Read;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use efb_gnmi::auth::{Cost, Users, hash_password as hash};
+use efb_gnmi::backend::Snapshot;
+use efb_gnmi::{ServerConfig, tls};
+use efb_yang::Schema;
+use tokio::net::TcpListener;
+use tokio::sync::broadcast;
+use tracing::{info, warn};
+
+use crate::gnmi_backend::GnmiBackend;
+use crate::owner::Owner;
+use crate::settings::Settings;
+
+/// A gNMI server ready to serve: listening, users and certificate loaded.
+pub struct Server {
+    listener: TcpListener,
+    backend: Arc<GnmiBackend>,
+    config: ServerConfig,
+}
+
+impl Server {
+    /// The line efbd prints: `efbd: gNMI on ADDR (TLS)` or `(plaintext)`.
+    pub fn banner(&self) -> String {
+        let address = self
+            .listener
+            .local_addr()
+            .map_or_else(|_| "?".to_string(), |a| a.to_string());
+        let mode = if self.config.tls.is_some() {
+            "TLS"
+        } else {
+            "plaintext"
+        };
+        format!("efbd: gNMI on {address} ({mode})")
+    }
+
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+        efb_gnmi::serve(self.backend, self.config, self.listener, shutdown)
+            .await
+            .context("serving gNMI")
+    }
+}
+
+/// Binds and loads what the gNMI settings name; `None` when gNMI is off.
+pub async fn prepare(
+    settings: &Settings,
+    owner: Owner,
+    schema: Arc<Schema>,
+    snapshots: broadcast::Sender<Arc<Snapshot>>,
+) -> Result<Option<Server>> {
+    let gnmi = &settings.gnmi;
+    if !gnmi.enabled {
+        info!("gNMI is off (gnmi.enabled = false)");
+        return Ok(None);
+    }
+    let users = match &gnmi.users {
+        Some(path) => {
+            let users = Users::load(path)?;
+            info!(file = %path.display(), users = users.len(), "gNMI users loaded");
+            users
+        }
+        None => {
+            warn!("no gNMI users file (gnmi.users, --gnmi-users): gNMI accepts no logins");
+            Users::none()
+        }
+    };
+    let tls = if gnmi.plaintext {
+        warn!("gNMI without TLS (gnmi.plaintext): passwords cross the network in clear");
+        None
+    } else {
+        let identity = tls::load_or_generate(
+            gnmi.tls_cert.as_deref(),
+            gnmi.tls_key.as_deref(),
+            &settings.datastore,
+        )?;
+        if identity.generated {
+            // Clients need it to trust the server: say where it is, also without logs.
+            eprintln!(
+                "efbd: generated a self-signed gNMI certificate: {}",
+                identity.cert_path.display()
+            );
+        }
+        info!(cert = %identity.cert_path.display(), generated = identity.generated, "gNMI TLS certificate");
+        Some(identity)
+    };
+    let listener = TcpListener::bind(gnmi.listen)
+        .await
+        .with_context(|| format!("gNMI: listening on {}", gnmi.listen))?;
+    let config = ServerConfig {
+        users: Arc::new(users),
+        tls,
+        max_message_bytes: gnmi.max_message_mib.saturating_mul(1024 * 1024),
+        subscriber_queue: gnmi.subscriber_queue,
+        ..ServerConfig::default()
+    };
+    let backend = Arc::new(GnmiBackend {
+        owner,
+        schema,
+        snapshots,
+    });
+    Ok(Some(Server {
+        listener,
+        backend,
+        config,
+    }))
+}
+
+/// `efbd --hash-password`: a password on standard input (one line), its hash on output.
+pub fn hash_password() -> ExitCode {
+    let mut input = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+        eprintln!("efbd: cannot read the password: {e}");
+        return ExitCode::FAILURE;
+    }
+    let password = input.strip_suffix('\n').unwrap_or(&input);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    if password.is_empty() {
+        eprintln!("efbd: give the password on standard input");
+        return ExitCode::from(2);
+    }
+    match hash(password, Cost::Standard) {
+        Ok(phc) => {
+            println!("{phc}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("efbd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,486 @@
+//! End to end: the shell -> efbd -> efb-target, real processes and real gRPC. What is
+//! committed is what the chip does with frames; what the chip refuses is not committed; the
+//! chip is reconciled after restarts of either side.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use efb_balancing::{LiveState, Session};
+use efb_target::frames;
+use efb_target_proto::{self as pb, target_control_client::TargetControlClient};
+use efb_tests::{Daemon, Target, one_filter_site_lines, repo};
+use rand::{Rng, SeedableRng};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Commits the one-filter site (plus `extra` lines) through the shell.
+fn configure(daemon: &Daemon, extra: &str) -> String {
+    let script = format!("{}\n{extra}\ncommit\n", one_filter_site_lines().join("\n"));
+    let (code, out, err) = daemon.cli(&[], &script);
+    assert_eq!(code, 0, "{out}{err}");
+    out
+}
+
+fn port(name: &str) -> Option<pb::PortRef> {
+    Some(pb::PortRef {
+        port: Some(pb::port_ref::Port::Name(name.into())),
+    })
+}
+
+struct Chip {
+    rt: tokio::runtime::Runtime,
+    control: TargetControlClient<tonic::transport::Channel>,
+}
+
+impl Chip {
+    fn connect(target: &Target) -> Chip {
+        let rt = runtime();
+        let control = rt
+            .block_on(TargetControlClient::connect(format!(
+                "http://{}",
+                target.address
+            )))
+            .unwrap();
+        Chip { rt, control }
+    }
+
+    fn inject(&mut self, on: &str, payloads: Vec<Vec<u8>>) {
+        let frames = payloads
+            .into_iter()
+            .map(|payload| pb::InjectedFrame {
+                port: port(on),
+                payload,
+            })
+            .collect();
+        self.rt
+            .block_on(
+                self.control
+                    .inject_frames(pb::InjectFramesRequest { frames }),
+            )
+            .unwrap();
+    }
+
+    /// Frames that left by these ports (waiting for `min` of them).
+    fn out(&mut self, ports: &[&str], min: usize) -> Vec<pb::Frame> {
+        let request = pb::ReadFramesRequest {
+            ports: ports
+                .iter()
+                .map(|p| pb::PortRef {
+                    port: port(p).unwrap().port,
+                })
+                .collect(),
+            min_frames: min as u32,
+            timeout_ms: 5000,
+            keep: false,
+        };
+        self.rt
+            .block_on(self.control.read_frames(request))
+            .unwrap()
+            .into_inner()
+            .frames
+    }
+
+    fn restart(&mut self, keep_tables: bool) {
+        self.rt
+            .block_on(self.control.restart(pb::RestartRequest { keep_tables }))
+            .unwrap();
+    }
+}
+
+const PAIR_LAN_PORTS: [&str; 8] = [
+    "p9-0", "p9-2", "p10-0", "p10-2", "p11-0", "p11-2", "p12-0", "p12-2",
+];
+
+/// Waits until efbd says the chip is in sync after a reconcile that wrote `written`.
+fn wait_reconciled(daemon: &Daemon, written: &str) -> String {
+    for _ in 0..100 {
+        let (_, out, _) = daemon.cli(&["-c", "show system status"], "");
+        if out.contains("in sync") && out.contains(written) {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, out, _) = daemon.cli(&["-c", "show system status"], "");
+    panic!("not reconciled ({written}):\n{out}");
+}
+
+#[test]
+fn what_is_committed_is_what_the_chip_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address],
+    );
+    let out = configure(
+        &daemon,
+        "set ecofilter-balancer flow dns priority 250 match ip-proto 17 dst-port 53 action drop",
+    );
+    assert!(out.contains("chip programmed"), "{out}");
+    // `commit check` tells the writes a change would make (a priority is part of an entry's
+    // key: delete and insert), and makes none.
+    let (code, check, err) = daemon.cli(
+        &[],
+        "edit\nset ecofilter-balancer flow dns priority 251\ncommit check\ndiscard\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        check.contains("chip: 2 writes")
+            && check.contains("1 delete")
+            && check.contains("1 insert"),
+        "{check}"
+    );
+    let mut chip = Chip::connect(&target);
+
+    // to-filters: to a pair with the tag, back from the filter, out of the link's WAN port
+    // exactly as it came in.
+    let web = frames::tcp4([10, 1, 2, 3], [8, 8, 8, 8], 40000, 443);
+    chip.inject("p2", vec![web.clone()]);
+    let to_filter = chip.out(&PAIR_LAN_PORTS, 1);
+    assert_eq!(to_filter.len(), 1);
+    assert_eq!(
+        &to_filter[0].payload[12..14],
+        &[0x88, 0xb5],
+        "tagged towards the filter"
+    );
+    assert_eq!(
+        chip.out(&["p1"], 1)[0].payload,
+        web,
+        "back out of the WAN port, untagged"
+    );
+    // bypass (BGP): straight to the link's other port, never to a filter.
+    let bgp = frames::tcp4([10, 0, 0, 1], [10, 0, 0, 2], 50000, 179);
+    chip.inject("p2", vec![bgp.clone()]);
+    assert_eq!(chip.out(&["p1"], 1)[0].payload, bgp);
+    assert!(chip.out(&PAIR_LAN_PORTS, 0).is_empty());
+    // drop (the dns flow added above).
+    let dns = frames::eth(
+        &[],
+        0x0800,
+        &frames::ipv4([10, 0, 0, 1], [9, 9, 9, 9], 17, &frames::udp(5353, 53)),
+    );
+    chip.inject("p2", vec![dns]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(chip.out(&["p1", "p3", "p4"], 0).is_empty(), "dropped");
+    // service VLAN (bypass) and non-IP frames: to the other port, not to a filter.
+    let vlan = frames::eth(
+        &[3999],
+        0x0800,
+        &frames::ipv4([10, 0, 0, 1], [8, 8, 8, 8], 6, &frames::tcp(1, 2)),
+    );
+    let arp = frames::eth(&[], 0x0806, &[0u8; 28]);
+    chip.inject("p2", vec![vlan.clone(), arp.clone()]);
+    assert_eq!(chip.out(&["p1"], 2).len(), 2);
+    // The counters come back into the model.
+    let (_, out, _) = daemon.cli(&["-c", "show ecofilter-balancer flow dns"], "");
+    let row = out.lines().nth(1).unwrap_or_default().to_string();
+    assert!(
+        row.split_whitespace().rev().nth(1) == Some("1"),
+        "one packet counted on dns: {out}"
+    );
+    // Five frames came in by p2, the dns one was dropped; the emulated platform counts no
+    // errors, so those stay unknown rather than a made-up zero.
+    let (_, out, _) = daemon.cli(&["-c", "show ports p2 statistics"], "");
+    let row: Vec<String> = out
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(row[..3], ["p2", "5", "270"], "{out}");
+    assert_eq!(row[6], "1", "one discard: {out}");
+}
+
+#[test]
+fn sessions_meet_at_the_pair_and_core_efb_config_predicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address],
+    );
+    configure(&daemon, "");
+    let schema = Arc::new(efb_yang::Schema::load().unwrap());
+    let validator = efb_model::validation::Validator::new(schema.clone()).unwrap();
+    let site_json = std::fs::read_to_string(repo().join("examples/one-filter-site.json")).unwrap();
+    let tree =
+        efb_yang::json::from_json(&schema, &site_json, efb_yang::json::Check::Complete).unwrap();
+    let config = validator.read(&tree).unwrap();
+    let mut chip = Chip::connect(&target);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let total = 10_000;
+    let sessions: Vec<([u8; 4], [u8; 4], u16)> = (0..total)
+        .map(|_| {
+            (
+                [10, rng.random(), rng.random(), rng.random()],
+                [rng.random_range(11..200), rng.random(), rng.random(), 1],
+                rng.random_range(1024..60000),
+            )
+        })
+        .collect();
+    for chunk in sessions.chunks(1000) {
+        // Both directions of each session: LAN side in by p2, WAN side in by p1.
+        chip.inject(
+            "p2",
+            chunk
+                .iter()
+                .map(|(s, d, sp)| frames::tcp4(*s, *d, *sp, 443))
+                .collect(),
+        );
+        chip.inject(
+            "p1",
+            chunk
+                .iter()
+                .map(|(s, d, sp)| frames::tcp4(*d, *s, 443, *sp))
+                .collect(),
+        );
+    }
+    let pair_wan: Vec<String> = config.units["ef1"]
+        .pairs
+        .iter()
+        .map(|p| p.wan_port.clone())
+        .collect();
+    let mut ports: Vec<&str> = PAIR_LAN_PORTS.to_vec();
+    ports.extend(pair_wan.iter().map(String::as_str));
+    let seen = chip.out(&ports, 2 * total);
+    assert_eq!(seen.len(), 2 * total);
+    // Frames seen per session (addresses in order): device port and the two tag bytes.
+    type Seen = Vec<(u32, u8, u8)>;
+    let mut by_session: std::collections::HashMap<(Ipv4Addr, Ipv4Addr), Seen> = Default::default();
+    for frame in &seen {
+        let ip = &frame.payload[18..];
+        let a = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+        let b = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+        let key = if a < b { (a, b) } else { (b, a) };
+        by_session.entry(key).or_default().push((
+            frame.device_port,
+            frame.payload[14],
+            frame.payload[15],
+        ));
+    }
+    let map = efb_p4info::PortMap::builtin().unwrap();
+    let device = |name: &str| {
+        let p = &config.ports[name];
+        map.device_port(efb_p4info::PortName {
+            port: u32::from(p.number),
+            lane: p.lane.map(u32::from),
+        })
+        .unwrap()
+    };
+    for (i, (s, d, sp)) in sessions.iter().enumerate() {
+        let (src, dst) = (Ipv4Addr::from(*s), Ipv4Addr::from(*d));
+        let key = if src < dst { (src, dst) } else { (dst, src) };
+        let both = &by_session[&key];
+        assert_eq!(both.len(), 2, "both directions seen");
+        let (lan, wan) = (
+            both.iter()
+                .find(|f| PAIR_LAN_PORTS.iter().any(|p| device(p) == f.0))
+                .unwrap(),
+            both.iter()
+                .find(|f| pair_wan.iter().any(|p| device(p) == f.0))
+                .unwrap(),
+        );
+        assert_eq!(lan.2, wan.2, "one core for both directions");
+        // Compare with the prediction for a sample (every session for the first thousand).
+        if i < 1000 {
+            let found = efb_balancing::lookup_session(
+                &config,
+                &Session {
+                    src: IpAddr::V4(src),
+                    dst: IpAddr::V4(dst),
+                    ip_proto: 6,
+                    src_port: *sp,
+                    dst_port: 443,
+                    link: Some("l1".into()),
+                },
+                &LiveState::all_up(),
+            )
+            .unwrap();
+            assert_eq!(
+                Some(device(found.lan_egress_port.as_deref().unwrap())),
+                Some(lan.0)
+            );
+            assert_eq!(
+                Some(device(found.wan_egress_port.as_deref().unwrap())),
+                Some(wan.0)
+            );
+            assert_eq!(found.core, Some(u16::from(lan.2)));
+        }
+    }
+    // And efb-config itself agrees, for one of them.
+    let (s, d, sp) = sessions[0];
+    let out = std::process::Command::new(efb_tests::binary("efb-config"))
+        .arg("lookup")
+        .arg(repo().join("examples/one-filter-site.json"))
+        .args([
+            "--src",
+            &Ipv4Addr::from(s).to_string(),
+            "--dst",
+            &Ipv4Addr::from(d).to_string(),
+            "--proto",
+            "6",
+            "--src-port",
+            &sp.to_string(),
+            "--dst-port",
+            "443",
+            "--link",
+            "l1",
+        ])
+        .output()
+        .unwrap();
+    let predicted: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let key = if Ipv4Addr::from(s) < Ipv4Addr::from(d) {
+        (Ipv4Addr::from(s), Ipv4Addr::from(d))
+    } else {
+        (Ipv4Addr::from(d), Ipv4Addr::from(s))
+    };
+    assert_eq!(
+        predicted["core"].as_u64(),
+        Some(u64::from(by_session[&key][0].2))
+    );
+}
+
+#[test]
+fn a_commit_the_chip_refuses_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // Room for the 4 096 buckets, not for 4 500 flows.
+    let target = Target::start(&["--table-size-limit", "4100"]);
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address],
+    );
+    configure(&daemon, "");
+    let (_, before, _) = daemon.cli(&["-c", "show configuration | display set"], "");
+    let mut many = String::from("edit\n");
+    for i in 0..4500 {
+        many.push_str(&format!(
+            "set ecofilter-balancer flow many{i} priority {} match ip-proto 6 dst-port {}\n",
+            1000 + i,
+            i + 1
+        ));
+    }
+    many.push_str("commit\n");
+    let (code, _, err) = daemon.cli(&[], &many);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("the chip refused") && err.contains("flow[name='many") && err.contains("full"),
+        "{err}"
+    );
+    let (_, after, _) = daemon.cli(&["-c", "show configuration | display set"], "");
+    assert_eq!(after, before, "running unchanged");
+    let status = wait_reconciled(&daemon, "in sync");
+    assert!(status.contains("in sync"), "{status}");
+    // The chip is as before: a site frame still goes to a filter, and a restarted efbd
+    // finds nothing to correct.
+    assert!(daemon.stop());
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address],
+    );
+    wait_reconciled(&daemon, "wrote 0 entries");
+}
+
+#[test]
+fn reconcile_after_restarts_of_efbd_and_of_the_chip() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let datastore = dir.path().join("datastore");
+    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    configure(&daemon, "");
+    assert!(daemon.stop());
+    // efbd restarted, nothing changed: nothing written.
+    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    wait_reconciled(&daemon, "wrote 0 entries");
+    // The chip restarted empty: everything written again.
+    let mut chip = Chip::connect(&target);
+    chip.restart(false);
+    let status = wait_reconciled(&daemon, "wrote 4133 entries");
+    assert!(status.contains("4134 entries"), "{status}");
+    // A commit while the chip is away: refused, unless offline; then reconciled on return.
+    drop(target);
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, _, err) = daemon.cli(
+        &[],
+        "edit\nset ecofilter-balancer flow late priority 5\ncommit\n",
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("not reachable") && err.contains("commit offline"),
+        "{err}"
+    );
+    let (code, out, err) = daemon.cli(
+        &[],
+        "edit\nset ecofilter-balancer flow late priority 5\ncommit offline\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("NOT programmed"), "{out}");
+    let (_, status, _) = daemon.cli(&["-c", "show system status"], "");
+    assert!(
+        status.contains("out of sync") || status.contains("not connected"),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_killed_efbd_restarts_with_old_or_new_and_reconciles_the_chip() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let datastore = dir.path().join("datastore");
+    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    configure(&daemon, "");
+    let mut lines = String::from("edit\n");
+    for i in 0..20_000 {
+        lines.push_str(&format!(
+            "set ecofilter-balancer flow bulk{i} priority {} match ip-proto 17 dst-port {}\n",
+            1000 + i,
+            i % 60000 + 1
+        ));
+    }
+    lines.push_str("commit\n");
+    // Commit from another thread and kill efbd while it runs.
+    let address = daemon.address.clone();
+    let committer = std::thread::spawn(move || {
+        let mut child = std::process::Command::new(efb_tests::binary("efb-cli"))
+            .args(["--connect", &address])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(lines.as_bytes());
+        let _ = child.wait();
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    daemon.kill();
+    committer.join().unwrap();
+    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    let status = wait_reconciled(&daemon, "in sync");
+    let (_, count, _) = daemon.cli(&["-c", "show ecofilter-balancer flow | count"], "");
+    let flows: usize = count
+        .trim()
+        .trim_start_matches("Count: ")
+        .trim_end_matches(" lines")
+        .parse::<usize>()
+        .unwrap()
+        - 1;
+    assert!(
+        flows == 6 || flows == 20_006,
+        "running is the old or the new configuration: {flows} flows"
+    );
+    // What the chip holds is exactly the running configuration: a second restart of efbd
+    // finds nothing to write.
+    assert!(status.contains("in sync"));
+    assert!(daemon.stop());
+    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    wait_reconciled(&daemon, "wrote 0 entries");
+}

@@ -1,0 +1,423 @@
+"""Real gNMI clients against a real efbd: pygnmi for Capabilities, Get, Set and Subscribe,
+grpcio with the gnmi-pb definitions for what pygnmi cannot send (the commit confirmed
+extension, gzip). Run by tests/gnmi.rs; each scenario prints one line per check and exits
+non-zero at the first failure.
+
+Usage: python clients.py SCENARIO --gnmi HOST:PORT --mgmt HOST:PORT --cli EFB-CLI
+                         [--cert PEM] (TLS with that certificate; plain text without)
+Scenarios: read_write, subscribe, auth, confirmed
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+
+# pygnmi and gnmi-pb each register a gnmi_ext.proto of their own in protobuf's default
+# pool: a process uses one or the other, so pygnmi is imported only where it is used.
+
+ARGS = None
+MODULE = "ecofilter-balancer"
+
+
+def check(condition, what, detail=""):
+    if not condition:
+        print(f"FAIL {what}: {detail}", flush=True)
+        sys.exit(1)
+    print(f"ok   {what}", flush=True)
+
+
+def client(user="admin", password=None):
+    from pygnmi.client import gNMIclient
+
+    host, port = ARGS.gnmi.rsplit(":", 1)
+    options = dict(
+        target=(host, int(port)),
+        username=user,
+        password=user if password is None else password,
+        gnmi_timeout=10,
+    )
+    if ARGS.cert:
+        options["path_cert"] = ARGS.cert
+    else:
+        options["insecure"] = True
+    return gNMIclient(**options)
+
+
+def shell(lines):
+    """Runs set/delete lines and a commit through the shell, as an engineer would."""
+    out = subprocess.run(
+        [ARGS.cli, "--connect", ARGS.mgmt, "--user", "engineer"],
+        input="\n".join(lines) + "\ncommit\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if out.returncode != 0:
+        print(f"FAIL shell {lines}: {out.stdout} {out.stderr}", flush=True)
+        sys.exit(1)
+
+
+def values(response):
+    """{path: value} of every update of a Get response (or a coalesced subscription)."""
+    found = {}
+    for n in response.get("notification", [response]):
+        for u in n.get("update", []) or []:
+            found[u["path"]] = u["val"]
+    return found
+
+
+def get(gc, path, **kw):
+    return values(gc.get(path=[path], **kw))
+
+
+def code_of(exc):
+    """The gRPC status code behind a pygnmi exception (or a grpc error)."""
+    if isinstance(exc, grpc.RpcError):
+        return exc.code()
+    orig = getattr(exc, "orig_exc", None) or (exc.args[1] if len(exc.args) > 1 else None)
+    if isinstance(orig, grpc.RpcError):
+        return orig.code()
+    return None
+
+
+def refused(call, code, what):
+    from pygnmi.client import gNMIException
+
+    try:
+        call()
+    except (gNMIException, grpc.RpcError) as exc:
+        check(code_of(exc) == code, what, f"{code_of(exc)} {exc}")
+        return
+    check(False, what, "was accepted")
+
+
+# ----- Capabilities, Get, Set -----
+
+def read_write():
+    with client() as gc:
+        caps = gc.capabilities()
+        model = caps["supported_models"][0]
+        check(model["name"] == MODULE and model["version"] == "2026-11-30" and model["organization"],
+              "capabilities: the model, its organization and revision", caps)
+        check({"json", "json_ietf"} <= set(caps["supported_encodings"]), "capabilities: JSON and JSON_IETF", caps)
+        check(caps["gnmi_version"] == "0.10.0", "capabilities: gNMI version 0.10.0", caps)
+
+        whole = gc.get(path=["/"], datatype="config", encoding="json_ietf")
+        root = values(whole)
+        top = root.get("") or next(iter(root.values()))
+        check(f"{MODULE}:ports" in top and f"{MODULE}:ecofilter-balancer" in top,
+              "get config of everything: module-qualified top nodes (JSON_IETF)", list(top))
+        check(whole["notification"][0]["timestamp"] > 1_600_000_000 * 10**9, "timestamps in nanoseconds")
+        check("balancing-config-hash" not in json.dumps(top), "config leaves state out")
+
+        state = get(gc, f"{MODULE}:ecofilter-balancer", datatype="state")
+        text = json.dumps(state)
+        check("balancing-config-hash" in text and "bypass-mode" in text and "priority" not in text,
+              "get state: state only (hash, bypass mode), no configuration", text[:300])
+
+        leaf = get(gc, "/ports/port[name=p1]/description", datatype="config")
+        check(list(leaf.values()) == ["link l1 WAN (to the internet)"], "get of a single leaf", leaf)
+        default = get(gc, "/ports/port[name=p1]/mtu")
+        check(list(default.values()) == [9000], "a leaf left at its default reads as the default", default)
+
+        wild = get(gc, "/ports/port[name=*]/speed")
+        check(len(wild) == 20 and set(wild.values()) == {"100g", "10g"}, "wildcard keys: one update per port", wild)
+
+        refused(lambda: gc.get(path=["/ports/prot"]), grpc.StatusCode.NOT_FOUND, "unknown path: NOT_FOUND")
+        refused(lambda: gc.get(path=["/ports/port[name=nope]"]), grpc.StatusCode.NOT_FOUND, "missing entry: NOT_FOUND")
+
+        # replace resets what the value leaves out (mtu 9216 -> default, description gone)
+        before = get(gc, "/ports/port[name=p9-0]")
+        check(list(before.values())[0]["mtu"] == 9216, "the example's p9-0 has mtu 9216", before)
+        r = gc.set(replace=[("ecofilter-balancer:ports/port[name=p9-0]", {"number": 9, "lane": 0, "speed": "10g"})])
+        check(r["response"][0]["op"] == "REPLACE", "set replace: one REPLACE result", r)
+        after = list(get(gc, "/ports/port[name=p9-0]").values())[0]
+        check("mtu" not in after and "description" not in after and after["speed"] == "10g",
+              "replace resets omitted leaves to their defaults", after)
+        check(list(get(gc, "/ports/port[name=p9-0]/mtu").values()) == [9000], "mtu reads its default now")
+
+        r = gc.set(update=[("/ports/port[name=p1]/description", "uplink A")], encoding="json_ietf")
+        check(r["response"][0]["op"] == "UPDATE", "set update: one UPDATE result", r)
+        check(list(get(gc, "/ports/port[name=p1]/description").values()) == ["uplink A"], "set update of a leaf")
+
+        gc.set(update=[("/ecofilter-balancer/flow[name=bgp-to]/links", ["l1"])])
+        gc.set(update=[("/ecofilter-balancer/flow[name=bgp-to]/links", ["l2"])])
+        links = list(get(gc, "/ecofilter-balancer/flow[name=bgp-to]/links").values())[0]
+        check(links == ["l1", "l2"], "leaf-list update appends", links)
+
+        r = gc.set(delete=["/ecofilter-balancer/flow[name=multicast-v4]"])
+        check(r["response"][0]["op"] == "DELETE", "set delete: one DELETE result", r)
+        refused(lambda: gc.get(path=["/ecofilter-balancer/flow[name=multicast-v4]"]), grpc.StatusCode.NOT_FOUND,
+                "the deleted flow is gone")
+        r = gc.set(delete=["/ecofilter-balancer/flow[name=never-was]"])
+        check(r["response"][0]["op"] == "DELETE", "deleting a path that does not exist succeeds", r)
+
+        # one transaction: a valid update and an invalid one -> nothing changes
+        config = values(gc.get(path=["/"], datatype="config"))
+        refused(lambda: gc.set(update=[
+            ("/ports/port[name=p1]/description", "should not stay"),
+            ("/ecofilter-balancer/ecofilter-unit[name=ef1]/liveness-profile", "no-such-profile"),
+        ]), grpc.StatusCode.INVALID_ARGUMENT, "a set that fails validation is refused")
+        check(values(gc.get(path=["/"], datatype="config")) == config, "... and nothing changed")
+        refused(lambda: gc.set(update=[("/ports/port[name=p1]/mtu", "huge")]), grpc.StatusCode.INVALID_ARGUMENT,
+                "a value of the wrong type: INVALID_ARGUMENT")
+        refused(lambda: gc.set(update=[("/ports/port[name=p1]/state/oper-status", "up")]),
+                grpc.StatusCode.INVALID_ARGUMENT, "state cannot be set")
+
+        # subtree update in plain JSON, gnmic-style path (module-qualified first element)
+        gc.set(update=[(f"/{MODULE}:liveness", {"profile": [{"name": "fast", "interval": 50}]})], encoding="json")
+        check(list(get(gc, "/liveness/profile[name=fast]/interval").values()) == [50], "subtree update in JSON")
+
+
+# ----- Subscribe -----
+
+def wait_update(sub, timeout, what):
+    try:
+        return sub.get_update(timeout=timeout)
+    except TimeoutError:
+        check(False, what, f"nothing within {timeout} s")
+
+
+def updates_of(message):
+    return {u["path"]: u.get("val") for u in message.get("update", {}).get("update", [])}
+
+
+def deletes_of(message):
+    return message.get("update", {}).get("delete", [])
+
+
+def stream_request(path, mode="on_change", **extra):
+    sub = {"path": path, "mode": mode}
+    sub.update(extra)
+    return {"subscription": [sub], "mode": "stream", "encoding": "json_ietf"}
+
+
+class closing:
+    """pygnmi's subscribers have close() but are no context managers."""
+
+    def __init__(self, sub):
+        self.sub = sub
+
+    def __enter__(self):
+        return self.sub
+
+    def __exit__(self, *exc):
+        self.sub.close()
+
+
+def subscribe():
+    with client() as gc:
+        path = "ecofilter-balancer:ports/port[name=p1]/description"
+        with closing(gc.subscribe_stream(subscribe=stream_request(path))) as sub:
+            first = wait_update(sub, 10, "stream: initial values and sync")
+            check(first.get("sync_response") and
+                  list(updates_of(first).values()) == ["link l1 WAN (to the internet)"],
+                  "stream on_change: initial value, then sync_response", first)
+            started = time.monotonic()
+            shell(['set ports port p1 description "changed from the shell"'])
+            change = wait_update(sub, 5, "stream: the shell's change")
+            took = time.monotonic() - started
+            check(list(updates_of(change).values()) == ["changed from the shell"], "on_change: the new value", change)
+            check(took < 1.0, f"on_change: a change from the shell arrives within 1 s ({took:.2f} s with the shell)")
+            shell(["delete ports port p1 description"])
+            gone = wait_update(sub, 5, "stream: the delete")
+            check(any("description" in d["path"] for d in deletes_of(gone)), "on_change: deletes are reported", gone)
+            check(not sub.peek(), "sync_response came once; nothing else queued")
+
+        sample = stream_request("/ports/port[name=p2]/speed", mode="sample", sample_interval=1_000_000_000)
+        with closing(gc.subscribe_stream(subscribe=sample)) as sub:
+            wait_update(sub, 10, "sample: initial")
+            stamps = []
+            for _ in range(3):
+                m = wait_update(sub, 3, "sample: next sample")
+                check(list(updates_of(m).values()) == ["100g"], "sample: the value every interval", m)
+                stamps.append(m["update"]["timestamp"])
+            gaps = [(b - a) / 1e9 for a, b in zip(stamps, stamps[1:])]
+            check(all(0.8 < g < 1.3 for g in gaps), f"sample at 1 s: gaps {[round(g, 2) for g in gaps]}")
+
+        quiet = stream_request("/ports/port[name=p2]", mode="sample", sample_interval=200_000_000,
+                               suppress_redundant=True)
+        with closing(gc.subscribe_stream(subscribe=quiet)) as sub:
+            wait_update(sub, 10, "suppress_redundant: initial")
+            time.sleep(0.7)
+            check(not sub.peek(), "suppress_redundant: no samples while nothing changes")
+            shell(['set ports port p2 description "p2 changed"'])
+            m = wait_update(sub, 3, "suppress_redundant: the change")
+            check(list(updates_of(m).values()) == ["p2 changed"], "suppress_redundant: only the changed leaf", m)
+
+        poll = {"subscription": [{"path": "/ports/port[name=p3]/description"}], "mode": "poll", "encoding": "json"}
+        with closing(gc.subscribe_poll(subscribe=poll)) as sub:
+            first = sub.get_update(timeout=10)
+            check(first.get("sync_response") and "link l2 WAN" in json.dumps(first), "poll: values, then sync", first)
+            shell(['set ports port p3 description "polled"'])
+            seen = [sub.get_update(timeout=10) for _ in range(2)]
+            check("polled" in json.dumps(seen[-1]), "poll: each poll answers with current values", seen)
+
+        once = {"subscription": [{"path": "/ports/port[name=p4]"}], "mode": "once", "encoding": "json_ietf"}
+        with closing(gc.subscribe_once(subscribe=once)) as sub:
+            got = list(sub)
+            check(got[-1].get("sync_response") and "p4" in json.dumps(got[0]), "once: values, sync, end", got)
+
+        # updates_only: the sync first, then changes only
+        only = stream_request("/ports/port[name=p4]/description")
+        only["updates_only"] = True
+        with closing(gc.subscribe_stream(subscribe=only)) as sub:
+            first = wait_update(sub, 10, "updates_only: sync")
+            check(first.get("sync_response") and not updates_of(first), "updates_only: sync without values", first)
+
+        # pygnmi's subscribe() sends its request and closes its side: the stream goes on
+        stream = gc.subscribe(subscribe=stream_request("/ports/port[name=p4]/description"))
+        messages = []
+
+        def read():
+            for m in stream:
+                messages.append(m)
+                if len(messages) >= 3:
+                    return
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 10
+        while len(messages) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(len(messages) >= 2 and messages[1].HasField("sync_response"), "half-closed stream: initial sync")
+        shell(['set ports port p4 description "after half-close"'])
+        reader.join(5)
+        check(len(messages) >= 3 and "after half-close" in str(messages[2]),
+              "half-closed stream stays open and gets the change", messages[2:] if len(messages) > 2 else messages)
+        stream.cancel()
+
+
+# ----- Security -----
+
+def auth():
+    from pygnmi.client import gNMIException
+
+    try:
+        with client(user="", password="") as gc:
+            gc.capabilities()
+        check(False, "no credentials", "was accepted")
+    except gNMIException as exc:
+        check("UNAUTHENTICATED" in str(exc) or code_of(exc) == grpc.StatusCode.UNAUTHENTICATED,
+              "no credentials: UNAUTHENTICATED", exc)
+    try:
+        with client(user="admin", password="wrong") as gc:
+            gc.capabilities()
+        check(False, "wrong password", "was accepted")
+    except gNMIException as exc:
+        check("UNAUTHENTICATED" in str(exc) or code_of(exc) == grpc.StatusCode.UNAUTHENTICATED,
+              "wrong password: UNAUTHENTICATED", exc)
+    with client() as admin:
+        config = values(admin.get(path=["/"], datatype="config"))
+    for role in ("viewer", "operator"):
+        with client(user=role) as gc:
+            check(list(get(gc, "/ports/port[name=p1]/speed").values()) == ["100g"], f"{role}: Get")
+            with closing(gc.subscribe_once(subscribe={"subscription": [{"path": "/ports/port[name=p1]/speed"}],
+                                              "mode": "once"})) as sub:
+                check(list(sub)[-1].get("sync_response"), f"{role}: Subscribe")
+            refused(lambda: gc.set(update=[("/ports/port[name=p1]/description", "by " + role)]),
+                    grpc.StatusCode.PERMISSION_DENIED, f"{role}: Set is PERMISSION_DENIED")
+    with client() as admin:
+        check(values(admin.get(path=["/"], datatype="config")) == config, "refused Sets changed nothing")
+
+
+# ----- commit confirmed (gnmi-pb + grpcio: pygnmi cannot send extensions) -----
+
+def confirmed():
+    from gnmi_pb import gnmi_ext_pb2, gnmi_pb2, gnmi_pb2_grpc
+    from google.protobuf import duration_pb2
+
+    if ARGS.cert:
+        with open(ARGS.cert, "rb") as f:
+            channel = grpc.secure_channel(ARGS.gnmi, grpc.ssl_channel_credentials(f.read()))
+    else:
+        channel = grpc.insecure_channel(ARGS.gnmi)
+    stub = gnmi_pb2_grpc.gNMIStub(channel)
+    md = [("username", "admin"), ("password", "admin")]
+
+    def path(*names, **keys):
+        elems = [gnmi_pb2.PathElem(name=n) for n in names]
+        for k, v in keys.items():
+            elems[-2 if names[-1] != "port" else -1].key[k] = v
+        return gnmi_pb2.Path(elem=elems)
+
+    desc = gnmi_pb2.Path(elem=[gnmi_pb2.PathElem(name="ports"), gnmi_pb2.PathElem(name="port", key={"name": "p1"}),
+                               gnmi_pb2.PathElem(name="description")])
+
+    def read():
+        r = stub.Get(gnmi_pb2.GetRequest(path=[desc], encoding=gnmi_pb2.JSON_IETF), metadata=md,
+                     compression=grpc.Compression.Gzip)
+        return json.loads(r.notification[0].update[0].val.json_ietf_val)
+
+    def set_description(text, commit=None):
+        update = gnmi_pb2.Update(path=desc, val=gnmi_pb2.TypedValue(json_ietf_val=json.dumps(text).encode()))
+        ext = [gnmi_ext_pb2.Extension(commit=commit)] if commit else []
+        return stub.Set(gnmi_pb2.SetRequest(update=[update], extension=ext), metadata=md)
+
+    def action(**kw):
+        return gnmi_ext_pb2.Extension(commit=gnmi_ext_pb2.Commit(**kw))
+
+    def control(**kw):
+        return stub.Set(gnmi_pb2.SetRequest(extension=[action(**kw)]), metadata=md)
+
+    original = read()
+    check(isinstance(original, str), "gzip-compressed Get through grpcio", original)
+    two = duration_pb2.Duration(seconds=2)
+    set_description("tentative", gnmi_ext_pb2.Commit(id="c1", commit=gnmi_ext_pb2.CommitRequest(rollback_duration=two)))
+    check(read() == "tentative", "commit confirmed: applied at once")
+    try:
+        set_description("meanwhile")
+        check(False, "another Set while one waits", "was accepted")
+    except grpc.RpcError as exc:
+        check(exc.code() == grpc.StatusCode.FAILED_PRECONDITION, "another Set meanwhile: FAILED_PRECONDITION",
+              exc.details())
+    try:
+        set_description("x", gnmi_ext_pb2.Commit(id="c9", commit=gnmi_ext_pb2.CommitRequest()))
+        check(False, "a second commit confirmed", "was accepted")
+    except grpc.RpcError as exc:
+        check(exc.code() == grpc.StatusCode.FAILED_PRECONDITION, "a second commit: FAILED_PRECONDITION")
+    try:
+        control(id="wrong", confirm=gnmi_ext_pb2.CommitConfirm())
+        check(False, "confirm with a wrong id", "was accepted")
+    except grpc.RpcError as exc:
+        check(exc.code() == grpc.StatusCode.INVALID_ARGUMENT, "confirm with a wrong id: INVALID_ARGUMENT")
+    time.sleep(3.5)
+    check(read() == original, "not confirmed: rolled back after the rollback duration", read())
+    try:
+        control(id="c1", confirm=gnmi_ext_pb2.CommitConfirm())
+        check(False, "confirm after the rollback", "was accepted")
+    except grpc.RpcError as exc:
+        check(exc.code() == grpc.StatusCode.FAILED_PRECONDITION, "nothing waits any more: FAILED_PRECONDITION")
+
+    set_description("kept", gnmi_ext_pb2.Commit(id="c2", commit=gnmi_ext_pb2.CommitRequest(rollback_duration=two)))
+    control(id="c2", confirm=gnmi_ext_pb2.CommitConfirm())
+    time.sleep(2.5)
+    check(read() == "kept", "confirmed: kept past the rollback duration")
+
+    set_description("cancelled", gnmi_ext_pb2.Commit(id="c3", commit=gnmi_ext_pb2.CommitRequest()))
+    check(read() == "cancelled", "commit confirmed with the default duration")
+    control(id="c3", cancel=gnmi_ext_pb2.CommitCancel())
+    check(read() == "kept", "cancel: rolled back at once")
+    set_description("plain again")
+    check(read() == "plain again", "after cancel, plain Sets go through")
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario", choices=["read_write", "subscribe", "auth", "confirmed"])
+    parser.add_argument("--gnmi", required=True)
+    parser.add_argument("--mgmt", required=True)
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--cert")
+    ARGS = parser.parse_args()
+    globals()[ARGS.scenario]()
+    print("done", flush=True)
+
+
+main()
