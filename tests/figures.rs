@@ -69,3 +69,20 @@ fn rss_field(pid: u32, field: &str) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// CPU time a process has used so far (user + system), from /proc (Linux).
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after its ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i).and_then(|f| f.parse::<u64>().ok()))
+        .sum();
+    // USER_HZ is 100 on Linux.
+    Duration::from_millis(ticks * 10)
+}

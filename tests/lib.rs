@@ -1,6 +1,7 @@
 //! Helpers shared by the cross-crate tests: where the repository, the binaries and the real
 //! clients are, and a real efbd process to talk to.
 
+pub mod chip_io;
 pub mod figures;
 
 use std::io::{BufRead, BufReader};
@@ -88,6 +89,16 @@ impl Daemon {
     /// Starts efbd on `datastore`; without a `--p4runtime` in `extra` it runs without a
     /// data plane.
     pub fn start(datastore: &Path, extra: &[&str]) -> Daemon {
+        Daemon::spawn(datastore, extra, "warn", Stdio::inherit())
+    }
+
+    /// Like [`Daemon::start`], with efbd's log (level info) written to `log`.
+    pub fn start_logging(datastore: &Path, extra: &[&str], log: &Path) -> Daemon {
+        let file = std::fs::File::create(log).expect("log file");
+        Daemon::spawn(datastore, extra, "info", Stdio::from(file))
+    }
+
+    fn spawn(datastore: &Path, extra: &[&str], level: &str, log: Stdio) -> Daemon {
         let data_plane: &[&str] = if extra.contains(&"--p4runtime") {
             &[]
         } else {
@@ -96,12 +107,12 @@ impl Daemon {
         let mut child = Command::new(binary("efbd"))
             .arg("--datastore")
             .arg(datastore)
-            .args(["--mgmt-listen", "127.0.0.1:0", "--log-level", "warn"])
+            .args(["--mgmt-listen", "127.0.0.1:0", "--log-level", level])
             .args(["--gnmi-listen", "127.0.0.1:0"])
             .args(data_plane)
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
             .expect("efbd starts");
         let stdout = child.stdout.take().expect("efbd stdout");
@@ -215,6 +226,10 @@ impl Target {
             .unwrap_or_else(|| panic!("unexpected first line from efb-target: {line:?}"))
             .to_string();
         Target { child, address }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 }
 

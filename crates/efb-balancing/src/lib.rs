@@ -14,5 +14,5 @@ pub use config_hash::{config_hash, config_hash_text};
 pub use error::BalancingError;
 pub use key::{Session, has_ports, session_hash, session_key};
 pub use layout::{UnitLayout, bucket_table};
-pub use liveness::{BypassMode, LiveState};
+pub use liveness::{BypassMode, LiveState, unit_active};
 pub use lookup::{Lookup, lookup_session};

@@ -59,3 +59,15 @@ impl LiveState {
             .contains(&(unit.to_string(), pair.to_string()))
     }
 }
+
+/// Whether a unit filters traffic (`active`) or bypasses all of it. `bypass` and `primary`
+/// are the operator's; in `auto` the unit needs `active_pairs` live pairs (its liveness
+/// profile's; without a profile nothing is probed and the unit is active). The compiler
+/// and the state the daemon shows both ask this, so they cannot disagree.
+pub fn unit_active(mode: BypassMode, live_pairs: usize, active_pairs: Option<u16>) -> bool {
+    match mode {
+        BypassMode::Bypass => false,
+        BypassMode::Primary => true,
+        BypassMode::Auto => active_pairs.is_none_or(|needed| live_pairs >= usize::from(needed)),
+    }
+}

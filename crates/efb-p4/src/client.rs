@@ -136,6 +136,15 @@ impl Connection {
         self.primary.load(Ordering::Relaxed)
     }
 
+    /// A way to send packet-outs that does not need the connection itself (keep-alives
+    /// must go out while a long write holds it).
+    pub fn packet_sender(&self) -> PacketSender {
+        PacketSender {
+            requests: self.requests.clone(),
+            primary: self.primary.clone(),
+        }
+    }
+
     /// Pushes the pipeline unless the target already runs it (same cookie): pushing wipes
     /// every table. Returns whether it pushed.
     pub async fn ensure_pipeline(
@@ -296,6 +305,28 @@ impl Connection {
             })
             .await
             .map_err(|_| ClientError::NotPrimary("the stream is closed".into()))
+    }
+}
+
+/// Sends packet-outs on a connection's stream.
+#[derive(Clone, Debug)]
+pub struct PacketSender {
+    requests: mpsc::Sender<p4::StreamMessageRequest>,
+    primary: Arc<AtomicBool>,
+}
+
+impl PacketSender {
+    /// Queues a packet-out without waiting: a full stream drops it (a keep-alive that
+    /// never left counts as lost, which is what a congested control path is).
+    pub fn send(&self, packet: p4::PacketOut) -> Result<(), ClientError> {
+        if !self.primary.load(Ordering::Relaxed) {
+            return Err(ClientError::NotPrimary("not primary".into()));
+        }
+        self.requests
+            .try_send(p4::StreamMessageRequest {
+                update: Some(p4::stream_message_request::Update::Packet(packet)),
+            })
+            .map_err(|e| ClientError::NotPrimary(format!("the stream refused it: {e}")))
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use imbl::ordmap::DiffItem;
 
-use efb_balancing::{BypassMode, LiveState, UnitLayout, bucket_table};
+use efb_balancing::{BypassMode, LiveState, UnitLayout, bucket_table, unit_active};
 use efb_model::{Action, BalancingMethod, Config, Flow, FlowMatch, MacMatch, Prefix, paths};
 use efb_p4info::names::{actions as a, fields as f, tables as t};
 use efb_p4info::{P4InfoIndex, PortMap, PortName};
@@ -32,7 +32,10 @@ pub struct Desired {
 pub enum Group {
     Balancing,
     Link(String),
+    /// A unit's status and its pairs (what liveness changes).
     Unit(String),
+    /// A unit's bucket table (changed by liveness only with `rebalance`).
+    Buckets(String),
     Flow(String),
 }
 
@@ -60,11 +63,22 @@ enum Inputs {
         ports: (u32, u32),
     },
     Unit(Box<UnitInputs>),
+    Buckets(Box<BucketInputs>),
     Flow {
         flow: Arc<Flow>,
         links: Vec<u32>,
         unit: Option<u32>,
     },
+}
+
+/// What a bucket table depends on: liveness only with `rebalance`.
+#[derive(Clone, Debug, PartialEq)]
+struct BucketInputs {
+    unit: efb_model::Unit,
+    id: u32,
+    pair_ids: Vec<u32>,
+    /// Which pairs take traffic, when the table follows it (`rebalance`).
+    live: Option<Vec<bool>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -201,9 +215,14 @@ impl Compiler {
             )?;
         }
         for unit in config.units.values() {
+            let inputs = self.unit_inputs(config, unit, &ids, live)?;
+            put(
+                Group::Buckets(unit.name.clone()),
+                Inputs::Buckets(Box::new(inputs.buckets())),
+            )?;
             put(
                 Group::Unit(unit.name.clone()),
-                Inputs::Unit(Box::new(self.unit_inputs(config, unit, &ids, live)?)),
+                Inputs::Unit(Box::new(inputs)),
             )?;
         }
         let flow_inputs = |flow: &Arc<Flow>| Inputs::Flow {
@@ -243,7 +262,7 @@ impl Compiler {
                 .filter(|group| match group {
                     Group::Balancing => false,
                     Group::Link(name) => !config.links.contains_key(name),
-                    Group::Unit(name) => !config.units.contains_key(name),
+                    Group::Unit(name) | Group::Buckets(name) => !config.units.contains_key(name),
                     Group::Flow(name) => !config.flows.contains_key(name),
                 })
                 .cloned(),
@@ -340,6 +359,7 @@ fn compile_group(
         (_, Inputs::Balancing(method)) => balancing(b, *method),
         (Group::Link(name), Inputs::Link { id, ports, .. }) => link(b, name, *id, *ports),
         (_, Inputs::Unit(u)) => unit(b, u),
+        (_, Inputs::Buckets(u)) => buckets(b, u),
         (
             _,
             Inputs::Flow {
@@ -401,27 +421,74 @@ fn link(
     ])
 }
 
-/// A unit: its status, its bucket table, its pairs and their ports.
-///
-/// With `rebalance` off the bucket table never changes with liveness: a dead pair's
-/// `pair_down` entry bypasses its buckets (one write). With `rebalance` on, only the dead
-/// pair's buckets move (MODEL.md), and a bucket with nowhere to go keeps its home slot,
-/// which the pair's `pair_down` bypasses.
+impl UnitInputs {
+    /// Which pairs take traffic: all of them when the operator forces `primary`.
+    fn effective_live(&self) -> Vec<bool> {
+        match self.mode {
+            BypassMode::Primary => vec![true; self.pairs.len()],
+            _ => self.live.clone(),
+        }
+    }
+
+    fn buckets(&self) -> BucketInputs {
+        BucketInputs {
+            unit: self.unit.clone(),
+            id: self.id,
+            pair_ids: self.pairs.iter().map(|(id, _, _)| *id).collect(),
+            live: self.unit.rebalance.then(|| self.effective_live()),
+        }
+    }
+}
+
+/// A unit's bucket table. With `rebalance` off it never changes with liveness: a dead
+/// pair's `pair_down` entry bypasses its buckets (one write). With `rebalance` on, only the
+/// dead pair's buckets move (MODEL.md), and a bucket with nowhere to go keeps its home
+/// slot, which the pair's `pair_down` bypasses.
+fn buckets(b: &Builder, u: &BucketInputs) -> Result<Vec<Desired>, CompileError> {
+    let layout = UnitLayout::of(&u.unit);
+    if layout.slots() == 0 {
+        return Ok(Vec::new());
+    }
+    let uid = u128::from(u.id);
+    let source = paths::unit(&u.unit.name);
+    let table = match &u.live {
+        Some(live) => bucket_table(layout, live, true),
+        None => bucket_table(layout, &vec![true; u.pair_ids.len()], false),
+    };
+    let mut out = Vec::with_capacity(table.len());
+    for (bucket, slot) in table.into_iter().enumerate() {
+        let slot = slot.unwrap_or(bucket % layout.slots());
+        let (pair_index, core) = layout.pair_core(slot);
+        let Some(pair_id) = u.pair_ids.get(pair_index) else {
+            continue;
+        };
+        out.push(Desired {
+            entry: b.entry(
+                t::BUCKETS,
+                &[
+                    (f::UNIT_ID, Criterion::Exact(uid)),
+                    (f::BUCKET, Criterion::Exact(bucket as u128)),
+                ],
+                0,
+                a::TO_PAIR,
+                &[
+                    (f::PAIR_ID, u128::from(*pair_id)),
+                    (f::CORE, u128::from(core)),
+                ],
+            )?,
+            source: source.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// A unit: its status, its pairs and their ports.
 fn unit(b: &Builder, u: &UnitInputs) -> Result<Vec<Desired>, CompileError> {
     let name = &u.unit.name;
     let uid = u128::from(u.id);
-    let live: Vec<bool> = match u.mode {
-        BypassMode::Primary => vec![true; u.pairs.len()],
-        _ => u.live.clone(),
-    };
+    let live = u.effective_live();
     let live_count = live.iter().filter(|l| **l).count();
-    let active = match u.mode {
-        BypassMode::Bypass => false,
-        BypassMode::Primary => true,
-        BypassMode::Auto => u
-            .active_pairs
-            .is_none_or(|needed| live_count >= usize::from(needed)),
-    };
+    let active = unit_active(u.mode, live_count, u.active_pairs);
     let layout = UnitLayout::of(&u.unit);
     let source = paths::unit(name);
     let mut out = Vec::new();
@@ -444,39 +511,8 @@ fn unit(b: &Builder, u: &UnitInputs) -> Result<Vec<Desired>, CompileError> {
     };
     out.push(Desired {
         entry: unit_entry,
-        source: source.clone(),
+        source,
     });
-    if layout.slots() > 0 {
-        let all_live = vec![true; u.pairs.len()];
-        let table = if u.unit.rebalance {
-            bucket_table(layout, &live, true)
-        } else {
-            bucket_table(layout, &all_live, false)
-        };
-        for (bucket, slot) in table.into_iter().enumerate() {
-            let slot = slot.unwrap_or(bucket % layout.slots());
-            let (pair_index, core) = layout.pair_core(slot);
-            let Some((pair_id, _, _)) = u.pairs.get(pair_index) else {
-                continue;
-            };
-            out.push(Desired {
-                entry: b.entry(
-                    t::BUCKETS,
-                    &[
-                        (f::UNIT_ID, Criterion::Exact(uid)),
-                        (f::BUCKET, Criterion::Exact(bucket as u128)),
-                    ],
-                    0,
-                    a::TO_PAIR,
-                    &[
-                        (f::PAIR_ID, u128::from(*pair_id)),
-                        (f::CORE, u128::from(core)),
-                    ],
-                )?,
-                source: source.clone(),
-            });
-        }
-    }
     for (i, (pair, (pid, lan, wan))) in u.unit.pairs.iter().zip(&u.pairs).enumerate() {
         let source = paths::pair(name, &pair.name);
         let pid = u128::from(*pid);

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{Mutex, mpsc};
 use tracing::{error, info, warn};
 
-use crate::client::{ClientError, Connection, StreamEvent, WriteFailure};
+use crate::client::{ClientError, Connection, PacketSender, StreamEvent, WriteFailure};
 use crate::compile::{Compiled, Compiler};
 use crate::entry::{EntryKey, normalized};
 use crate::ids::Ids;
@@ -99,6 +99,10 @@ pub struct Driver {
     inner: Arc<Mutex<Inner>>,
     status: Arc<StdMutex<DriverStatus>>,
     packet_ins: Arc<StdMutex<Option<mpsc::Sender<p4runtime_proto::p4::v1::PacketIn>>>>,
+    /// The current connection's packet-out path (none while not primary).
+    packet_out: Arc<StdMutex<Option<PacketSender>>>,
+    /// Id of the packet-out header's egress port field.
+    packet_out_port: Option<u32>,
     stop: Arc<tokio::sync::Notify>,
 }
 
@@ -112,6 +116,10 @@ impl Driver {
     ) -> Result<Driver, DriverError> {
         let p4info = efb_p4info::p4info()?;
         let index = P4InfoIndex::new(&p4info)?;
+        let packet_out_port = index
+            .packet_out()
+            .and_then(|header| header.field(efb_p4info::names::packet_io::EGRESS_PORT))
+            .map(|f| f.id);
         let tables = Tables::new(&index)?;
         let cookie = cookie_of(&p4info);
         let saved = load_state(&settings.state_file)?;
@@ -135,6 +143,8 @@ impl Driver {
                 ..DriverStatus::default()
             })),
             packet_ins: Arc::new(StdMutex::new(None)),
+            packet_out: Arc::new(StdMutex::new(None)),
+            packet_out_port,
             stop: Arc::new(tokio::sync::Notify::new()),
         };
         let task = driver.clone();
@@ -151,6 +161,7 @@ impl Driver {
     /// Stops the connection task and drops the connection (efbd stopping).
     pub async fn stop(&self) {
         self.stop.notify_one();
+        self.set_packet_out(None);
         self.inner.lock().await.conn = None;
         self.set_status(|s| {
             s.connected = false;
@@ -215,7 +226,41 @@ impl Driver {
         }
     }
 
+    fn set_packet_out(&self, sender: Option<PacketSender>) {
+        if let Ok(mut slot) = self.packet_out.lock() {
+            *slot = sender;
+        }
+    }
+
+    /// Sends a frame out of a device port (keep-alives). Never waits for a commit in
+    /// progress.
+    pub fn packet_out(&self, device_port: u32, payload: Vec<u8>) -> Result<(), String> {
+        let sender = self
+            .packet_out
+            .lock()
+            .ok()
+            .and_then(|slot| slot.clone())
+            .ok_or("the chip is not connected")?;
+        let metadata = self
+            .packet_out_port
+            .iter()
+            .map(|id| p4runtime_proto::p4::v1::PacketMetadata {
+                metadata_id: *id,
+                value: crate::entry::canonical(u128::from(device_port)),
+            })
+            .collect();
+        sender
+            .send(p4runtime_proto::p4::v1::PacketOut { payload, metadata })
+            .map_err(|e| e.to_string())
+    }
+
+    /// The link, unit and pair ids the chip is programmed with.
+    pub async fn ids(&self) -> crate::ids::Ids {
+        self.inner.lock().await.programmed.ids.clone()
+    }
+
     async fn lose_connection(&self, reason: &str) {
+        self.set_packet_out(None);
         self.inner.lock().await.conn = None;
         self.set_status(|s| {
             s.connected = false;
@@ -242,6 +287,7 @@ impl Driver {
             Connection::open(&settings.target, settings.device_id, election_id, events).await?;
         let (p4info, cookie) = (inner.p4info.clone(), inner.cookie);
         conn.ensure_pipeline(&p4info, cookie).await?;
+        let packet_sender = conn.packet_sender();
         inner.conn = Some(conn);
         let started = std::time::Instant::now();
         let written = inner.reconcile().await;
@@ -249,6 +295,7 @@ impl Driver {
         drop(inner);
         match written {
             Ok((written, entries)) => {
+                self.set_packet_out(Some(packet_sender));
                 info!(written, entries, ms = reconcile_time.as_millis() as u64, target = %settings.target, "reconciled the chip with the running configuration");
                 self.set_status(|s| {
                     *s = DriverStatus {
@@ -295,6 +342,28 @@ impl Driver {
             }
             result
         })
+    }
+
+    /// Takes the pairs liveness found down into account. Unlike [`Driver::set_live`] the
+    /// state is kept when the chip cannot be written: it is what is true, and the next
+    /// reconcile programs it.
+    pub fn set_liveness(&self, live: LiveState) -> Result<usize, String> {
+        let result = self.runtime.block_on(async {
+            let mut inner = self.inner.lock().await;
+            inner.live = live;
+            if inner.conn.as_ref().is_none_or(|c| !c.is_primary()) {
+                return Ok(0);
+            }
+            let config = inner.config.clone();
+            inner.program(&config, false).await
+        });
+        if result.is_err() {
+            self.set_status(|s| {
+                s.in_sync = false;
+                s.message = "out of sync: a liveness change could not be written".into();
+            });
+        }
+        result
     }
 
     /// Flow counters: packets and bytes per flow name, summed over its entries.

@@ -9,6 +9,8 @@ use clap::Parser;
 use efb_p4info::PortMap;
 use efb_target::{Device, DeviceOptions, Profile};
 
+mod ctl;
+
 /// The EcoFilter Balancer's software target: a P4Runtime server that behaves like the
 /// Tofino running p4/efb.p4, with emulated filters behind pair ports. The control service
 /// efb.target.v1.TargetControl (proto/efb/target/v1/control.proto) on the same address
@@ -39,11 +41,17 @@ struct Args {
     /// Log filter (tracing-subscriber syntax), e.g. info, debug, efb_target=trace.
     #[arg(long, default_value = "info")]
     log_level: String,
+    /// Instead of serving: act on a running target (the demo's hands on the cables).
+    #[command(subcommand)]
+    control: Option<ctl::Control>,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(control) = args.control {
+        return ctl::run(control).await;
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_new(&args.log_level).context("--log-level")?,

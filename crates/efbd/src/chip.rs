@@ -99,14 +99,20 @@ pub fn counters(driver: &Driver, config: &Config, wanted: Wanted) -> Counters {
     }
     if let (Some(by_device), Ok(map)) = (driver.port_counters(), PortMap::builtin()) {
         for port in config.ports.values() {
-            let name = PortName {
-                port: u32::from(port.number),
-                lane: port.lane.map(u32::from),
-            };
-            if let Some(c) = map.device_port(name).ok().and_then(|d| by_device.get(&d)) {
+            if let Some(c) = device_port(&map, config, &port.name).and_then(|d| by_device.get(&d)) {
                 out.ports.insert(port.name.clone(), c.clone());
             }
         }
     }
     out
+}
+
+/// The chip's device port of a configured port.
+pub fn device_port(map: &PortMap, config: &Config, name: &str) -> Option<u32> {
+    let port = config.ports.get(name)?;
+    map.device_port(PortName {
+        port: u32::from(port.number),
+        lane: port.lane.map(u32::from),
+    })
+    .ok()
 }

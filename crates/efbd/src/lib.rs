@@ -5,6 +5,7 @@ pub mod chip;
 pub mod errors;
 pub mod gnmi_backend;
 pub mod gnmi_server;
+pub mod liveness;
 pub mod owner;
 pub mod service;
 pub mod settings;

@@ -12,6 +12,7 @@ use efb_mgmt_proto::v1::management_server::ManagementServer;
 use efb_yang::Schema;
 use efbd::chip;
 use efbd::gnmi_server as gnmi;
+use efbd::liveness::Liveness;
 use efbd::owner::{Owner, OwnerState};
 use efbd::service::Service;
 use efbd::settings::{Flags, Settings};
@@ -93,10 +94,16 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     let (snapshots, _) = tokio::sync::broadcast::channel(SNAPSHOT_QUEUE);
     let mut state = OwnerState::new(datastore, snapshots.clone());
     let driver = start_driver(&settings, &state)?;
+    let mut probing = None;
     if let Some(driver) = &driver {
         state.attach_driver(driver.clone());
+        let (liveness, task) = Liveness::new(state.datastore.running().config.clone());
+        state.liveness = Some(liveness);
+        probing = Some((task, driver.clone()));
     }
     let (owner, owner_thread) = Owner::start(state).context("starting the configuration owner")?;
+    let (stop, stopped) = watch::channel(false);
+    let probing = probing.map(|(task, driver)| task.spawn(driver, owner.clone(), stopped.clone()));
 
     let listener = TcpListener::bind(settings.management.listen)
         .await
@@ -113,7 +120,6 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     std::io::Write::flush(&mut std::io::stdout())?;
     info!(%address, p4runtime = %settings.p4runtime.target, "serving the management API");
 
-    let (stop, stopped) = watch::channel(false);
     tokio::spawn(async move {
         shutdown_signal().await;
         let _ = stop.send(true);
@@ -132,8 +138,11 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     if let Some(task) = gnmi_task {
         task.await.context("the gNMI server panicked")??;
     }
-    // The servers (and with them every handle on the owner) are gone: the owner drains
-    // and stops.
+    if let Some(probing) = probing {
+        probing.await.context("the liveness task panicked")?;
+    }
+    // The servers and liveness (and with them every handle on the owner) are gone: the
+    // owner drains and stops.
     tokio::task::block_in_place(|| owner_thread.join())
         .map_err(|_| anyhow::anyhow!("the configuration owner panicked"))?;
     if let Some(driver) = driver {

@@ -8,12 +8,16 @@ use std::time::{Duration, Instant, SystemTime};
 
 use std::sync::Arc;
 
+use std::collections::BTreeMap;
+
 use efb_balancing::LiveState;
 use efb_datastore::Datastore;
 use efb_gnmi::backend::Snapshot;
+use efb_liveness::Change;
 use tokio::sync::broadcast;
 use tracing::{error, info, warn};
 
+use crate::liveness::{self, Liveness};
 use crate::state;
 
 /// What the owner thread holds.
@@ -31,12 +35,14 @@ pub struct OwnerState {
     pub latest: Arc<Snapshot>,
     /// The southbound driver, once attached: it programs the chip at every commit.
     pub driver: Option<efb_p4::Driver>,
+    /// Keep-alive probing, when there is a chip to probe through.
+    pub liveness: Option<Liveness>,
 }
 
 impl OwnerState {
     pub fn new(datastore: Datastore, snapshots: broadcast::Sender<Arc<Snapshot>>) -> OwnerState {
         let live = LiveState::all_up();
-        let latest = Arc::new(snapshot(&datastore, &live, 0));
+        let latest = Arc::new(snapshot(&datastore, &live, &[], 0));
         OwnerState {
             datastore,
             live,
@@ -45,6 +51,7 @@ impl OwnerState {
             snapshots,
             latest,
             driver: None,
+            liveness: None,
         }
     }
 
@@ -54,13 +61,55 @@ impl OwnerState {
         self.driver = Some(driver);
     }
 
-    /// Pushes a change of `live` (bypass modes, pair liveness) to the chip.
+    /// Pushes a change of bypass modes to the chip.
     pub fn program_live(&mut self) -> Result<usize, String> {
         self.state_version += 1;
         match &self.driver {
             Some(driver) => driver.set_live(self.live.clone()),
             None => Ok(0),
         }
+    }
+
+    /// Pairs whose liveness changed: logged, the live state updated, the chip programmed
+    /// (only the entries the change touches), the units whose status follows logged too.
+    pub fn liveness_changed(&mut self, changes: Vec<Change>) {
+        let config = self.datastore.running().config.clone();
+        let before = liveness::unit_statuses(&config, &self.live);
+        for c in &changes {
+            let key = (c.unit.clone(), c.pair.clone());
+            if c.new.is_live() {
+                self.live.down_pairs.remove(&key);
+                info!(unit = %c.unit, pair = %c.pair, old = c.old.as_str(), new = c.new.as_str(), reason = %c.reason, "pair-state-change");
+            } else {
+                self.live.down_pairs.insert(key);
+                warn!(unit = %c.unit, pair = %c.pair, old = c.old.as_str(), new = c.new.as_str(), reason = %c.reason, "pair-state-change");
+            }
+        }
+        self.state_version += 1;
+        if let Some(driver) = &self.driver {
+            match driver.set_liveness(self.live.clone()) {
+                Ok(written) => {
+                    // From the verdict to the chip's acknowledgement: how long traffic still
+                    // went to a dead filter after liveness knew.
+                    let latency = changes.first().map(|c| c.at.elapsed()).unwrap_or_default();
+                    info!(
+                        written,
+                        verdict_to_chip_us = latency.as_micros() as u64,
+                        "liveness programmed"
+                    );
+                }
+                Err(e) => error!(%e, "a liveness change could not be written to the chip"),
+            }
+        }
+        let reason = match changes.as_slice() {
+            [one] => format!("pair {} {}", one.pair, one.new.as_str()),
+            many => format!("{} pairs changed", many.len()),
+        };
+        log_unit_changes(
+            &before,
+            &liveness::unit_statuses(&config, &self.live),
+            &reason,
+        );
     }
 
     /// Publishes a new snapshot when a commit or a state change happened since the last
@@ -70,14 +119,55 @@ impl OwnerState {
         if commit_id == self.latest.commit_id && self.state_version == self.latest.state_version {
             return;
         }
-        let next = Arc::new(snapshot(&self.datastore, &self.live, self.state_version));
+        if commit_id != self.latest.commit_id
+            && let Some(liveness) = &self.liveness
+        {
+            liveness.config_changed(self.datastore.running().config.clone());
+        }
+        let pairs = self
+            .liveness
+            .as_ref()
+            .map(Liveness::pairs)
+            .unwrap_or_default();
+        let next = Arc::new(snapshot(
+            &self.datastore,
+            &self.live,
+            &pairs,
+            self.state_version,
+        ));
         self.latest = next.clone();
         // No subscriber is not an error.
         let _ = self.snapshots.send(next);
     }
 }
 
-fn snapshot(datastore: &Datastore, live: &LiveState, state_version: u64) -> Snapshot {
+/// Logs every unit whose status differs between `before` and `after`.
+pub fn log_unit_changes(
+    before: &BTreeMap<String, (bool, usize)>,
+    after: &BTreeMap<String, (bool, usize)>,
+    reason: &str,
+) {
+    for (unit, (active, live_pairs)) in after {
+        let old = before.get(unit).map(|(a, _)| *a);
+        if old.is_some_and(|old| old != *active) {
+            warn!(
+                unit = %unit,
+                old = liveness::unit_status_name(!active),
+                new = liveness::unit_status_name(*active),
+                live_pairs,
+                reason,
+                "unit-state-change"
+            );
+        }
+    }
+}
+
+fn snapshot(
+    datastore: &Datastore,
+    live: &LiveState,
+    pairs: &[efb_liveness::PairState],
+    state_version: u64,
+) -> Snapshot {
     let running = datastore.running();
     Snapshot {
         commit_id: running.commit_id,
@@ -86,7 +176,15 @@ fn snapshot(datastore: &Datastore, live: &LiveState, state_version: u64) -> Snap
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64),
         running: running.tree.clone(),
-        operational: state::operational_tree(datastore.schema(), running, live, None),
+        operational: state::operational_tree(
+            datastore.schema(),
+            running,
+            state::Known {
+                live,
+                counters: None,
+                pairs,
+            },
+        ),
     }
 }
 

@@ -14,6 +14,7 @@ use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
 
 use crate::errors::status;
+use crate::liveness::Liveness;
 use crate::owner::{Owner, OwnerState};
 use crate::{chip, state};
 
@@ -63,12 +64,14 @@ impl Service {
     /// The operational tree with the counters under `path` read from the chip, off the
     /// owner's thread (a read of 100 000 flow counters must not hold up commits).
     async fn operational(&self, path: &DataPath) -> Result<DataTree, Status> {
-        let (running, live, driver) = self
+        let (running, live, driver, pairs) = self
             .run("Get", 0, |s| {
+                let pairs = s.liveness.as_ref().map(Liveness::pairs).unwrap_or_default();
                 Ok((
                     s.datastore.running().clone(),
                     s.live.clone(),
                     s.driver.clone(),
+                    pairs,
                 ))
             })
             .await?;
@@ -76,7 +79,12 @@ impl Service {
         let wanted = chip::Wanted::under(&schema, path);
         tokio::task::spawn_blocking(move || {
             let counters = driver.map(|d| chip::counters(&d, &running.config, wanted));
-            state::operational_tree(&schema, &running, &live, counters.as_ref())
+            let known = state::Known {
+                live: &live,
+                counters: counters.as_ref(),
+                pairs: &pairs,
+            };
+            state::operational_tree(&schema, &running, known)
         })
         .await
         .map_err(|e| Status::internal(format!("reading the counters: {e}")))
@@ -408,9 +416,15 @@ fn tree_of(
         Which::Candidate => ds(ds_ref.candidate(session))?.clone(),
         Which::Startup => ds(ds_ref.startup())?
             .ok_or_else(|| Status::not_found("no startup configuration: nothing was saved yet"))?,
-        Which::Operational => {
-            state::operational_tree(ds_ref.schema(), ds_ref.running(), &s.live, None)
-        }
+        Which::Operational => state::operational_tree(
+            ds_ref.schema(),
+            ds_ref.running(),
+            state::Known {
+                live: &s.live,
+                counters: None,
+                pairs: &s.liveness.as_ref().map(Liveness::pairs).unwrap_or_default(),
+            },
+        ),
     })
 }
 

@@ -11,19 +11,29 @@ use efb_yang::{DataPath, DataTree, Problem, Schema};
 use tonic::{Code, Status};
 use tracing::info;
 
+use std::collections::BTreeMap;
+
+use efb_liveness::PairState;
+
 use crate::chip::Counters;
 use crate::errors;
-use crate::owner::OwnerState;
+use crate::liveness;
+use crate::owner::{OwnerState, log_unit_changes};
 
 const BALANCER: &str = "/ecofilter-balancer:ecofilter-balancer";
 
-/// Running configuration plus known state; `counters` as read from the chip, if it was.
-pub fn operational_tree(
-    schema: &Schema,
-    running: &Running,
-    live: &LiveState,
-    counters: Option<&Counters>,
-) -> DataTree {
+/// What the daemon knows beyond the configuration.
+#[derive(Clone, Copy)]
+pub struct Known<'a> {
+    pub live: &'a LiveState,
+    /// As read from the chip for this request, if it was.
+    pub counters: Option<&'a Counters>,
+    /// Every probed pair.
+    pub pairs: &'a [PairState],
+}
+
+/// Running configuration plus known state.
+pub fn operational_tree(schema: &Schema, running: &Running, known: Known<'_>) -> DataTree {
     let mut tree = running.tree.clone();
     let mut put = |path: String, text: &str| {
         if let Ok(path) = DataPath::parse(schema, &path)
@@ -37,19 +47,85 @@ pub fn operational_tree(
         format!("{BALANCER}/balancing-config-hash"),
         &efb_balancing::config_hash(&running.config),
     );
-    for unit in running.config.units.keys() {
+    let statuses = liveness::unit_statuses(&running.config, known.live);
+    for (unit, (active, live_pairs)) in &statuses {
+        let state = format!("{BALANCER}/ecofilter-unit[name={}]/state", quote(unit));
         put(
-            format!(
-                "{BALANCER}/ecofilter-unit[name={}]/state/bypass-mode",
-                quote(unit)
-            ),
-            live.mode(unit).as_str(),
+            format!("{state}/bypass-mode"),
+            known.live.mode(unit).as_str(),
         );
+        put(
+            format!("{state}/status"),
+            liveness::unit_status_name(*active),
+        );
+        put(format!("{state}/active-pairs"), &live_pairs.to_string());
     }
-    if let Some(counters) = counters {
+    put_pairs(known.pairs, &statuses, &mut put);
+    if let Some(counters) = known.counters {
         put_counters(counters, &mut put);
     }
     tree
+}
+
+/// Pair state under the unit, and the same seen per port under /liveness/profile-status.
+fn put_pairs(
+    pairs: &[PairState],
+    statuses: &BTreeMap<String, (bool, usize)>,
+    put: &mut impl FnMut(String, &str),
+) {
+    for p in pairs {
+        let state = format!(
+            "{BALANCER}/ecofilter-unit[name={}]/pair[name={}]/state",
+            quote(&p.unit),
+            quote(&p.pair)
+        );
+        put(format!("{state}/status"), p.status.as_str());
+        put(format!("{state}/probes-lost"), &p.probes_lost().to_string());
+        put(format!("{state}/status-changes"), &p.changes.to_string());
+        // A keep-alive that left by the WAN port came back on the LAN side: "to LAN".
+        let [out_of_lan, out_of_wan] = p.time_on_path_ns;
+        if let Some(ns) = out_of_wan {
+            put(format!("{state}/time-on-path-to-lan-ns"), &ns.to_string());
+        }
+        if let Some(ns) = out_of_lan {
+            put(format!("{state}/time-on-path-to-wan-ns"), &ns.to_string());
+        }
+        if let Some(when) = p.last_change {
+            put(
+                format!("{state}/last-change"),
+                &humantime::format_rfc3339_millis(when).to_string(),
+            );
+        }
+        let unit = format!(
+            "/ecofilter-balancer:liveness/profile-status/ecofilter-unit[name={}]",
+            quote(&p.unit)
+        );
+        put(format!("{unit}/profile"), &p.profile);
+        if let Some((active, _)) = statuses.get(&p.unit) {
+            put(
+                format!("{unit}/status"),
+                liveness::unit_status_name(*active),
+            );
+        }
+        let pair = format!("{unit}/pair[name={}]", quote(&p.pair));
+        put(format!("{pair}/status"), p.status.as_str());
+        for (side, sent_out_of, back_on) in [("lan", 0, 1), ("wan", 1, 0)] {
+            let port = format!("{pair}/port[name={}]", quote(&p.ports[sent_out_of]));
+            put(format!("{port}/side"), side);
+            put(
+                format!("{port}/probes-sent"),
+                &p.sent[sent_out_of].to_string(),
+            );
+            put(
+                format!("{port}/probes-lost"),
+                &p.lost[sent_out_of].to_string(),
+            );
+            // What came back on this port left by the other one.
+            if let Some(ns) = p.time_on_path_ns[back_on] {
+                put(format!("{port}/time-on-path-ns"), &ns.to_string());
+            }
+        }
+    }
 }
 
 fn put_counters(counters: &Counters, put: &mut impl FnMut(String, &str)) {
@@ -132,6 +208,7 @@ fn set_bypass(state: &mut OwnerState, params: &Input) -> Result<serde_json::Valu
         None => config.units.keys().cloned().collect(),
     };
     let previous = state.live.clone();
+    let before = liveness::unit_statuses(&config, &state.live);
     for unit in &units {
         if mode == BypassMode::Auto {
             state.live.modes.remove(unit);
@@ -147,6 +224,12 @@ fn set_bypass(state: &mut OwnerState, params: &Input) -> Result<serde_json::Valu
         let old = previous.mode(&unit);
         info!(unit = %unit, old = old.as_str(), new = mode.as_str(), "bypass mode set");
     }
+    let reason = format!("bypass mode set to {}", mode.as_str());
+    log_unit_changes(
+        &before,
+        &liveness::unit_statuses(&config, &state.live),
+        &reason,
+    );
     Ok(serde_json::json!({}))
 }
 
@@ -183,10 +266,7 @@ fn lookup_session(state: &mut OwnerState, params: &Input) -> Result<serde_json::
     }
     let found = efb_balancing::lookup_session(&config, &session, &state.live)
         .map_err(|e| Status::invalid_argument(e.to_string()))?;
-    let mut output = serde_json::to_value(&found).map_err(|e| Status::internal(e.to_string()))?;
-    // Pair liveness is not known until keep-alives run: say nothing rather than "up".
-    if let Some(object) = output.as_object_mut() {
-        object.remove("pair-live");
-    }
-    Ok(output)
+    // Pair liveness as keep-alives found it (a pair of a unit without a liveness profile is
+    // not probed and takes traffic: live).
+    serde_json::to_value(&found).map_err(|e| Status::internal(e.to_string()))
 }

@@ -1,0 +1,268 @@
+//! efbd's side of liveness: a task that probes the pairs of every unit with a liveness
+//! profile (keep-alives out through the driver, back as packet-ins), and hands each status
+//! change to the configuration owner, which updates the live state, programs the chip and
+//! logs it. Probing never waits for the owner or for a commit: a 4-second commit must not
+//! make healthy filters look dead.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use efb_liveness::{Change, Engine, PairSpec, PairState, Timing};
+use efb_model::Config;
+use efb_p4::Driver;
+use efb_p4info::PortMap;
+use p4runtime_proto::p4::v1::PacketIn;
+use tokio::sync::{mpsc, watch};
+use tracing::{error, warn};
+
+use crate::chip;
+use crate::owner::Owner;
+
+/// Frames waiting between the driver and the probing task.
+const PACKET_IN_QUEUE: usize = 8192;
+
+/// The owner's handle: it tells the task about new configurations and reads what the
+/// task found.
+#[derive(Clone)]
+pub struct Liveness {
+    engine: Arc<Mutex<Engine>>,
+    configs: Arc<watch::Sender<Arc<Config>>>,
+}
+
+/// The probing task, ready to run.
+pub struct Task {
+    engine: Arc<Mutex<Engine>>,
+    configs: watch::Receiver<Arc<Config>>,
+}
+
+impl Liveness {
+    pub fn new(running: Arc<Config>) -> (Liveness, Task) {
+        let engine = Arc::new(Mutex::new(Engine::new()));
+        let (configs, receiver) = watch::channel(running);
+        (
+            Liveness {
+                engine: engine.clone(),
+                configs: Arc::new(configs),
+            },
+            Task {
+                engine,
+                configs: receiver,
+            },
+        )
+    }
+
+    /// A commit made `config` running.
+    pub fn config_changed(&self, config: Arc<Config>) {
+        self.configs.send_replace(config);
+    }
+
+    /// Every probed pair as it is now.
+    pub fn pairs(&self) -> Vec<PairState> {
+        self.engine
+            .lock()
+            .map(|e| e.pairs().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Task {
+    /// Runs until `stop` turns true. The returned task ends once nothing of liveness holds
+    /// the owner any more (efbd waits for it before it waits for the owner).
+    pub fn spawn(
+        self,
+        driver: Driver,
+        owner: Owner,
+        stop: watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let (changes, pending) = mpsc::unbounded_channel();
+        let handing = tokio::spawn(hand_to_owner(owner, pending));
+        let probing = tokio::spawn(self.run(driver, changes, stop));
+        tokio::spawn(async move {
+            let _ = probing.await;
+            let _ = handing.await;
+        })
+    }
+
+    async fn run(
+        mut self,
+        driver: Driver,
+        changes: mpsc::UnboundedSender<Vec<Change>>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let (packet_ins, mut received) = mpsc::channel(PACKET_IN_QUEUE);
+        driver.subscribe_packet_ins(packet_ins);
+        let rx_field = rx_timestamp_field();
+        self.resync(&driver).await;
+        loop {
+            let due = self.lock().next_due();
+            let wake = async {
+                match due {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            // Frames first: a keep-alive that is back must count before its round is judged.
+            tokio::select! {
+                biased;
+                () = stopped(&mut stop) => break,
+                Some(packet) = received.recv() => {
+                    let rx_ns = rx_timestamp(&packet, rx_field);
+                    self.lock().received(&packet.payload, rx_ns);
+                }
+                changed = self.configs.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    self.resync(&driver).await;
+                }
+                () = wake => self.probe(&driver, &changes),
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Engine> {
+        self.engine.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn probe(&self, driver: &Driver, changes: &mpsc::UnboundedSender<Vec<Change>>) {
+        let (probes, found) = self.lock().tick(Instant::now(), SystemTime::now());
+        let mut unsent = Vec::new();
+        for probe in probes {
+            if driver.packet_out(probe.device_port, probe.frame).is_err() {
+                unsent.push((probe.unit, probe.pair));
+            }
+        }
+        let mut engine = self.lock();
+        for (unit, pair) in unsent {
+            engine.not_sent(&unit, &pair);
+        }
+        if !found.is_empty() {
+            let _ = changes.send(found);
+        }
+    }
+
+    async fn resync(&mut self, driver: &Driver) {
+        let config = self.configs.borrow_and_update().clone();
+        let ids = driver.ids().await;
+        let specs = match PortMap::builtin() {
+            Ok(map) => specs(&config, &ids, &map),
+            Err(e) => {
+                error!(%e, "no port map: pairs are not probed");
+                Vec::new()
+            }
+        };
+        self.lock().sync(specs, Instant::now());
+    }
+}
+
+/// Completes when `stop` turns true (or its sender is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
+/// What to probe: every pair of every unit with a liveness profile that the chip knows
+/// (a pair committed offline is probed once the chip has it).
+fn specs(config: &Config, ids: &efb_p4::ids::Ids, map: &PortMap) -> Vec<PairSpec> {
+    let mut out = Vec::new();
+    for unit in config.units.values() {
+        let Some((name, profile)) = unit
+            .liveness_profile
+            .as_ref()
+            .and_then(|p| config.profiles.get_key_value(p))
+        else {
+            continue;
+        };
+        for pair in &unit.pairs {
+            let port =
+                |name: &str| chip::device_port(map, config, name).map(|d| (name.to_string(), d));
+            let (Some(id), Some(lan), Some(wan)) = (
+                ids.pair(&unit.name, &pair.name)
+                    .and_then(|id| u8::try_from(id).ok()),
+                port(&pair.lan_port),
+                port(&pair.wan_port),
+            ) else {
+                warn!(unit = %unit.name, pair = %pair.name, "pair not on the chip yet: not probed");
+                continue;
+            };
+            out.push(PairSpec {
+                unit: unit.name.clone(),
+                pair: pair.name.clone(),
+                profile: name.clone(),
+                id,
+                ports: [lan, wan],
+                timing: Timing::from(profile),
+            });
+        }
+    }
+    out
+}
+
+/// Hands changes to the owner one batch after the other, so that the probing task never
+/// waits for it.
+async fn hand_to_owner(owner: Owner, mut pending: mpsc::UnboundedReceiver<Vec<Change>>) {
+    while let Some(changes) = pending.recv().await {
+        if owner
+            .call(move |s| s.liveness_changed(changes))
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+}
+
+fn rx_timestamp_field() -> Option<u32> {
+    let index = efb_p4info::index().ok()?;
+    let header = index.packet_in()?;
+    header
+        .field(efb_p4info::names::packet_io::RX_TSTAMP)
+        .map(|f| f.id)
+}
+
+/// The chip's arrival time of a packet-in (0 when it does not say).
+fn rx_timestamp(packet: &PacketIn, field: Option<u32>) -> u64 {
+    packet
+        .metadata
+        .iter()
+        .find(|m| Some(m.metadata_id) == field)
+        .map(|m| {
+            m.value
+                .iter()
+                .rev()
+                .take(8)
+                .rev()
+                .fold(0u64, |acc, b| (acc << 8) | u64::from(*b))
+        })
+        .unwrap_or(0)
+}
+
+/// Unit name -> whether it filters traffic, and how many of its pairs are live.
+pub fn unit_statuses(
+    config: &Config,
+    live: &efb_balancing::LiveState,
+) -> BTreeMap<String, (bool, usize)> {
+    config
+        .units
+        .values()
+        .map(|unit| {
+            let live_pairs = unit
+                .pairs
+                .iter()
+                .filter(|p| live.is_pair_up(&unit.name, &p.name))
+                .count();
+            let needed = unit
+                .liveness_profile
+                .as_ref()
+                .and_then(|p| config.profiles.get(p))
+                .map(|p| p.active_pairs);
+            let active = efb_balancing::unit_active(live.mode(&unit.name), live_pairs, needed);
+            (unit.name.clone(), (active, live_pairs))
+        })
+        .collect()
+}
+
+/// The YANG name of a unit status.
+pub fn unit_status_name(active: bool) -> &'static str {
+    if active { "active" } else { "bypass" }
+}

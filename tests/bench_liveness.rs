@@ -1,0 +1,209 @@
+//! Liveness costs (release build, real efbd and efb-target): the CPU keep-alives take in
+//! efbd, and how long after liveness decides a pair is down the chip bypasses it. Prints
+//! figures: `cargo bench -p efb-tests --bench liveness`.
+//!
+//! 100 pairs cannot be cabled: the box has 128 filter-facing lanes at most, so the site is
+//! the largest possible, 63 pairs (one link on the first port's lanes), probed at 10/s and
+//! at the rate 100 pairs at 10/s would make (2 000 keep-alives/s).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use efb_cli::client::Client;
+use efb_mgmt_proto::v1::CommitRequest;
+use efb_target_proto as pb;
+use efb_tests::chip_io::{Chip, port};
+use efb_tests::figures::{cpu_time, summary};
+use efb_tests::{Daemon, Target};
+
+/// Lane ports of physical port `n`.
+fn lanes(n: u32) -> [String; 4] {
+    [0, 1, 2, 3].map(|l| format!("p{n}-{l}"))
+}
+
+/// One link on p1-0/p1-1, then pairs on every other lane: 63 pairs.
+fn site(interval_ms: u32) -> (String, Vec<(String, String)>) {
+    let mut lines = vec![
+        "set ecofilter-balancer link l1 lan-port p1-0 wan-port p1-1".to_string(),
+        format!(
+            "set liveness profile bench initial-delay 200 interval {interval_ms} probes-down-count 3 probes-up-count 3 active-pairs 1"
+        ),
+        "set ecofilter-balancer ecofilter-unit u1 cores 16 liveness-profile bench".to_string(),
+    ];
+    let mut pairs = Vec::new();
+    for n in 1..=32u32 {
+        for (l, name) in lanes(n).iter().enumerate() {
+            lines.push(format!(
+                "set ports port {name} number {n} lane {l} speed 10g"
+            ));
+        }
+        let [a, b, c, d] = lanes(n);
+        if n > 1 {
+            pairs.push((a, b));
+        }
+        pairs.push((c, d));
+    }
+    for (i, (lan, wan)) in pairs.iter().enumerate() {
+        lines.push(format!(
+            "set ecofilter-balancer ecofilter-unit u1 pair q{i} lan-port {lan} wan-port {wan}"
+        ));
+    }
+    (lines.join("\n"), pairs)
+}
+
+struct Running {
+    _dir: tempfile::TempDir,
+    target: Target,
+    daemon: Daemon,
+    client: Client,
+    log: std::path::PathBuf,
+}
+
+fn start(interval_ms: u32) -> (Running, Vec<(String, String)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&["--capture-limit", "0"]);
+    let log = dir.path().join("efbd.log");
+    let daemon = Daemon::start_logging(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address, "--no-gnmi"],
+        &log,
+    );
+    let mut client = Client::connect(&daemon.address, "bench").unwrap();
+    wait(|| client.status().unwrap().chip.starts_with("in sync"));
+    let (lines, pairs) = site(interval_ms);
+    client.edit_lines(&lines).unwrap();
+    client.commit(CommitRequest::default()).unwrap();
+    let running = Running {
+        _dir: dir,
+        target,
+        daemon,
+        client,
+        log,
+    };
+    (running, pairs)
+}
+
+fn wait(mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < Duration::from_secs(30), "timed out");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn up_pairs(client: &mut Client) -> usize {
+    let text = client
+        .get(
+            efb_mgmt_proto::v1::Datastore::Operational,
+            "/ecofilter-balancer:ecofilter-balancer/ecofilter-unit[name='u1']/state/active-pairs",
+            efb_mgmt_proto::v1::Format::Json,
+            false,
+        )
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["ecofilter-balancer:ecofilter-balancer"]["ecofilter-unit"][0]["state"]["active-pairs"]
+        .as_u64()
+        .unwrap_or(0) as usize
+}
+
+/// Share of one core used by `pid` over `window`.
+fn cpu_share(pid: u32, window: Duration) -> f64 {
+    let before = cpu_time(pid);
+    std::thread::sleep(window);
+    (cpu_time(pid) - before).as_secs_f64() / window.as_secs_f64()
+}
+
+fn keepalive_cpu(interval_ms: u32, window: Duration) {
+    let (mut run, pairs) = start(interval_ms);
+    // Every pair probed and up (init counts as live too: wait for the first verdicts).
+    std::thread::sleep(Duration::from_millis(200 + u64::from(interval_ms) * 5));
+    wait(|| up_pairs(&mut run.client) == pairs.len());
+    let efbd = cpu_share(run.daemon.pid(), window);
+    let target = cpu_share(run.target.pid(), window);
+    let rate = pairs.len() as f64 * 2.0 * 1000.0 / f64::from(interval_ms);
+    println!(
+        "{:<52} efbd {:>5.1} % of a core, efb-target {:>5.1} %",
+        format!(
+            "keep-alives, {} pairs every {interval_ms} ms ({rate:.0}/s)",
+            pairs.len()
+        ),
+        efbd * 100.0,
+        target * 100.0
+    );
+}
+
+fn idle_cpu(window: Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&["--capture-limit", "0"]);
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address, "--no-gnmi"],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    println!(
+        "{:<52} efbd {:>5.1} % of a core",
+        "no unit probed (baseline)",
+        cpu_share(daemon.pid(), window) * 100.0
+    );
+}
+
+/// Kills and revives one filter `rounds` times; reads efbd's log for the time from each
+/// verdict to the chip's acknowledgement of the write.
+fn verdict_to_chip(rounds: usize) {
+    let (mut run, pairs) = start(20);
+    // Past the initial delay and the first verdicts (init counts as live already).
+    std::thread::sleep(Duration::from_millis(200 + 20 * 5));
+    wait(|| up_pairs(&mut run.client) == pairs.len());
+    let mut chip = Chip::connect(&run.target);
+    let (lan, wan) = pairs[7].clone();
+    let mut set = |dead: bool| {
+        let request = pb::SetFilterRequest {
+            port_a: port(&lan),
+            port_b: port(&wan),
+            delay_ns: 25_000,
+            loss_ratio: 0.0,
+            dead,
+        };
+        chip.rt.block_on(chip.control.set_filter(request)).unwrap();
+    };
+    for _ in 0..rounds {
+        set(true);
+        wait(|| up_pairs(&mut run.client) == pairs.len() - 1);
+        set(false);
+        wait(|| up_pairs(&mut run.client) == pairs.len());
+    }
+    let log = std::fs::read_to_string(&run.log).unwrap();
+    let times: Vec<Duration> = log
+        .lines()
+        .filter(|l| l.contains("liveness programmed"))
+        .filter_map(|l| l.split("verdict_to_chip_us=").nth(1))
+        .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map(Duration::from_micros)
+        .collect();
+    // The first batch is the 63 pairs' first verdict (init -> up).
+    assert!(
+        times.len() > 2 * rounds,
+        "{} timings in the log",
+        times.len()
+    );
+    summary(
+        &format!("verdict to chip write acknowledged, 63 pairs ({rounds}x down+up)"),
+        times[times.len() - 2 * rounds..].to_vec(),
+    );
+}
+
+fn main() {
+    let quick = std::env::var_os("EFB_BENCH_QUICK").is_some();
+    let window = if quick {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(10)
+    };
+    idle_cpu(window);
+    keepalive_cpu(100, window);
+    if !quick {
+        keepalive_cpu(63, window);
+    }
+    verdict_to_chip(if quick { 2 } else { 20 });
+}

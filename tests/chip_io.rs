@@ -1,0 +1,107 @@
+//! The software chip seen from a test: frames injected and read through efb-target's
+//! control service, and the one-filter site committed through the shell.
+
+use std::time::Duration;
+
+use efb_target_proto::{self as pb, target_control_client::TargetControlClient};
+
+use crate::{Daemon, Target, one_filter_site_lines};
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Commits the one-filter site (plus `extra` lines) through the shell.
+pub fn configure(daemon: &Daemon, extra: &str) -> String {
+    let script = format!("{}\n{extra}\ncommit\n", one_filter_site_lines().join("\n"));
+    let (code, out, err) = daemon.cli(&[], &script);
+    assert_eq!(code, 0, "{out}{err}");
+    out
+}
+
+pub fn port(name: &str) -> Option<pb::PortRef> {
+    Some(pb::PortRef {
+        port: Some(pb::port_ref::Port::Name(name.into())),
+    })
+}
+
+/// A control connection to a running efb-target.
+pub struct Chip {
+    pub rt: tokio::runtime::Runtime,
+    pub control: TargetControlClient<tonic::transport::Channel>,
+}
+
+impl Chip {
+    pub fn connect(target: &Target) -> Chip {
+        let rt = runtime();
+        let control = rt
+            .block_on(TargetControlClient::connect(format!(
+                "http://{}",
+                target.address
+            )))
+            .expect("efb-target's control service answers");
+        Chip { rt, control }
+    }
+
+    pub fn inject(&mut self, on: &str, payloads: Vec<Vec<u8>>) {
+        let frames = payloads
+            .into_iter()
+            .map(|payload| pb::InjectedFrame {
+                port: port(on),
+                payload,
+            })
+            .collect();
+        self.rt
+            .block_on(
+                self.control
+                    .inject_frames(pb::InjectFramesRequest { frames }),
+            )
+            .expect("efb-target takes the frames");
+    }
+
+    /// Frames that left by these ports (waiting for `min` of them).
+    pub fn out(&mut self, ports: &[&str], min: usize) -> Vec<pb::Frame> {
+        let request = pb::ReadFramesRequest {
+            ports: ports
+                .iter()
+                .map(|p| pb::PortRef {
+                    port: Some(pb::port_ref::Port::Name(p.to_string())),
+                })
+                .collect(),
+            min_frames: min as u32,
+            timeout_ms: 5000,
+            keep: false,
+        };
+        self.rt
+            .block_on(self.control.read_frames(request))
+            .expect("efb-target returns the frames")
+            .into_inner()
+            .frames
+    }
+
+    pub fn restart(&mut self, keep_tables: bool) {
+        self.rt
+            .block_on(self.control.restart(pb::RestartRequest { keep_tables }))
+            .expect("efb-target restarts");
+    }
+}
+
+pub const PAIR_LAN_PORTS: [&str; 8] = [
+    "p9-0", "p9-2", "p10-0", "p10-2", "p11-0", "p11-2", "p12-0", "p12-2",
+];
+
+/// Waits until efbd says the chip is in sync after a reconcile that wrote `written`.
+pub fn wait_reconciled(daemon: &Daemon, written: &str) -> String {
+    for _ in 0..100 {
+        let (_, out, _) = daemon.cli(&["-c", "show system status"], "");
+        if out.contains("in sync") && out.contains(written) {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, out, _) = daemon.cli(&["-c", "show system status"], "");
+    panic!("not reconciled ({written}):\n{out}");
+}

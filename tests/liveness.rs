@@ -1,0 +1,691 @@
+//! Liveness end to end: efbd probes the pairs of the one-filter site through efb-target,
+//! whose emulated filters the tests kill, revive and make lossy; traffic injected into the
+//! target shows where sessions go. Real processes, real gRPC.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use efb_balancing::{LiveState, Session};
+use efb_cli::client::Client;
+use efb_mgmt_proto::v1::{Datastore, Format};
+use efb_model::Config;
+use efb_target::frames;
+use efb_target_proto as pb;
+use efb_tests::chip_io::{Chip, PAIR_LAN_PORTS, configure, port};
+use efb_tests::{Daemon, Target, repo};
+use rand::{Rng, SeedableRng};
+
+const INTERVAL: Duration = Duration::from_millis(50);
+const DOWN_COUNT: u32 = 4;
+const UP_COUNT: u32 = 3;
+
+/// Probing fast enough for tests: every 50 ms, down after 4 lost, up after 3 returned.
+fn fast_profile() -> String {
+    format!(
+        "set liveness profile standard initial-delay 300 interval {} probes-down-count {DOWN_COUNT} probes-up-count {UP_COUNT}",
+        INTERVAL.as_millis()
+    )
+}
+
+/// One site at a time: the timing these tests check should not depend on how many other
+/// sites share the machine's two cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct Site {
+    _serial: std::sync::MutexGuard<'static, ()>,
+    _dir: tempfile::TempDir,
+    _target: Target,
+    daemon: Daemon,
+    chip: Chip,
+    client: Client,
+    config: Config,
+}
+
+impl Site {
+    /// The one-filter site with `extra` lines, every pair up.
+    fn start(extra: &str, efbd_flags: &[&str]) -> Site {
+        let serial = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target::start(&["--capture-limit", "50000"]);
+        let mut flags = vec!["--p4runtime", target.address.as_str()];
+        flags.extend_from_slice(efbd_flags);
+        let daemon = Daemon::start(&dir.path().join("datastore"), &flags);
+        configure(&daemon, &format!("{}\n{extra}", fast_profile()));
+        let mut client = Client::connect(&daemon.address, "test").unwrap();
+        let chip = Chip::connect(&target);
+        let mut site = Site {
+            config: running_config(&mut client),
+            _serial: serial,
+            _dir: dir,
+            _target: target,
+            daemon,
+            chip,
+            client,
+        };
+        site.wait_pairs(|s| s.values().all(|p| p == "up"), "every pair up");
+        site
+    }
+
+    fn unit_json(&mut self) -> serde_json::Value {
+        let text = self
+            .client
+            .get(
+                Datastore::Operational,
+                "/ecofilter-balancer:ecofilter-balancer/ecofilter-unit[name='ef1']",
+                Format::Json,
+                false,
+            )
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        doc["ecofilter-balancer:ecofilter-balancer"]["ecofilter-unit"][0].clone()
+    }
+
+    /// Pair name -> status.
+    fn pair_statuses(&mut self) -> BTreeMap<String, String> {
+        self.unit_json()["pair"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["name"].as_str().unwrap().to_string(),
+                    p["state"]["status"]
+                        .as_str()
+                        .unwrap_or("unknown")
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn pair_state(&mut self, pair: &str) -> serde_json::Value {
+        self.unit_json()["pair"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == pair)
+            .unwrap()["state"]
+            .clone()
+    }
+
+    /// Polls (every 5 ms) until `done`; returns how long it took.
+    fn wait_pairs(
+        &mut self,
+        done: impl Fn(&BTreeMap<String, String>) -> bool,
+        what: &str,
+    ) -> Duration {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(10) {
+            if done(&self.pair_statuses()) {
+                return started.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("{what}: never; pairs {:?}", self.pair_statuses());
+    }
+
+    fn pair_ports(&self, index: usize) -> (String, String) {
+        let pair = &self.config.units["ef1"].pairs[index];
+        (pair.lan_port.clone(), pair.wan_port.clone())
+    }
+
+    fn pair_name(&self, index: usize) -> String {
+        self.config.units["ef1"].pairs[index].name.clone()
+    }
+
+    fn set_filter(&mut self, index: usize, dead: bool, loss_ratio: f64) {
+        let (a, b) = self.pair_ports(index);
+        let request = pb::SetFilterRequest {
+            port_a: port(&a),
+            port_b: port(&b),
+            delay_ns: 25_000,
+            loss_ratio,
+            dead,
+        };
+        self.chip
+            .rt
+            .block_on(self.chip.control.set_filter(request))
+            .unwrap();
+    }
+
+    fn call(&mut self, rpc: &str, input: serde_json::Value) {
+        self.client.call_rpc(rpc, &input).unwrap();
+    }
+}
+
+fn running_config(client: &mut Client) -> Config {
+    let schema = Arc::new(efb_yang::Schema::load().unwrap());
+    let validator = efb_model::validation::Validator::new(schema.clone()).unwrap();
+    let text = client
+        .get(Datastore::Running, "", Format::Json, false)
+        .unwrap();
+    let tree = efb_yang::json::from_json(&schema, &text, efb_yang::json::Check::Complete).unwrap();
+    validator.read(&tree).unwrap()
+}
+
+/// Random TCP sessions from the LAN side of link l1 (in by p2).
+fn sessions(seed: u64, n: usize) -> Vec<Session> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| Session {
+            src: IpAddr::V4(Ipv4Addr::new(10, rng.random(), rng.random(), rng.random())),
+            dst: IpAddr::V4(Ipv4Addr::new(
+                rng.random_range(11..200),
+                rng.random(),
+                rng.random(),
+                1,
+            )),
+            ip_proto: 6,
+            src_port: rng.random_range(1024..60000),
+            dst_port: 443,
+            link: Some("l1".into()),
+        })
+        .collect()
+}
+
+/// Where a session's first packet went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Went {
+    /// Towards a filter: the pair's LAN port, and the core in the tag.
+    Filter(String, u8),
+    /// Back out of the link's other port without a filter.
+    Bypassed,
+}
+
+/// Injects one LAN-side frame per session and says where each went.
+fn send(site: &mut Site, sessions: &[Session]) -> Vec<Went> {
+    for chunk in sessions.chunks(1000) {
+        let payloads = chunk
+            .iter()
+            .map(|s| match (s.src, s.dst) {
+                (IpAddr::V4(a), IpAddr::V4(b)) => {
+                    frames::tcp4(a.octets(), b.octets(), s.src_port, s.dst_port)
+                }
+                _ => unreachable!("IPv4 sessions"),
+            })
+            .collect();
+        site.chip.inject("p2", payloads);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let mut ports: Vec<&str> = PAIR_LAN_PORTS.to_vec();
+    ports.push("p1");
+    let seen = site.chip.out(&ports, 0);
+    let lan_ports: BTreeMap<u32, String> = PAIR_LAN_PORTS
+        .iter()
+        .map(|p| (device_port(&site.config, p), p.to_string()))
+        .collect();
+    let wan_port = device_port(&site.config, "p1");
+    let mut went: BTreeMap<(Ipv4Addr, u16), Went> = BTreeMap::new();
+    for frame in seen {
+        let tagged = frame.payload[12..14] == [0x88, 0xb5];
+        let ip = &frame.payload[if tagged { 18 } else { 14 }..];
+        let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+        let src_port = u16::from_be_bytes([ip[20], ip[21]]);
+        if let Some(name) = lan_ports.get(&frame.device_port) {
+            went.insert(
+                (src, src_port),
+                Went::Filter(name.clone(), frame.payload[15]),
+            );
+        } else if frame.device_port == wan_port {
+            // Also what filters send back: only a session never seen at a filter is bypassed.
+            went.entry((src, src_port)).or_insert(Went::Bypassed);
+        }
+    }
+    sessions
+        .iter()
+        .map(|s| {
+            let IpAddr::V4(src) = s.src else {
+                unreachable!()
+            };
+            went.get(&(src, s.src_port))
+                .cloned()
+                .unwrap_or_else(|| panic!("session from {src}:{} not seen", s.src_port))
+        })
+        .collect()
+}
+
+fn device_port(config: &Config, name: &str) -> u32 {
+    let p = &config.ports[name];
+    efb_p4info::PortMap::builtin()
+        .unwrap()
+        .device_port(efb_p4info::PortName {
+            port: u32::from(p.number),
+            lane: p.lane.map(u32::from),
+        })
+        .unwrap()
+}
+
+/// What `lookup-session` (MODEL.md) says for `live`.
+fn predicted(config: &Config, session: &Session, live: &LiveState) -> Went {
+    let found = efb_balancing::lookup_session(config, session, live).unwrap();
+    match (&found.lan_egress_port, found.core) {
+        (Some(lan), Some(core)) => Went::Filter(lan.clone(), core as u8),
+        _ => Went::Bypassed,
+    }
+}
+
+fn down(pairs: &[String]) -> LiveState {
+    LiveState {
+        down_pairs: pairs
+            .iter()
+            .map(|p| ("ef1".to_string(), p.clone()))
+            .collect(),
+        ..LiveState::default()
+    }
+}
+
+#[test]
+fn a_dead_filter_takes_its_pair_down_its_sessions_bypass_and_it_comes_back() {
+    let mut site = Site::start("", &[]);
+    let dead = site.pair_name(0);
+    let all = sessions(1, 400);
+    let before = send(&mut site, &all);
+    assert!(before.iter().all(|w| matches!(w, Went::Filter(..))));
+
+    let killed_at = SystemTime::now();
+    site.set_filter(0, true, 0.0);
+    site.wait_pairs(|s| s[&dead] == "down", "the dead filter's pair down");
+    // Down at the verdict on the 4th lost round: between 4 and 5 intervals after the kill
+    // (the first lost round is the first one sent after it), plus scheduling.
+    let state = site.pair_state(&dead);
+    let changed: SystemTime =
+        humantime::parse_rfc3339(state["last-change"].as_str().unwrap()).unwrap();
+    let took = changed.duration_since(killed_at).unwrap();
+    assert!(
+        took >= INTERVAL * (DOWN_COUNT - 1)
+            && took <= INTERVAL * (DOWN_COUNT + 1) + Duration::from_millis(100),
+        "down {took:?} after the kill"
+    );
+    let others: Vec<String> = (1..8).map(|i| site.pair_name(i)).collect();
+    assert!(others.iter().all(|p| site.pair_statuses()[p] == "up"));
+
+    // Its sessions come back out of the link's other port; the others still reach their
+    // filters, as MODEL.md says for a dead pair without rebalance.
+    let after = send(&mut site, &all);
+    let live = down(std::slice::from_ref(&dead));
+    let mut moved = 0;
+    for ((session, was), now) in all.iter().zip(&before).zip(&after) {
+        assert_eq!(now, &predicted(&site.config, session, &live));
+        if let Went::Filter(lan, _) = was
+            && *lan == site.pair_ports(0).0
+        {
+            assert_eq!(now, &Went::Bypassed);
+            moved += 1;
+        } else {
+            assert_eq!(now, was, "a session of a live pair stays");
+        }
+    }
+    assert!(moved > 20, "{moved} sessions on the dead pair");
+
+    // Revived: up again after 3 returned rounds.
+    site.set_filter(0, false, 0.0);
+    let took = site.wait_pairs(|s| s[&dead] == "up", "the revived pair up");
+    assert!(
+        took <= INTERVAL * (UP_COUNT + 2) + Duration::from_millis(100),
+        "up after {took:?}"
+    );
+    assert_eq!(
+        send(&mut site, &all),
+        before,
+        "everything back where it was"
+    );
+    let state = site.pair_state(&dead);
+    assert_eq!(
+        state["status-changes"], "3",
+        "init->up, up->down, down->up: {state}"
+    );
+    assert!(
+        state["probes-lost"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            >= u64::from(DOWN_COUNT) * 2
+    );
+    assert!(state["time-on-path-to-lan-ns"].as_str().is_some());
+}
+
+#[test]
+fn fewer_live_pairs_than_active_pairs_bypass_the_whole_unit() {
+    // The example's profile needs 4 live pairs of 8.
+    let mut site = Site::start("", &[]);
+    let all = sessions(2, 200);
+    for i in 0..4 {
+        site.set_filter(i, true, 0.0);
+    }
+    site.wait_pairs(
+        |s| s.values().filter(|p| *p == "down").count() == 4,
+        "four pairs down",
+    );
+    assert_eq!(site.unit_json()["state"]["status"], "active");
+    site.set_filter(4, true, 0.0);
+    site.wait_pairs(
+        |s| s.values().filter(|p| *p == "down").count() == 5,
+        "five down",
+    );
+    let unit = site.unit_json();
+    assert_eq!(unit["state"]["status"], "bypass", "{unit}");
+    assert_eq!(unit["state"]["active-pairs"], 3);
+    assert!(
+        send(&mut site, &all).iter().all(|w| *w == Went::Bypassed),
+        "every session bypassed"
+    );
+    site.set_filter(4, false, 0.0);
+    site.wait_pairs(
+        |s| s.values().filter(|p| *p == "down").count() == 4,
+        "four down",
+    );
+    assert_eq!(site.unit_json()["state"]["status"], "active");
+    let live = down(&(0..4).map(|i| site.pair_name(i)).collect::<Vec<_>>());
+    let after = send(&mut site, &all);
+    for (session, went) in all.iter().zip(&after) {
+        assert_eq!(went, &predicted(&site.config, session, &live));
+    }
+}
+
+#[test]
+fn with_rebalance_only_the_dead_pairs_sessions_move_where_model_md_says() {
+    let mut site = Site::start(
+        "set ecofilter-balancer ecofilter-unit ef1 rebalance true",
+        &[],
+    );
+    let all = sessions(3, 10_000);
+    let before = send(&mut site, &all);
+    let dead = site.pair_name(2);
+    site.set_filter(2, true, 0.0);
+    site.wait_pairs(|s| s[&dead] == "down", "pair down");
+    let after = send(&mut site, &all);
+    let live = down(std::slice::from_ref(&dead));
+    let dead_lan = site.pair_ports(2).0;
+    let mut moved = 0;
+    for ((session, was), now) in all.iter().zip(&before).zip(&after) {
+        assert_eq!(now, &predicted(&site.config, session, &live), "{session:?}");
+        match was {
+            Went::Filter(lan, _) if *lan == dead_lan => {
+                assert!(matches!(now, Went::Filter(l, _) if *l != dead_lan));
+                moved += 1;
+            }
+            _ => assert_eq!(now, was, "a session of a live pair keeps pair and core"),
+        }
+    }
+    assert!(
+        moved > 500,
+        "{moved} of 10 000 sessions were on the dead pair"
+    );
+}
+
+#[test]
+fn a_flapping_filter_is_logged_counted_and_bounded() {
+    // Down and up after 2 rounds each; both keep-alives of a round come back with
+    // probability 0.5: the pair flaps around the threshold.
+    let mut site = Site::start(
+        "set liveness profile standard probes-down-count 2 probes-up-count 2",
+        &[],
+    );
+    let flapping = site.pair_name(1);
+    site.set_filter(1, false, 1.0 - 0.5f64.sqrt());
+    let watched = Duration::from_secs(4);
+    let started = Instant::now();
+    // efbd keeps up: commits go through while it flaps.
+    let mut commits = Vec::new();
+    let mut n = 0;
+    while started.elapsed() < watched {
+        let t = Instant::now();
+        let (code, _, err) = site.daemon.cli(
+            &[],
+            &format!(
+                "edit\nset ecofilter-balancer flow x{n} priority {} match ip-proto 17\ncommit\n",
+                900 + n
+            ),
+        );
+        assert_eq!(code, 0, "{err}");
+        commits.push(t.elapsed());
+        n += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    site.set_filter(1, false, 0.0);
+    let state = site.pair_state(&flapping);
+    let changes: u64 = state["status-changes"].as_str().unwrap().parse().unwrap();
+    // A change needs 2 rounds since the last one: at most one per 100 ms.
+    let bound = (watched.as_millis() / (2 * INTERVAL.as_millis())) as u64 + 2;
+    assert!(
+        (3..=bound).contains(&changes),
+        "{changes} status changes (bound {bound})"
+    );
+    for other in (0..8).filter(|i| *i != 1) {
+        let name = site.pair_name(other);
+        assert_eq!(
+            site.pair_state(&name)["status-changes"],
+            "1",
+            "{name} steady"
+        );
+    }
+    let slowest = commits.iter().max().unwrap();
+    assert!(
+        *slowest < Duration::from_secs(2),
+        "slowest commit {slowest:?}"
+    );
+}
+
+#[test]
+fn manual_modes_on_one_unit_and_on_all() {
+    let mut site = Site::start(
+        "set ports port p13-0 number 13 lane 0 speed 10g\n\
+         set ports port p13-1 number 13 lane 1 speed 10g\n\
+         set ecofilter-balancer ecofilter-unit ef2 cores 2 pair q1 lan-port p13-0 wan-port p13-1",
+        &[],
+    );
+    let all = sessions(5, 200);
+    let normal = send(&mut site, &all);
+    let mode = |site: &mut Site, unit: &str| {
+        let text = site
+            .client
+            .get(
+                Datastore::Operational,
+                &format!(
+                    "/ecofilter-balancer:ecofilter-balancer/ecofilter-unit[name='{unit}']/state"
+                ),
+                Format::Json,
+                false,
+            )
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let state = &doc["ecofilter-balancer:ecofilter-balancer"]["ecofilter-unit"][0]["state"];
+        (
+            state["bypass-mode"].as_str().unwrap().to_string(),
+            state["status"].as_str().unwrap().to_string(),
+        )
+    };
+    site.call(
+        "set-bypass-ecofilter-unit",
+        serde_json::json!({"ecofilter-unit": "ef1", "mode": "bypass"}),
+    );
+    assert_eq!(mode(&mut site, "ef1"), ("bypass".into(), "bypass".into()));
+    assert_eq!(mode(&mut site, "ef2"), ("auto".into(), "active".into()));
+    assert!(send(&mut site, &all).iter().all(|w| *w == Went::Bypassed));
+
+    // Below active-pairs, auto bypasses and primary forces traffic to the filters.
+    for i in 0..5 {
+        site.set_filter(i, true, 0.0);
+    }
+    site.wait_pairs(
+        |s| s.values().filter(|p| *p == "down").count() == 5,
+        "five down",
+    );
+    site.call(
+        "set-bypass-ecofilter-unit",
+        serde_json::json!({"mode": "primary"}),
+    );
+    assert_eq!(mode(&mut site, "ef1"), ("primary".into(), "active".into()));
+    assert_eq!(mode(&mut site, "ef2").0, "primary");
+    assert_eq!(
+        send(&mut site, &all),
+        normal,
+        "every pair takes its sessions"
+    );
+    site.call(
+        "set-bypass-ecofilter-unit",
+        serde_json::json!({"mode": "auto"}),
+    );
+    assert_eq!(mode(&mut site, "ef1"), ("auto".into(), "bypass".into()));
+    assert!(send(&mut site, &all).iter().all(|w| *w == Went::Bypassed));
+    for i in 0..5 {
+        site.set_filter(i, false, 0.0);
+    }
+    site.wait_pairs(|s| s.values().all(|p| p == "up"), "all up");
+    assert_eq!(mode(&mut site, "ef1"), ("auto".into(), "active".into()));
+    assert_eq!(send(&mut site, &all), normal);
+}
+
+mod gnmi_subscriber {
+    use super::*;
+    use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
+    use gnmi_proto::gnmi::{
+        Path as GnmiPath, PathElem, SubscribeRequest, Subscription, SubscriptionList,
+        SubscriptionMode, subscribe_request, subscribe_response, typed_value,
+    };
+
+    fn elem(name: &str, key: Option<(&str, &str)>) -> PathElem {
+        PathElem {
+            name: name.into(),
+            key: key
+                .map(|(k, v)| [(k.to_string(), v.to_string())].into())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn status_path(pair: Option<&str>) -> GnmiPath {
+        let mut elems = vec![
+            elem("ecofilter-balancer", None),
+            elem("ecofilter-unit", Some(("name", "ef1"))),
+        ];
+        if let Some(pair) = pair {
+            elems.push(elem("pair", Some(("name", pair))));
+        }
+        elems.push(elem("state", None));
+        elems.push(elem("status", None));
+        GnmiPath {
+            elem: elems,
+            ..GnmiPath::default()
+        }
+    }
+
+    #[test]
+    fn an_on_change_subscriber_sees_each_transition_once_in_order() {
+        let users = repo().join("examples/users.demo.toml");
+        let mut site = Site::start(
+            "",
+            &["--gnmi-plaintext", "--gnmi-users", users.to_str().unwrap()],
+        );
+        let watched = site.pair_name(0);
+        let address = format!("http://{}", site.daemon.gnmi.clone().unwrap());
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let (updates, mut received) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
+        let subscriptions = vec![
+            Subscription {
+                path: Some(status_path(Some(&watched))),
+                mode: SubscriptionMode::OnChange as i32,
+                ..Subscription::default()
+            },
+            Subscription {
+                path: Some(status_path(None)),
+                mode: SubscriptionMode::OnChange as i32,
+                ..Subscription::default()
+            },
+        ];
+        rt.spawn(async move {
+            let mut client = GNmiClient::connect(address).await.unwrap();
+            let first = SubscribeRequest {
+                request: Some(subscribe_request::Request::Subscribe(SubscriptionList {
+                    subscription: subscriptions,
+                    ..SubscriptionList::default()
+                })),
+                ..SubscribeRequest::default()
+            };
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            tx.send(first).await.unwrap();
+            let mut request = tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+            request
+                .metadata_mut()
+                .insert("username", "viewer".parse().unwrap());
+            request
+                .metadata_mut()
+                .insert("password", "viewer".parse().unwrap());
+            let mut stream = client.subscribe(request).await.unwrap().into_inner();
+            while let Ok(Some(message)) = stream.message().await {
+                let _keep_open = &tx;
+                let Some(subscribe_response::Response::Update(n)) = message.response else {
+                    continue;
+                };
+                for u in n.update {
+                    let who = if u
+                        .path
+                        .as_ref()
+                        .unwrap()
+                        .elem
+                        .iter()
+                        .any(|e| e.name == "pair")
+                    {
+                        "pair"
+                    } else {
+                        "unit"
+                    };
+                    let value = match u.val.and_then(|v| v.value) {
+                        Some(typed_value::Value::StringVal(s)) => s,
+                        Some(
+                            typed_value::Value::JsonIetfVal(b) | typed_value::Value::JsonVal(b),
+                        ) => serde_json::from_slice::<String>(&b).unwrap(),
+                        other => panic!("unexpected value {other:?}"),
+                    };
+                    let _ = updates.send((who.to_string(), value));
+                }
+            }
+        });
+        let mut seen = Vec::new();
+        let mut expect =
+            |rt: &tokio::runtime::Runtime, seen: &mut Vec<(String, String)>, n: usize| {
+                while seen.len() < n {
+                    let next = rt
+                        .block_on(async {
+                            tokio::time::timeout(Duration::from_secs(10), received.recv()).await
+                        })
+                        .expect("an update in time")
+                        .unwrap();
+                    seen.push(next);
+                }
+            };
+        expect(&rt, &mut seen, 2);
+        // The watched pair down, then enough pairs down to bypass the unit, then all back.
+        site.set_filter(0, true, 0.0);
+        expect(&rt, &mut seen, 3);
+        for i in 1..5 {
+            site.set_filter(i, true, 0.0);
+        }
+        expect(&rt, &mut seen, 4);
+        for i in 0..5 {
+            site.set_filter(i, false, 0.0);
+        }
+        site.wait_pairs(|s| s.values().all(|p| p == "up"), "all up");
+        std::thread::sleep(INTERVAL * 4);
+        expect(&rt, &mut seen, 6);
+        let pairs: Vec<&str> = seen
+            .iter()
+            .filter(|(w, _)| w == "pair")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        let units: Vec<&str> = seen
+            .iter()
+            .filter(|(w, _)| w == "unit")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(pairs, ["up", "down", "up"], "{seen:?}");
+        assert_eq!(units, ["active", "bypass", "active"], "{seen:?}");
+        // Nothing more came.
+        std::thread::sleep(INTERVAL * 4);
+        assert!(received.try_recv().is_err(), "{seen:?}");
+    }
+}
