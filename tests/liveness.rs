@@ -320,6 +320,28 @@ fn a_dead_filter_takes_its_pair_down_its_sessions_bypass_and_it_comes_back() {
         }
     }
     assert!(moved > 20, "{moved} sessions on the dead pair");
+    // lookup-session says so too.
+    let on_dead = all
+        .iter()
+        .zip(&before)
+        .find(|(_, was)| matches!(was, Went::Filter(lan, _) if *lan == site.pair_ports(0).0))
+        .map(|(s, _)| s.clone())
+        .unwrap();
+    let answer = site
+        .client
+        .call_rpc(
+            "lookup-session",
+            &serde_json::json!({
+                "src": on_dead.src.to_string(), "dst": on_dead.dst.to_string(),
+                "ip-proto": 6, "src-port": on_dead.src_port, "dst-port": 443, "link": "l1"
+            }),
+        )
+        .unwrap()
+        .to_string();
+    assert!(
+        answer.contains(r#"pair-status":"down"#) && answer.contains(r#"software-bypass":true"#),
+        "{answer}"
+    );
 
     // Revived: up again after 3 returned rounds.
     site.set_filter(0, false, 0.0);

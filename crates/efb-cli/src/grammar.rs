@@ -57,6 +57,9 @@ pub struct View {
     pub rows: Option<String>,
     #[serde(default)]
     pub columns: Vec<Column>,
+    /// One object (an operation's answer) drawn as "title value" lines, in this order.
+    #[serde(default)]
+    pub fields: Vec<Column>,
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -74,6 +77,10 @@ pub struct Column {
     /// Draw a container as "name value" pairs.
     #[serde(default)]
     pub words: bool,
+    /// In a fields view: drawn only when this other leaf is there (a pair's status means
+    /// nothing for a session no unit takes).
+    #[serde(default)]
+    pub with: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +117,16 @@ impl Grammar {
                     && !grammar.views.contains_key(view)
                 {
                     return Err(GrammarError(format!("{}: no view {view}", command.words)));
+                }
+                let draws_one_object = grammar
+                    .views
+                    .get(view)
+                    .is_some_and(|v| !v.fields.is_empty());
+                if draws_one_object && command.rpc.is_none() {
+                    return Err(GrammarError(format!(
+                        "{}: view {view} draws fields of one answer: only an rpc command uses it",
+                        command.words
+                    )));
                 }
             }
         }
@@ -195,5 +212,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("no view nope"), "{err}");
+        let err = Grammar::parse(
+            "[[command]]\nwords = \"show x\"\nhelp = \"h\"\nget = { datastore = \"running\", path = \"/x\" }\nrender = \"one\"\n\
+             [view.one]\nfields = [{ title = \"a\", leaf = \"a\" }]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("only an rpc command"), "{err}");
     }
 }

@@ -312,7 +312,11 @@ impl Shell {
         let lines = match command.render.as_deref() {
             Some("done") => vec!["ok".to_string()],
             Some("json") => vec![serde_json::to_string_pretty(&output).unwrap_or_default()],
-            _ => fields(&output),
+            Some(name) => match self.grammar.views.get(name) {
+                Some(v) if !v.fields.is_empty() => view::render_fields(v, &output),
+                _ => fields(&output),
+            },
+            None => fields(&output),
         };
         Ok(Output {
             lines,

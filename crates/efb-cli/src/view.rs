@@ -139,6 +139,42 @@ pub fn render_view(view: &View, entries: &[&Json]) -> Vec<String> {
     lines
 }
 
+/// One object as "title value" lines, in the view's order. A field that is absent is left
+/// out unless it says what to show instead (`absent`, or `unknown` for `state`); members
+/// the view does not know follow, so that a leaf added to the model is never hidden.
+pub fn render_fields(view: &View, object: &Json) -> Vec<String> {
+    let mut rows = Vec::new();
+    for field in &view.fields {
+        let wanted = field
+            .with
+            .as_ref()
+            .is_none_or(|other| object.get(other).is_some_and(|v| !v.is_null()));
+        if !wanted {
+            continue;
+        }
+        let names: Vec<String> = field.leaf.split('/').map(str::to_string).collect();
+        let present = at(object, &names).is_some_and(|v| !text(v).is_empty());
+        if present || field.state || field.absent.is_some() {
+            rows.push(vec![field.title.clone(), cell(object, field)]);
+        }
+    }
+    if let Some(members) = object.as_object() {
+        for (name, value) in members {
+            let known = view
+                .fields
+                .iter()
+                .any(|f| f.leaf.split('/').next() == Some(name.as_str()));
+            if !known {
+                rows.push(vec![name.clone(), text(value)]);
+            }
+        }
+    }
+    let width = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    rows.iter()
+        .map(|r| format!("{:<width$}  {}", r[0], r[1]).trim_end().to_string())
+        .collect()
+}
+
 /// The configuration in curly-brace form, members in schema order.
 pub fn curly(schema: &Schema, doc: &Json) -> Vec<String> {
     let mut lines = Vec::new();
@@ -230,6 +266,7 @@ mod tests {
             absent: None,
             state: false,
             words: false,
+            with: None,
         }
     }
 
@@ -250,6 +287,41 @@ mod tests {
         assert_eq!(lines[0], "Flow        Action  Packets");
         assert_eq!(lines[1], "bgp         bypass  unknown");
         assert_eq!(lines[2], "to-filters  bypass       12");
+    }
+
+    #[test]
+    fn fields_in_order_absent_ones_left_out_or_explained() {
+        let mut pair_status = column("pair-status", "pair-status");
+        pair_status.state = true;
+        pair_status.with = Some("pair".into());
+        let mut flow = column("flow", "flow");
+        flow.absent = Some("none".into());
+        let view = View {
+            fields: vec![
+                flow,
+                column("action", "action"),
+                column("pair", "pair"),
+                pair_status,
+            ],
+            ..View::default()
+        };
+        let filtered =
+            serde_json::json!({"action": "to-ecofilter", "pair": "f1", "flow": "all", "extra": 1});
+        assert_eq!(
+            render_fields(&view, &filtered),
+            [
+                "flow         all",
+                "action       to-ecofilter",
+                "pair         f1",
+                "pair-status  unknown",
+                "extra        1"
+            ]
+        );
+        let bypassed = serde_json::json!({"action": "bypass"});
+        assert_eq!(
+            render_fields(&view, &bypassed),
+            ["flow    none", "action  bypass"]
+        );
     }
 
     #[test]

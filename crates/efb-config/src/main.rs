@@ -1,18 +1,23 @@
 //! `efb-config`: check configurations where engineers prepare them, before any balancer
 //! sees them. FILE is RFC 7951 JSON of the ecofilter-balancer module, as `load` takes it.
 //!
-//! Exit status: 0 success (for `validate`: no errors), 1 the configuration is not valid or
-//! the question cannot be answered, 2 the command itself is wrong (usage, unreadable file).
+//! Exit status: 0 success (for `validate`: no errors; for `hash-compare`: every balancer
+//! read and all agree), 1 the configuration is not valid or the question cannot be answered
+//! (for `hash-compare`: a difference, or a balancer that could not be read), 2 the command
+//! itself is wrong (usage, unreadable file).
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use efb_balancing::{LiveState, Session};
+use efb_config::compare;
+use efb_config::inventory::{self, GnmiSettings};
 use efb_model::Config;
 use efb_model::validation::Validator;
 use efb_yang::json::{self, Check};
@@ -68,6 +73,58 @@ enum Command {
     },
     /// Print what changes from OLD to NEW as `set` / `delete` lines.
     Diff { old: PathBuf, new: PathBuf },
+    /// Compare the balancing configuration of crossed balancers (running ones over gNMI,
+    /// saved files, mixed): their balancing-config-hash, and exactly what differs.
+    HashCompare(HashCompareArgs),
+}
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+BALANCER is [NAME=]FILE (a saved configuration, RFC 7951 JSON) or
+[NAME=]gnmi://USER@HOST[:PORT] (a running efbd; port 9339 by default). The password
+comes from --password-file, --password-env, or the environment variable EFB_GNMI_PASSWORD
+(gnmi://USER:PASSWORD@... works too, but shows it to everyone who can list processes).
+gNMI is TLS unless --plaintext: the server's certificate must chain to --ca-file (efbd's
+self-signed one is gnmi-cert.pem in its datastore; certificates may be concatenated);
+there is no option to skip the check. An inventory (TOML) names balancers with their own
+settings; see README.md, \"Crossed balancers\".
+
+Exit status: 0 every balancer was read and all agree; 1 a difference, or a balancer could
+not be read (the others are still compared); 2 the command is wrong.")]
+struct HashCompareArgs {
+    /// The balancers to compare.
+    #[arg(value_name = "BALANCER")]
+    balancers: Vec<String>,
+    /// A TOML inventory of balancers (read before those on the command line).
+    #[arg(long, value_name = "FILE")]
+    inventory: Option<PathBuf>,
+    /// The balancer the others are compared with; by default the first one read.
+    #[arg(long, value_name = "NAME")]
+    reference: Option<String>,
+    /// Print one JSON object (for monitoring) instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// gNMI user for balancers that do not name one.
+    #[arg(long, value_name = "USER")]
+    username: Option<String>,
+    /// Read the gNMI password from this file (its first line).
+    #[arg(long, value_name = "FILE")]
+    password_file: Option<PathBuf>,
+    /// Read the gNMI password from this environment variable.
+    #[arg(long, value_name = "VARIABLE")]
+    password_env: Option<String>,
+    /// gNMI without TLS (efbd --gnmi-plaintext).
+    #[arg(long)]
+    plaintext: bool,
+    /// PEM file of the certificate(s) the balancers' TLS certificates must chain to.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Option<PathBuf>,
+    /// The name the balancers' certificates must carry, when not the address's host.
+    #[arg(long, value_name = "NAME")]
+    tls_server_name: Option<String>,
+    /// Seconds to wait for each balancer (connection and answers).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    timeout: f64,
 }
 
 fn main() -> ExitCode {
@@ -125,6 +182,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&found)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::HashCompare(args) => hash_compare(&validator, args),
         Command::Diff { old, new } => {
             let before = read_tree(&schema, &old)?;
             let after = read_tree(&schema, &new)?;
@@ -141,6 +199,66 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
     }
+}
+
+fn hash_compare(validator: &Validator, args: HashCompareArgs) -> Result<ExitCode> {
+    let flags = GnmiSettings {
+        username: args.username,
+        password: None,
+        password_env: args.password_env,
+        password_file: args.password_file,
+        plaintext: args.plaintext.then_some(true),
+        ca_file: args.ca_file,
+        tls_server_name: args.tls_server_name,
+    };
+    let mut balancers = match &args.inventory {
+        Some(path) => inventory::read_inventory(path, &flags)?,
+        None => Vec::new(),
+    };
+    for spec in &args.balancers {
+        balancers.push(inventory::parse_spec(spec, &flags)?);
+    }
+    inventory::check_unique(&balancers)?;
+    if let Some(name) = &args.reference
+        && !balancers.iter().any(|b| &b.name == name)
+    {
+        let names: Vec<&str> = balancers.iter().map(|b| b.name.as_str()).collect();
+        bail!(
+            "--reference {name}: no such balancer; balancers are: {}",
+            names.join(", ")
+        );
+    }
+    let timeout = Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .with_context(|| {
+            format!(
+                "--timeout {}: expected a number of seconds above 0",
+                args.timeout
+            )
+        })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let report = runtime.block_on(compare::compare(
+        validator,
+        &balancers,
+        args.reference.as_deref(),
+        timeout,
+    ));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for line in report.render() {
+            println!("{line}");
+        }
+    }
+    Ok(if report.agree {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn read_file(path: &Path) -> Result<String> {

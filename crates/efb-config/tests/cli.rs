@@ -276,3 +276,153 @@ fn diff_prints_set_and_delete_lines() {
         "delete ecofilter-balancer flow multicast-v6\nset ecofilter-balancer flow service-vlan priority 450\n"
     );
 }
+
+#[test]
+fn hash_compare_of_saved_files_agrees_or_names_every_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = example("one-filter-site.json");
+    let site = site.to_str().unwrap();
+    // Different local ports and flows, the same balancing: they agree.
+    let elsewhere = variant(dir.path(), "elsewhere.json", |v| {
+        let balancer = &mut v["ecofilter-balancer:ecofilter-balancer"];
+        balancer["ecofilter-unit"][0]["pair"][0]["lan-port"] = "p12-0".into();
+        balancer["ecofilter-unit"][0]["pair"][6]["lan-port"] = "p9-0".into();
+        balancer["flow"].as_array_mut().unwrap().truncate(2);
+    });
+    let (code, out, err) = run(&["hash-compare", site, &format!("b={elsewhere}")]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("one-filter-site") && out.contains("reference"),
+        "{out}"
+    );
+    assert!(
+        out.trim_end().ends_with(
+            "AGREE: all 2 balancers have the balancing configuration of one-filter-site"
+        ),
+        "{out}"
+    );
+
+    // Every kind of difference the hash input can hold, each named by balancer and path.
+    let changed = variant(dir.path(), "changed.json", |v| {
+        let balancer = &mut v["ecofilter-balancer:ecofilter-balancer"];
+        balancer["balancing-method"] = "layer-4".into();
+        let unit = &mut balancer["ecofilter-unit"][0];
+        unit["cores"] = 16.into();
+        unit["rebalance"] = true.into();
+        let pairs = unit["pair"].as_array_mut().unwrap();
+        pairs.swap(0, 1);
+        pairs.pop();
+        let mut second = unit.clone();
+        second["name"] = "ef2".into();
+        second["pair"] = serde_json::json!([]);
+        balancer["ecofilter-unit"]
+            .as_array_mut()
+            .unwrap()
+            .push(second);
+    });
+    let (code, out, err) = run(&["hash-compare", site, &format!("b={changed}")]);
+    assert_eq!(code, 1, "{out}{err}");
+    let unit = "/ecofilter-balancer:ecofilter-balancer/ecofilter-unit";
+    for expected in [
+        "b differs from one-filter-site:".to_string(),
+        "balancing-method is layer-4 on b but layer-3 on one-filter-site".to_string(),
+        format!("{unit}[name='ef1']/cores"),
+        format!("{unit}[name='ef1']/rebalance"),
+        format!("{unit}[name='ef1']/pair[name='f1-te15-te16']"),
+        format!("{unit}[name='ef1']/pair\n"),
+        "b has f1-te3-te4 where one-filter-site has f1-te1-te2".to_string(),
+        format!("{unit}[name='ef2']\n"),
+        "unit ef2 (0 pairs, 16 cores, rebalance true) is on b but not on one-filter-site"
+            .to_string(),
+        "DISAGREE: 1 of 2 balancers read differs from one-filter-site".to_string(),
+    ] {
+        assert!(out.contains(&expected), "{expected:?} missing from:\n{out}");
+    }
+
+    // The same as JSON, and with the other file as the reference.
+    let (code, out, _) = run(&[
+        "hash-compare",
+        "--json",
+        "--reference",
+        "b",
+        site,
+        &format!("b={changed}"),
+    ]);
+    assert_eq!(code, 1);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["agree"], false);
+    assert_eq!(report["reference"], "b");
+    let kinds: Vec<&str> = report["balancers"][0]["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "method",
+            "cores",
+            "rebalance",
+            "pair-extra",
+            "pair-order",
+            "unit-missing"
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn hash_compare_reports_an_unreadable_file_and_compares_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = example("one-filter-site.json");
+    let site = site.to_str().unwrap();
+    let broken = write(
+        dir.path(),
+        "broken.json",
+        "{\"ecofilter-balancer:ports\": [",
+    );
+    let (code, out, _) = run(&[
+        "hash-compare",
+        "missing=/no/such/file.json",
+        &format!("broken={broken}"),
+        site,
+        &format!("same={site}"),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("missing: not compared (error): cannot read /no/such/file.json"),
+        "{out}"
+    );
+    assert!(
+        out.contains("broken: not compared (error): not a configuration"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "DISAGREE: the 2 balancers read agree with one-filter-site; 2 could not be compared"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn hash_compare_refuses_a_wrong_command() {
+    let site = example("one-filter-site.json");
+    let site = site.to_str().unwrap();
+    let (code, _, err) = run(&["hash-compare"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no balancers to compare"), "{err}");
+    let (code, _, err) = run(&["hash-compare", &format!("a={site}"), &format!("a={site}")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("two balancers are named a"), "{err}");
+    let (code, _, err) = run(&["hash-compare", "--reference", "zz", site]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--reference zz: no such balancer"), "{err}");
+    let (code, _, err) = run(&["hash-compare", "x=gnmi://admin:hunter2@host:99999"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("HOST:PORT") && !err.contains("hunter2"),
+        "{err}"
+    );
+}

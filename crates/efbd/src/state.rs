@@ -266,7 +266,22 @@ fn lookup_session(state: &mut OwnerState, params: &Input) -> Result<serde_json::
     }
     let found = efb_balancing::lookup_session(&config, &session, &state.live)
         .map_err(|e| Status::invalid_argument(e.to_string()))?;
-    // Pair liveness as keep-alives found it (a pair of a unit without a liveness profile is
-    // not probed and takes traffic: live).
-    serde_json::to_value(&found).map_err(|e| Status::internal(e.to_string()))
+    let mut output = serde_json::to_value(&found).map_err(|e| Status::internal(e.to_string()))?;
+    // The pair's status as keep-alives found it; a pair of a unit without a liveness
+    // profile is not probed, and its status is not known.
+    let status = match (&found.unit, &found.pair, &state.liveness) {
+        (Some(unit), Some(pair), Some(liveness)) => liveness
+            .pairs()
+            .into_iter()
+            .find(|p| &p.unit == unit && &p.pair == pair)
+            .map(|p| p.status.as_str()),
+        _ => None,
+    };
+    if let Some(object) = output.as_object_mut() {
+        object.remove("pair-live");
+        if let Some(status) = status {
+            object.insert("pair-status".into(), status.into());
+        }
+    }
+    Ok(output)
 }
