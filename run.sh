@@ -16,36 +16,17 @@ bin="$EFB_ROOT/target/release"
 logs="$EFB_ROOT/datastore"
 mkdir -p "$logs"
 
-pids=()
-stop_all() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap stop_all EXIT
-
-# wait_for PID FILE TEXT: until FILE holds TEXT; fails with the log if PID died first.
-wait_for() {
-  for _ in $(seq 1 100); do
-    grep -q "$3" "$2" 2>/dev/null && return 0
-    if ! kill -0 "$1" 2>/dev/null; then
-      cat "${2%.out}" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  efb_log "timed out waiting for \"$3\" in $2"
-  exit 1
-}
+. .ci/background.sh
 
 efb_log "starting efb-target, the software chip (log: datastore/efb-target.log)"
 "$bin/efb-target" >"$logs/efb-target.log.out" 2>"$logs/efb-target.log" &
-pids+=($!)
-wait_for "${pids[-1]}" "$logs/efb-target.log.out" "P4Runtime on"
+EFB_PIDS+=($!)
+efb_wait_for "${EFB_PIDS[-1]}" "$logs/efb-target.log.out" "P4Runtime on" "$logs/efb-target.log"
 
 efb_log "starting efbd (log: datastore/efbd.log)"
 "$bin/efbd" --gnmi-users examples/users.demo.toml >"$logs/efbd.log.out" 2>"$logs/efbd.log" &
-pids+=($!)
-wait_for "${pids[-1]}" "$logs/efbd.log.out" "management API on"
+EFB_PIDS+=($!)
+efb_wait_for "${EFB_PIDS[-1]}" "$logs/efbd.log.out" "management API on" "$logs/efbd.log"
 
 # Commits program the chip: wait for the driver to connect and reconcile first.
 for _ in $(seq 1 100); do

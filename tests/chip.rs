@@ -100,6 +100,14 @@ fn what_is_committed_is_what_the_chip_does() {
         .collect();
     assert_eq!(row[..3], ["p2", "5", "270"], "{out}");
     assert_eq!(row[6], "1", "one discard: {out}");
+    // A port nothing crossed counts zeros, as a chip does: known, not unknown.
+    let (_, out, _) = daemon.cli(&["-c", "show ports p4 statistics"], "");
+    let row = out.lines().nth(1).unwrap_or_default();
+    assert_eq!(
+        row.split_whitespace().take(5).collect::<Vec<_>>(),
+        ["p4", "0", "0", "0", "0"],
+        "{out}"
+    );
 }
 
 #[test]

@@ -35,26 +35,7 @@ declare -A target=([a]=127.0.0.1:9561 [b]=127.0.0.1:9562)
 declare -A mgmt=([a]=127.0.0.1:50061 [b]=127.0.0.1:50062)
 declare -A gnmi=([a]=127.0.0.1:9341 [b]=127.0.0.1:9342)
 
-pids=()
-stop_all() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap stop_all EXIT
-
-# wait_for PID FILE TEXT: until FILE holds TEXT; fails with the log if PID died first.
-wait_for() {
-  for _ in $(seq 1 100); do
-    grep -q "$3" "$2" 2>/dev/null && return 0
-    if ! kill -0 "$1" 2>/dev/null; then
-      cat "${2%.out}.log" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  efb_log "timed out waiting for \"$3\" in $2"
-  exit 1
-}
+. .ci/background.sh
 
 cli() {
   local side="$1"
@@ -66,13 +47,13 @@ start_balancer() {
   local side="$1" dir="$here/datastore-$1"
   mkdir -p "$dir"
   "$bin/efb-target" --listen "${target[$side]}" >"$dir/efb-target.out" 2>"$dir/efb-target.log" &
-  pids+=($!)
-  wait_for "${pids[-1]}" "$dir/efb-target.out" "P4Runtime on"
+  EFB_PIDS+=($!)
+  efb_wait_for "${EFB_PIDS[-1]}" "$dir/efb-target.out" "P4Runtime on" "$dir/efb-target.log"
   "$bin/efbd" --datastore "$dir" --p4runtime "${target[$side]}" \
     --mgmt-listen "${mgmt[$side]}" --gnmi-listen "${gnmi[$side]}" \
     --gnmi-users examples/users.demo.toml >"$dir/efbd.out" 2>"$dir/efbd.log" &
-  pids+=($!)
-  wait_for "${pids[-1]}" "$dir/efbd.out" "management API on"
+  EFB_PIDS+=($!)
+  efb_wait_for "${EFB_PIDS[-1]}" "$dir/efbd.out" "management API on" "$dir/efbd.log"
   for _ in $(seq 1 100); do
     cli "$side" -c "show system status" | grep -q "in sync" && break
     sleep 0.1

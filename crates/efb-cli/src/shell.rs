@@ -349,7 +349,7 @@ impl Shell {
                 c.comment.clone(),
             ]);
         }
-        Ok(Output::lines(align(&rows)))
+        Ok(Output::lines(efb_table::align(&rows, &[])))
     }
 
     fn status(&mut self) -> Result<Output> {
@@ -373,7 +373,7 @@ impl Shell {
             vec!["Sessions".into(), s.sessions.to_string()],
             vec!["Chip".into(), s.chip],
         ];
-        Ok(Output::lines(align(&rows)))
+        Ok(Output::lines(efb_table::align(&rows, &[])))
     }
 
     /// `show configuration [PATH]` and, in configuration mode, `show [PATH]`.
@@ -743,31 +743,7 @@ fn fields(output: &Json) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
-    align(&rows)
-}
-
-fn align(rows: &[Vec<String>]) -> Vec<String> {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|i| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    rows.iter()
-        .map(|row| {
-            row.iter()
-                .zip(&widths)
-                .map(|(c, w)| format!("{c:<w$}"))
-                .collect::<Vec<_>>()
-                .join("  ")
-                .trim_end()
-                .to_string()
-        })
-        .collect()
+    efb_table::align(&rows, &[])
 }
 
 fn unix_ms_text(ms: u64) -> String {

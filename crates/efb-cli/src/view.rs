@@ -1,6 +1,7 @@
 //! Drawing answers for people: aligned tables from the views of the grammar, and the
 //! configuration in the familiar curly-brace form, both driven by the schema.
 
+use efb_table::Side;
 use efb_yang::schema::{NodeKind, Schema, SchemaId};
 use serde_json::Value as Json;
 
@@ -79,25 +80,16 @@ pub fn table(entries: &[&Json], columns: &[Column], indent: &str) -> Vec<String>
     for entry in entries {
         rows.push(columns.iter().map(|c| cell(entry, c)).collect());
     }
-    let widths: Vec<usize> = (0..columns.len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    rows.iter()
-        .map(|row| {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(columns)
-                .zip(&widths)
-                .map(|((value, column), width)| {
-                    if column.align.as_deref() == Some("right") {
-                        format!("{value:>width$}")
-                    } else {
-                        format!("{value:<width$}")
-                    }
-                })
-                .collect();
-            format!("{indent}{}", cells.join("  ").trim_end())
+    let sides: Vec<Side> = columns
+        .iter()
+        .map(|c| match c.align.as_deref() {
+            Some("right") => Side::Right,
+            _ => Side::Left,
         })
+        .collect();
+    efb_table::align(&rows, &sides)
+        .into_iter()
+        .map(|line| format!("{indent}{line}"))
         .collect()
 }
 

@@ -174,7 +174,7 @@ impl Report {
                 agrees,
             ]);
         }
-        let mut lines = align(&rows);
+        let mut lines = efb_table::align(&rows, &[]);
         for b in self.balancers.iter().filter(|b| !b.differences.is_empty()) {
             lines.push(String::new());
             match (&self.reference, b.reference) {
@@ -241,30 +241,6 @@ impl Report {
         }
         format!("DISAGREE: {}", parts.join("; "))
     }
-}
-
-fn align(rows: &[Vec<String>]) -> Vec<String> {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|i| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    rows.iter()
-        .map(|row| {
-            row.iter()
-                .zip(&widths)
-                .map(|(cell, width)| format!("{cell:<width$}"))
-                .collect::<Vec<_>>()
-                .join("  ")
-                .trim_end()
-                .to_string()
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -151,7 +151,7 @@ impl TargetControl for ControlService {
         let ports = self
             .device
             .ports
-            .touched()
+            .all()
             .into_iter()
             .map(|(p, c)| pb::PortStatus {
                 device_port: p,

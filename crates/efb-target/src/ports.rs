@@ -16,7 +16,6 @@ pub struct PortCounters {
     pub tx_frames: AtomicU64,
     pub tx_bytes: AtomicU64,
     pub drops: AtomicU64,
-    pub touched: AtomicBool,
 }
 
 /// A frame as it left the chip.
@@ -72,7 +71,6 @@ impl Ports {
             return false;
         };
         c.up.store(up, Ordering::Relaxed);
-        c.touched.store(true, Ordering::Relaxed);
         true
     }
 
@@ -80,7 +78,6 @@ impl Ports {
         if let Some(c) = self.get(port) {
             c.rx_frames.fetch_add(1, Ordering::Relaxed);
             c.rx_bytes.fetch_add(len as u64, Ordering::Relaxed);
-            c.touched.store(true, Ordering::Relaxed);
         }
     }
 
@@ -95,7 +92,6 @@ impl Ports {
         if let Some(c) = self.get(port) {
             c.tx_frames.fetch_add(1, Ordering::Relaxed);
             c.tx_bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);
-            c.touched.store(true, Ordering::Relaxed);
         }
         if self.capture_limit == 0 {
             return;
@@ -152,14 +148,11 @@ impl Ports {
         }
     }
 
-    /// Ports that saw traffic or a state change, ascending.
-    pub fn touched(&self) -> Vec<(u32, &PortCounters)> {
-        let mut out: Vec<(u32, &PortCounters)> = self
-            .counters
-            .iter()
-            .filter(|(_, c)| c.touched.load(Ordering::Relaxed))
-            .map(|(p, c)| (*p, c))
-            .collect();
+    /// Every port of the board, ascending: a chip counts on all of its ports, traffic or
+    /// not, so the management plane shows zeros rather than unknown.
+    pub fn all(&self) -> Vec<(u32, &PortCounters)> {
+        let mut out: Vec<(u32, &PortCounters)> =
+            self.counters.iter().map(|(p, c)| (*p, c)).collect();
         out.sort_by_key(|(p, _)| *p);
         out
     }

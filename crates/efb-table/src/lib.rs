@@ -1,0 +1,82 @@
+//! Text tables a human scans quickly: every cell padded to its column's width, columns two
+//! spaces apart, no trailing spaces. The shell's `show` views and `efb-config`'s reports
+//! print through this, so every table of the product looks the same.
+
+/// The side of its column a cell keeps to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Side {
+    /// Text: names, states, addresses.
+    #[default]
+    Left,
+    /// Numbers, so that their digits line up.
+    Right,
+}
+
+/// The rows as aligned lines. `sides[i]` says where column `i` keeps its cells (left when
+/// not given); rows may have fewer cells than others. Widths count characters, not bytes.
+pub fn align(rows: &[Vec<String>], sides: &[Side]) -> Vec<String> {
+    let widths = column_widths(rows);
+    rows.iter()
+        .map(|row| {
+            let cells: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(|(i, cell)| pad(cell, widths[i], sides.get(i).copied().unwrap_or_default()))
+                .collect();
+            cells.join("  ").trim_end().to_string()
+        })
+        .collect()
+}
+
+fn column_widths(rows: &[Vec<String>]) -> Vec<usize> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    (0..columns)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|row| row.get(i))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+fn pad(cell: &str, width: usize, side: Side) -> String {
+    match side {
+        Side::Left => format!("{cell:<width$}"),
+        Side::Right => format!("{cell:>width$}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(cells: &[&[&str]]) -> Vec<Vec<String>> {
+        cells
+            .iter()
+            .map(|row| row.iter().map(|c| c.to_string()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn columns_line_up_and_lines_end_without_spaces() {
+        let lines = align(&rows(&[&["Name", "Packets"], &["ethernet-1/1", "7"]]), &[]);
+        assert_eq!(lines, ["Name          Packets", "ethernet-1/1  7"]);
+    }
+
+    #[test]
+    fn right_columns_line_up_their_digits() {
+        let lines = align(
+            &rows(&[&["Port", "Packets"], &["p1", "7"], &["p2", "1234"]]),
+            &[Side::Left, Side::Right],
+        );
+        assert_eq!(lines, ["Port  Packets", "p1          7", "p2       1234"]);
+    }
+
+    #[test]
+    fn ragged_rows_and_wide_characters() {
+        let lines = align(&rows(&[&["état", "up"], &["a"], &[]]), &[]);
+        assert_eq!(lines, ["état  up", "a", ""]);
+    }
+}
