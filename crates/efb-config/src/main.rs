@@ -292,27 +292,15 @@ fn read_config(validator: &Validator, path: &Path) -> Result<Option<Config>> {
 
 fn validate(validator: &Validator, path: &Path, as_json: bool) -> Result<ExitCode> {
     let text = read_file(path)?;
-    let schema = validator.schema();
-    let (mut errors, warnings) = match json::from_json(schema, &text, Check::Complete) {
-        Ok(tree) => {
-            let validated = validator.validate(&tree, true);
+    let (mut errors, warnings) = match validator.validate_json(&text) {
+        Ok((tree, validated)) => {
             // Left for the process exit to reclaim (see `keep_parsed_trees_until_exit`).
             std::mem::forget(tree);
             std::mem::forget(validated.config);
             (validated.report.errors, validated.report.warnings)
         }
-        Err(complete) => {
-            // Still run the rules when the data at least has the right names and types, so
-            // that one run shows every problem.
-            let mut errors = complete.problems();
-            let mut warnings = Vec::new();
-            if let Ok(tree) = json::from_json(schema, &text, Check::Types) {
-                let report = validator.validate(&tree, true).report;
-                errors.extend(report.errors);
-                warnings = report.warnings;
-            }
-            (errors, warnings)
-        }
+        // Wrong names or types: there is no configuration to check the rest of.
+        Err(types) => (types.problems(), Vec::new()),
     };
     dedup(&mut errors);
     if as_json {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use efb_model::Config;
-use efb_model::validation::{Report, Validator};
+use efb_model::validation::{Report, Validated, Validator};
 use efb_yang::diff::{self, Change, RecordKey};
 use efb_yang::json::{self, Check};
 use efb_yang::validate::Scope;
@@ -69,8 +69,9 @@ struct Session {
     base: DataTree,
     base_id: u64,
     candidate: DataTree,
-    /// The candidate as libyang last passed it whole (after a complete load).
-    libyang_checked: Option<DataTree>,
+    /// The candidate as a complete load validated it whole (libyang and the rules), kept
+    /// so that a commit of it unchanged does not validate 100 000 flows again.
+    loaded: Option<(DataTree, Validated)>,
 }
 
 /// One edit of a candidate.
@@ -106,7 +107,8 @@ pub enum LoadMode {
 #[derive(Clone, Debug, Default)]
 pub struct LoadOutcome {
     /// Problems the loaded configuration still has (a commit would be refused until they
-    /// are fixed); empty when it is complete and valid as far as YANG goes.
+    /// are fixed): after `load override`, everything a commit checks (YANG and the rules
+    /// of MODEL.md); after `load merge`, nothing (the merged candidate is checked at commit).
     pub incomplete: Vec<Problem>,
 }
 
@@ -356,7 +358,7 @@ impl Datastore {
                 base: self.running.tree.clone(),
                 base_id: self.running.commit_id,
                 candidate: self.running.tree.clone(),
-                libyang_checked: None,
+                loaded: None,
             },
         );
         id
@@ -411,29 +413,30 @@ impl Datastore {
         mode: LoadMode,
         text: &str,
     ) -> Result<LoadOutcome, DatastoreError> {
-        let schema = self.schema().clone();
-        let (tree, incomplete, complete) = match mode {
-            LoadMode::Override => match json::from_json(&schema, text, Check::Complete) {
-                Ok(tree) => (tree, Vec::new(), true),
-                Err(complete_err) => {
-                    // Types wrong: refuse. Only incomplete (a reference missing, a mandatory
-                    // leaf not given yet): load it, and say what is missing.
-                    let tree = json::from_json(&schema, text, Check::Types)?;
-                    (tree, complete_err.problems(), false)
+        let (tree, incomplete, loaded) = match mode {
+            LoadMode::Override => {
+                // Types wrong: refuse. Only incomplete (a reference missing, a mandatory leaf
+                // not given yet): load it, and say what is missing.
+                let (tree, validated) = self.validator.validate_json(text)?;
+                if validated.report.errors.is_empty() {
+                    (tree.clone(), Vec::new(), Some((tree, validated)))
+                } else {
+                    (tree, validated.report.errors, None)
                 }
-            },
+            }
             LoadMode::Merge => (
-                json::from_json(&schema, text, Check::Types)?,
+                json::from_json(self.schema(), text, Check::Types)?,
                 Vec::new(),
-                false,
+                None,
             ),
         };
+        let schema = self.schema().clone();
         let s = self.session_mut(session)?;
         match mode {
-            LoadMode::Override => s.candidate = tree.clone(),
+            LoadMode::Override => s.candidate = tree,
             LoadMode::Merge => s.candidate.merge(&schema, &tree),
         }
-        s.libyang_checked = complete.then_some(tree);
+        s.loaded = loaded;
         Ok(LoadOutcome { incomplete })
     }
 
@@ -453,7 +456,7 @@ impl Datastore {
         };
         let count = setlines::apply_lines(&schema, &mut tree, text)?;
         s.candidate = tree;
-        s.libyang_checked = None;
+        s.loaded = None;
         Ok(count)
     }
 
@@ -466,7 +469,7 @@ impl Datastore {
     fn load_tree(&mut self, session: SessionId, tree: DataTree) -> Result<(), DatastoreError> {
         let s = self.session_mut(session)?;
         s.candidate = tree;
-        s.libyang_checked = None;
+        s.loaded = None;
         Ok(())
     }
 
@@ -477,7 +480,7 @@ impl Datastore {
         s.base = running.tree.clone();
         s.base_id = running.commit_id;
         s.candidate = running.tree;
-        s.libyang_checked = None;
+        s.loaded = None;
         Ok(())
     }
 
@@ -510,7 +513,7 @@ impl Datastore {
         s.base = running.tree;
         s.base_id = running.commit_id;
         s.candidate = tree;
-        s.libyang_checked = None;
+        s.loaded = None;
         Ok(())
     }
 
@@ -572,19 +575,22 @@ impl Datastore {
         self.rebase(session)?;
         let s = self.session(session)?;
         let candidate = s.candidate.clone();
-        let libyang_checked = s
-            .libyang_checked
+        let loaded = s
+            .loaded
             .as_ref()
-            .is_some_and(|t| t.ptr_eq(&candidate));
+            .filter(|(tree, _)| tree.ptr_eq(&candidate))
+            .map(|(_, validated)| validated.clone());
         if candidate == self.running.tree {
             return self.commit_nothing(request);
         }
-        let validated = self.validator.validate_change(
-            &self.running.tree,
-            &self.running.config,
-            &candidate,
-            libyang_checked,
-        );
+        let validated = loaded.unwrap_or_else(|| {
+            self.validator.validate_change(
+                &self.running.tree,
+                &self.running.config,
+                &candidate,
+                false,
+            )
+        });
         let Report {
             errors,
             warnings,
@@ -781,7 +787,7 @@ impl Datastore {
         s.base = running.tree;
         s.base_id = running.commit_id;
         s.candidate = rebased;
-        s.libyang_checked = None;
+        s.loaded = None;
         Ok(())
     }
 
@@ -801,7 +807,7 @@ impl Datastore {
             s.base = running.tree.clone();
             s.base_id = running.commit_id;
             s.candidate = running.tree.clone();
-            s.libyang_checked = None;
+            s.loaded = None;
         }
         // Sessions without edits simply follow running.
         for s in self.sessions.values_mut() {

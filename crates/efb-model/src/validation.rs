@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use efb_yang::diff::{self, RecordKey};
+use efb_yang::json;
 use efb_yang::validate::{self, Scope};
 use efb_yang::{DataTree, Problem, Schema};
 
@@ -72,6 +73,21 @@ impl Validator {
         conclude(errors, self.read(tree), Scope::Full, FlowScope::All)
     }
 
+    /// Reads and validates a whole configuration given as RFC 7951 JSON: libyang and the
+    /// rules run side by side (see [`json::from_json_validating`]); when libyang finds the
+    /// data incomplete (a reference or a mandatory leaf missing), the rules' findings still
+    /// come with its own, so that one answer names every problem. A type error (an unknown
+    /// node, a wrong value) is an `Err`: there is no tree to speak of.
+    pub fn validate_json(&self, text: &str) -> Result<(DataTree, Validated), efb_yang::Error> {
+        let (tree, libyang, rules_only) = json::from_json_validating(&self.schema, text, |tree| {
+            conclude(Vec::new(), self.read(tree), Scope::Full, FlowScope::All)
+        })?;
+        Ok((
+            tree,
+            with_libyang(rules_only, libyang.err().unwrap_or_default()),
+        ))
+    }
+
     /// Validates `candidate`, a change of the valid configuration `base` (read from
     /// `base_tree`). Flows the change did not touch are not checked again.
     pub fn validate_change(
@@ -132,6 +148,20 @@ fn conclude(
         },
         config,
     }
+}
+
+/// Puts libyang's problems before what the rules found, as [`conclude`] orders them; when
+/// the tree could not be read, libyang's message replaces the reader's.
+fn with_libyang(mut validated: Validated, libyang: Vec<Problem>) -> Validated {
+    if libyang.is_empty() {
+        return validated;
+    }
+    let rules = std::mem::take(&mut validated.report.errors);
+    validated.report.errors = libyang;
+    if validated.config.is_some() {
+        validated.report.errors.extend(rules);
+    }
+    validated
 }
 
 /// Names of the flows among changed records; `None` when anything else changed too.

@@ -352,3 +352,43 @@ fn identical_flows_of_one_priority_are_an_error() {
     .unwrap_err();
     assert!(err.to_string().contains("0..16777214"), "{err}");
 }
+
+/// A load validates the JSON with libyang and the rules side by side; it must find exactly
+/// what validating the tree finds: dangling references, a missing mandatory leaf, a rule.
+#[test]
+fn validating_json_finds_what_validating_the_tree_finds() {
+    let v = validator();
+    let broken = [
+        "set ecofilter-balancer flow bgp-to links l9",
+        "delete ecofilter-balancer link l1 wan-port",
+        "set ecofilter-balancer link l3 lan-port p2 wan-port p9-1",
+        "set ecofilter-balancer flow bgp-to links l9\n\
+         set ecofilter-balancer ecofilter-unit ef1 liveness-profile nope\n\
+         set ecofilter-balancer link l3 lan-port p2 wan-port p9-1",
+    ];
+    for lines in broken {
+        let tree = with_lines(&v, &site(&v), lines);
+        let text = json::to_json(v.schema(), &tree, Default::default());
+        let (loaded, validated) = v.validate_json(&text).unwrap();
+        assert!(loaded == tree, "{lines}: the same tree");
+        let mut from_json: Vec<String> = validated
+            .report
+            .errors
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        let mut from_tree = errors(&v, &tree);
+        assert!(!from_tree.is_empty(), "{lines}: broken");
+        from_json.sort();
+        from_tree.sort();
+        assert_eq!(from_json, from_tree, "{lines}");
+    }
+    let (_, valid) = v.validate_json(&example("ten-filter-site.json")).unwrap();
+    assert!(valid.report.errors.is_empty() && valid.config.is_some());
+    let wrong_type =
+        example("one-filter-site.json").replace("\"cores\": 17", "\"cores\": \"many\"");
+    assert!(
+        v.validate_json(&wrong_type).is_err(),
+        "a type error is refused"
+    );
+}
