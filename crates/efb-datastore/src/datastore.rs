@@ -584,12 +584,8 @@ impl Datastore {
             return self.commit_nothing(request);
         }
         let validated = loaded.unwrap_or_else(|| {
-            self.validator.validate_change(
-                &self.running.tree,
-                &self.running.config,
-                &candidate,
-                false,
-            )
+            self.validator
+                .validate_change(&self.running.tree, &self.running.config, &candidate)
         });
         let Report {
             errors,

@@ -95,16 +95,11 @@ impl Validator {
         base_tree: &DataTree,
         base: &Config,
         candidate: &DataTree,
-        libyang_checked: bool,
     ) -> Validated {
         let changed = diff::changed_records(&self.schema, base_tree, candidate);
-        let (errors, scope) = if libyang_checked {
-            (Vec::new(), Scope::Full)
-        } else {
-            match validate::validate_change(&self.schema, candidate, &changed) {
-                Ok(scope) => (Vec::new(), scope),
-                Err(problems) => (problems, Scope::Full),
-            }
+        let (errors, scope) = match validate::validate_change(&self.schema, candidate, &changed) {
+            Ok(scope) => (Vec::new(), scope),
+            Err(problems) => (problems, Scope::Full),
         };
         let read = read::update_config(&self.schema, &self.ids, base, candidate, &changed);
         let names = changed_flows(&changed, &self.ids);

@@ -294,7 +294,7 @@ fn a_change_is_checked_like_the_whole_configuration() {
     for change in changes {
         let candidate = with_lines(&v, &base, change);
         let full = v.validate(&candidate, false);
-        let incremental = v.validate_change(&base, &config, &candidate, false);
+        let incremental = v.validate_change(&base, &config, &candidate);
         assert_eq!(full.report.errors, incremental.report.errors, "{change}");
         assert_eq!(
             full.report.warnings, incremental.report.warnings,
