@@ -330,6 +330,17 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
     let (code, _, err) = daemon.cli(&[], &site);
     assert_eq!(code, 1);
     assert!(err.contains("uncommitted changes"), "{err}");
+    // commit check counts the change in the lines it lists.
+    let (code, out, err) = daemon.cli(&[], &format!("{site}\ncommit check\ndiscard\n"));
+    assert_eq!(code, 0, "{out}{err}");
+    let listed = out
+        .lines()
+        .filter(|l| l.starts_with("  set ") || l.starts_with("  delete "))
+        .count();
+    assert!(
+        listed > 0 && out.contains(&format!("\n{listed} changes:\n")) && !out.contains("more"),
+        "{out}"
+    );
     // A file of set lines ending in commit configures the site.
     let (code, out, err) = daemon.cli(&[], &format!("{site}\ncommit comment \"site\"\n"));
     assert_eq!(code, 0, "{out}{err}");

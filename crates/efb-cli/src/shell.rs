@@ -477,16 +477,16 @@ impl Shell {
                 "configuration check succeeds ({} validated)",
                 reply.validation_scope
             ));
+            let total = reply.change_lines_total as usize;
             lines.push(format!(
-                "{} change{}:",
-                reply.changes,
-                if reply.changes == 1 { "" } else { "s" }
+                "{total} change{}:",
+                if total == 1 { "" } else { "s" }
             ));
             lines.extend(reply.change_lines.iter().map(|l| format!("  {l}")));
-            if reply.changes as usize > reply.change_lines.len() {
+            if total > reply.change_lines.len() {
                 lines.push(format!(
                     "  ... and {} more",
-                    reply.changes as usize - reply.change_lines.len()
+                    total - reply.change_lines.len()
                 ));
             }
             lines.extend(reply.chip.iter().cloned());

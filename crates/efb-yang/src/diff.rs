@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::path::{DataPath, Segment};
-use crate::schema::{NodeKind, Schema, SchemaId};
+use crate::schema::{JsonKind, NodeKind, Schema, SchemaId};
 use crate::tree::{Child, DataTree, Inner, Keys, LeafList, List};
 use crate::{Error, Problem, Value};
 
@@ -43,7 +43,8 @@ impl Change {
                 old: None,
                 new,
             } => {
-                if is_leaf_list_item(schema, path) {
+                // A leaf-list item is its path; an `empty` leaf has no value to show.
+                if is_leaf_list_item(schema, path) || new.kind() == JsonKind::Empty {
                     format!("+ {}", path.display(schema))
                 } else {
                     format!("+ {} = {}", path.display(schema), new)

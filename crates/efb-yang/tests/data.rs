@@ -300,6 +300,14 @@ fn diff_gives_path_level_changes_and_replays() {
             .contains(&"+ /ecofilter-balancer:ecofilter-balancer/flow[name='dns']".to_string()),
         "{described:#?}"
     );
+    // An `empty` leaf is shown by its path alone.
+    assert!(
+        described.contains(
+            &"+ /ecofilter-balancer:ecofilter-balancer/flow[name='to-filters']/action/drop"
+                .to_string()
+        ),
+        "{described:#?}"
+    );
     let lines = setlines::render_changes(&schema, &changes);
     assert!(
         lines

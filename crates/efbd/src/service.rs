@@ -253,15 +253,15 @@ impl Management for Service {
             })
             .await?;
         let changes = outcome.changes();
-        let change_lines = setlines::render_changes(&self.schema, &changes)
-            .into_iter()
-            .take(MAX_CHANGE_LINES)
-            .collect();
+        let mut change_lines = setlines::render_changes(&self.schema, &changes);
+        let change_lines_total = change_lines.len() as u64;
+        change_lines.truncate(MAX_CHANGE_LINES);
         ok(CommitReply {
             commit_id: outcome.commit_id.unwrap_or(0),
             warnings: outcome.warnings.into_iter().map(problem).collect(),
             changes: changes.len() as u64,
             change_lines,
+            change_lines_total,
             confirm_deadline_unix_ms: unix_ms(outcome.confirm_deadline),
             confirmed_commit_id: outcome.confirmed.unwrap_or(0),
             validation_scope: match outcome.scope {
