@@ -353,6 +353,19 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
             && out.contains("unknown"),
         "{out}"
     );
+    // Ports in the order people count them: p2 before p9-0 before p10-0.
+    let (_, out, _) = daemon.cli(&["-c", "show ports"], "");
+    let names: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let at = |name: &str| names.iter().position(|n| *n == name);
+    assert!(
+        at("p2") < at("p9-0") && at("p9-0") < at("p10-0") && at("p1") < at("p2"),
+        "{out}"
+    );
+    assert!(at("p1").is_some() && at("p10-0").is_some(), "{out}");
     let (code, _, err) = daemon.cli(&["-c", "show ecofilter-balancer flow nope"], "");
     assert_eq!(code, 1);
     assert!(err.contains("no such entry"), "{err}");

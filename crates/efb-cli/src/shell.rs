@@ -241,10 +241,11 @@ impl Shell {
             ],
             Some("json") | None => vec![serde_json::to_string_pretty(&doc).unwrap_or_default()],
             Some(view_name) => {
-                let entries: Vec<&Json> = found
+                let mut entries: Vec<&Json> = found
                     .and_then(Json::as_array)
                     .map(|a| a.iter().collect())
                     .unwrap_or_default();
+                self.in_natural_order(&get.path, &mut entries);
                 if entries.is_empty() {
                     if let [name] = rest {
                         return fail(format!("{} {name}: no such entry", command.words));
@@ -265,6 +266,26 @@ impl Shell {
             lines,
             data: Some(doc),
         })
+    }
+
+    /// Entries of a list the system orders, sorted by their first key as people count
+    /// (`p2` before `p10`); a list the user orders keeps the user's order.
+    fn in_natural_order(&self, list_path: &str, entries: &mut [&Json]) {
+        let Some(list) = DataPath::parse(self.schema, list_path)
+            .ok()
+            .and_then(|p| p.node())
+            .map(|id| self.schema.node(id))
+        else {
+            return;
+        };
+        let Some(key) = list.keys.first().map(|k| self.schema.node(*k).name.clone()) else {
+            return;
+        };
+        if list.user_ordered {
+            return;
+        }
+        let key_of = |entry: &Json| entry.get(&key).map(view::text).unwrap_or_default();
+        entries.sort_by(|a, b| efb_table::natural_cmp(&key_of(a), &key_of(b)));
     }
 
     /// `[name='x']` for the first key of the list at `list_path`, the value checked.

@@ -2,6 +2,8 @@
 //! spaces apart, no trailing spaces. The shell's `show` views and `efb-config`'s reports
 //! print through this, so every table of the product looks the same.
 
+use std::cmp::Ordering;
+
 /// The side of its column a cell keeps to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Side {
@@ -48,6 +50,52 @@ fn pad(cell: &str, width: usize, side: Side) -> String {
     }
 }
 
+/// Orders names as people count: `p2` before `p10`, `p9-0` before `p10-0`. Runs of digits
+/// compare by value, the rest by character; names equal that way fall back to plain order.
+pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let (mut x, mut y) = (runs(a), runs(b));
+    loop {
+        match (x.next(), y.next()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(p), Some(q)) => {
+                let order = match (number(p), number(q)) {
+                    (Some(m), Some(n)) => m.cmp(&n),
+                    _ => p.cmp(q),
+                };
+                if order != Ordering::Equal {
+                    return order;
+                }
+            }
+        }
+    }
+}
+
+/// The text in runs of digits and runs of anything else.
+fn runs(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let first = rest.chars().next()?;
+        let digits = first.is_ascii_digit();
+        let end = rest
+            .find(|c: char| c.is_ascii_digit() != digits)
+            .unwrap_or(rest.len());
+        let (run, tail) = rest.split_at(end);
+        rest = tail;
+        Some(run)
+    })
+}
+
+/// A run of digits as a number (leading zeros ignored; too long to hold: compared as text).
+fn number(run: &str) -> Option<u128> {
+    if run.starts_with(|c: char| c.is_ascii_digit()) {
+        run.parse().ok()
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +120,20 @@ mod tests {
             &[Side::Left, Side::Right],
         );
         assert_eq!(lines, ["Port  Packets", "p1          7", "p2       1234"]);
+    }
+
+    #[test]
+    fn names_in_the_order_people_count() {
+        let mut names = vec![
+            "p10-0", "p2", "p9-1", "p1", "p9-0", "p10", "link", "p02", "ef10", "ef9",
+        ];
+        names.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            names,
+            [
+                "ef9", "ef10", "link", "p1", "p02", "p2", "p9-0", "p9-1", "p10", "p10-0"
+            ]
+        );
     }
 
     #[test]
