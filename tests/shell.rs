@@ -368,7 +368,11 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
     assert!(at("p1").is_some() && at("p10-0").is_some(), "{out}");
     let (code, _, err) = daemon.cli(&["-c", "show ecofilter-balancer flow nope"], "");
     assert_eq!(code, 1);
-    assert!(err.contains("no such entry"), "{err}");
+    assert_eq!(
+        err.trim(),
+        "error: show ecofilter-balancer flow nope: no such entry",
+        "one command: no line number"
+    );
     // The first failing line stops the script, and its line number is given.
     let (code, _, err) = daemon.cli(
         &[],

@@ -52,11 +52,11 @@ fn run(args: Args) -> Result<ExitCode> {
     let scripted = args.command.is_some() || !std::io::stdin().is_terminal();
     let mut shell = Shell::new(client, schema, (*grammar).clone(), scripted);
     if let Some(command) = args.command {
-        return Ok(run_lines(&mut shell, std::iter::once(command)));
+        return Ok(run_lines(&mut shell, std::iter::once(command), false));
     }
     if scripted {
         let lines = std::io::stdin().lock().lines().map_while(Result::ok);
-        return Ok(run_lines(&mut shell, lines));
+        return Ok(run_lines(&mut shell, lines, true));
     }
     println!(
         "Connected to efbd {} at {} (model {} {}). Type ? for help.",
@@ -74,8 +74,9 @@ fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// Runs commands one per line, stopping at the first that fails (so a script never commits
-/// half of what it meant). Leaving with uncommitted changes is a failure too.
-fn run_lines(shell: &mut Shell, lines: impl Iterator<Item = String>) -> ExitCode {
+/// half of what it meant). Leaving with uncommitted changes is a failure too. `numbered`:
+/// errors name the line (a script), or not (`-c`, one command).
+fn run_lines(shell: &mut Shell, lines: impl Iterator<Item = String>, numbered: bool) -> ExitCode {
     let mut code = ExitCode::SUCCESS;
     for (number, line) in lines.enumerate() {
         let trimmed = line.trim();
@@ -86,7 +87,11 @@ fn run_lines(shell: &mut Shell, lines: impl Iterator<Item = String>) -> ExitCode
             Ok(Flow::Exit) => break,
             Ok(Flow::Continue) => {}
             Err(e) => {
-                eprintln!("error: line {}: {e}", number + 1);
+                if numbered {
+                    eprintln!("error: line {}: {e}", number + 1);
+                } else {
+                    eprintln!("error: {e}");
+                }
                 code = ExitCode::from(1);
                 break;
             }
