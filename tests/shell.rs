@@ -380,8 +380,10 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
     );
     assert_eq!(code, 1);
     assert!(
-        err.contains("line 3") && err.contains("1500..10240"),
-        "{err}"
+        err.starts_with("error: line 3: ports port p31: mtu \"1\"")
+            && err.contains("1500..10240")
+            && err.lines().count() == 1,
+        "one line naming the script line, the place and what is accepted: {err}"
     );
     let (_, out, _) = daemon.cli(&["-c", "show configuration ports"], "");
     assert!(!out.contains("p31"), "{out}");

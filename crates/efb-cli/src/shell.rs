@@ -550,7 +550,7 @@ impl Shell {
         };
         self.client().rollback(index)?;
         Ok(Output::lines(vec![format!(
-            "load complete: commit {index} is in the candidate (show | compare to review)"
+            "load complete: rollback {index} is in the candidate (show | compare to review)"
         )]))
     }
 

@@ -11,7 +11,7 @@ pub enum DatastoreError {
         warnings: Vec<Problem>,
     },
     /// An edit or a load was refused; the candidate is as it was.
-    #[error("{}", lines(.0))]
+    #[error("{}", edit_lines(.0))]
     Edit(Vec<Problem>),
     /// Others committed changes to the same paths since this session's candidate was started.
     #[error(
@@ -39,6 +39,14 @@ fn lines(problems: &[Problem]) -> String {
         .map(|p| format!("  {p}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// One problem on its line; several as an indented list under the first line's place.
+fn edit_lines(problems: &[Problem]) -> String {
+    match problems {
+        [one] => one.to_string(),
+        _ => lines(problems),
+    }
 }
 
 impl From<sled::Error> for DatastoreError {

@@ -471,15 +471,19 @@ fn verb_word(verb: Verb) -> &'static str {
 }
 
 /// Applies `set` / `delete` lines to a tree, stopping at the first line in error (the error
-/// says which line). Blank lines and `#` comments are skipped.
+/// says which line, when there are several). Blank lines and `#` comments are skipped.
 pub fn apply_lines(schema: &Schema, tree: &mut DataTree, text: &str) -> Result<usize, Error> {
     let mut applied = 0;
+    let several = text.lines().nth(1).is_some();
     for (number, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
         let at_line = |e: Error| {
+            if !several {
+                return e;
+            }
             Error::Invalid(
                 e.problems()
                     .into_iter()

@@ -265,7 +265,13 @@ fn set_line_errors_say_what_would_be_accepted() {
             .unwrap_err()
             .to_string();
         assert!(err.contains(expected), "{line}: {err}");
-        assert!(err.contains("line 1"), "{err}");
+        assert!(!err.contains("line 1"), "one line is not numbered: {err}");
+        // In a text of several lines, the error names the line.
+        let text = format!("# a site\n{line}");
+        let err = setlines::apply_lines(&schema, &mut tree, &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2") && err.contains(expected), "{err}");
     }
     assert!(tree.is_empty(), "a wrong line changes nothing");
 }
