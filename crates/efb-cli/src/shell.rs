@@ -108,7 +108,7 @@ impl Shell {
             }
         };
         for line in apply_pipes(self.schema, output, &pipes)? {
-            println!("{line}");
+            efb_table::print_line(&line);
         }
         Ok(flow)
     }

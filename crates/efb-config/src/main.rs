@@ -152,7 +152,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if text {
                 print!("{}", efb_balancing::config_hash_text(&config));
             } else {
-                println!("{}", efb_balancing::config_hash(&config));
+                efb_table::print_line(&efb_balancing::config_hash(&config));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -179,7 +179,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let live = live_state(&config, &down)?;
             let found = efb_balancing::lookup_session(&config, &session, &live)?;
-            println!("{}", serde_json::to_string_pretty(&found)?);
+            efb_table::print_line(&serde_json::to_string_pretty(&found)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::HashCompare(args) => hash_compare(&validator, args),
@@ -191,7 +191,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     for line in
                         setlines::render_changes(&schema, &diff::diff(&schema, &before, &after))
                     {
-                        println!("{line}");
+                        efb_table::print_line(&line);
                     }
                     Ok(ExitCode::SUCCESS)
                 }
@@ -248,10 +248,10 @@ fn hash_compare(validator: &Validator, args: HashCompareArgs) -> Result<ExitCode
         timeout,
     ));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        efb_table::print_line(&serde_json::to_string_pretty(&report)?);
     } else {
         for line in report.render() {
-            println!("{line}");
+            efb_table::print_line(&line);
         }
     }
     Ok(if report.agree {
@@ -306,18 +306,18 @@ fn validate(validator: &Validator, path: &Path, as_json: bool) -> Result<ExitCod
     if as_json {
         let out =
             serde_json::json!({"valid": errors.is_empty(), "errors": errors, "warnings": warnings});
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        efb_table::print_line(&serde_json::to_string_pretty(&out)?);
     } else {
         print_problems(path, "error", &errors);
         print_problems(path, "warning", &warnings);
-        println!(
+        efb_table::print_line(&format!(
             "{}: {} error{}, {} warning{}",
             path.display(),
             errors.len(),
             plural(errors.len()),
             warnings.len(),
             plural(warnings.len())
-        );
+        ));
     }
     Ok(if errors.is_empty() {
         ExitCode::SUCCESS
@@ -338,9 +338,14 @@ fn plural(n: usize) -> &'static str {
 fn print_problems(file: &Path, level: &str, problems: &[Problem]) {
     for p in problems {
         if p.path.is_empty() {
-            println!("{}: {level}: {}", file.display(), p.message);
+            efb_table::print_line(&format!("{}: {level}: {}", file.display(), p.message));
         } else {
-            println!("{}: {level}: {}: {}", file.display(), p.path, p.message);
+            efb_table::print_line(&format!(
+                "{}: {level}: {}: {}",
+                file.display(),
+                p.path,
+                p.message
+            ));
         }
     }
 }

@@ -426,3 +426,24 @@ fn hash_compare_refuses_a_wrong_command() {
         "{err}"
     );
 }
+
+/// `efb-config diff A B | head -1`: a reader that goes away ends the tool as it ends any
+/// Unix tool (status 141, SIGPIPE's), not with a panic.
+#[test]
+fn a_reader_that_goes_away_ends_it_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_efb-config"))
+        .args(["diff"])
+        .arg(example("one-filter-site.json"))
+        .arg(example("ten-filter-site.json"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes at once: the tool still has the schema and two files to read before
+    // its first line.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -1,6 +1,7 @@
-//! Text tables a human scans quickly: every cell padded to its column's width, columns two
-//! spaces apart, no trailing spaces. The shell's `show` views and `efb-config`'s reports
-//! print through this, so every table of the product looks the same.
+//! Text for people: tables a human scans quickly (every cell padded to its column's width,
+//! columns two spaces apart, no trailing spaces), names in the order people count them, and
+//! printing that stops quietly when the reader goes away. The shell's `show` views and
+//! `efb-config`'s reports go through this, so all the product's text looks the same.
 
 use std::cmp::Ordering;
 
@@ -93,6 +94,21 @@ fn number(run: &str) -> Option<u128> {
         run.parse().ok()
     } else {
         None
+    }
+}
+
+/// Prints one line on standard output. When the reader has gone (`efb-config diff A B |
+/// head`), the program ends at once with status 141, as a Unix tool killed by SIGPIPE
+/// does, where `println!` would panic; any other failure to write is said, status 1.
+pub fn print_line(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("cannot write the output: {e}");
+        std::process::exit(1);
     }
 }
 
