@@ -394,3 +394,126 @@ fn a_killed_efbd_restarts_with_old_or_new_and_reconciles_the_chip() {
     let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
     wait_reconciled(&daemon, "wrote 0 entries");
 }
+
+/// gNMI serves the chip's counters as the shell does: Get reads them when asked, and a
+/// SAMPLE subscription sees them move with the traffic.
+#[test]
+fn gnmi_get_and_sample_read_the_chips_counters() {
+    use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
+    use gnmi_proto::gnmi::{
+        Encoding, GetRequest, Path, PathElem, SubscribeRequest, Subscription, SubscriptionList,
+        SubscriptionMode, get_request, subscribe_request, subscribe_response, subscription_list,
+        typed_value,
+    };
+
+    fn path(elems: &[(&str, Option<&str>)]) -> Path {
+        Path {
+            elem: elems
+                .iter()
+                .map(|(name, key)| PathElem {
+                    name: name.to_string(),
+                    key: key
+                        .map(|k| [("name".to_string(), k.to_string())].into())
+                        .unwrap_or_default(),
+                })
+                .collect(),
+            ..Path::default()
+        }
+    }
+    fn authed<T>(message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        request
+            .metadata_mut()
+            .insert("username", "viewer".parse().unwrap());
+        request
+            .metadata_mut()
+            .insert("password", "viewer".parse().unwrap());
+        request
+    }
+    fn json(value: Option<gnmi_proto::gnmi::TypedValue>) -> serde_json::Value {
+        match value.and_then(|v| v.value) {
+            Some(typed_value::Value::JsonIetfVal(b)) => serde_json::from_slice(&b).unwrap(),
+            other => panic!("unexpected value {other:?}"),
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let users = repo().join("examples/users.demo.toml");
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &[
+            "--p4runtime",
+            &target.address,
+            "--gnmi-plaintext",
+            "--gnmi-users",
+            users.to_str().unwrap(),
+        ],
+    );
+    configure(&daemon, "");
+    let mut chip = Chip::connect(&target);
+    let arp = frames::eth(&[], 0x0806, &[0u8; 28]);
+    chip.inject("p2", vec![arp.clone(); 3]);
+    let address = format!("http://{}", daemon.gnmi.clone().unwrap());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut client = rt.block_on(GNmiClient::connect(address)).unwrap();
+
+    let state = path(&[("ports", None), ("port", Some("p2")), ("state", None)]);
+    let get = GetRequest {
+        path: vec![state.clone()],
+        r#type: get_request::DataType::State as i32,
+        encoding: Encoding::JsonIetf as i32,
+        ..GetRequest::default()
+    };
+    let reply = rt.block_on(client.get(authed(get))).unwrap().into_inner();
+    let value = json(reply.notification[0].update[0].val.clone());
+    assert_eq!(value["oper-status"], "up", "{value}");
+    assert_eq!(value["counters"]["in-frames"], "3", "{value}");
+
+    let in_frames = path(&[
+        ("ports", None),
+        ("port", Some("p2")),
+        ("state", None),
+        ("counters", None),
+        ("in-frames", None),
+    ]);
+    let subscribe = SubscribeRequest {
+        request: Some(subscribe_request::Request::Subscribe(SubscriptionList {
+            subscription: vec![Subscription {
+                path: Some(in_frames),
+                mode: SubscriptionMode::Sample as i32,
+                sample_interval: 100_000_000,
+                suppress_redundant: true,
+                ..Subscription::default()
+            }],
+            mode: subscription_list::Mode::Stream as i32,
+            encoding: Encoding::JsonIetf as i32,
+            ..SubscriptionList::default()
+        })),
+        ..SubscribeRequest::default()
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    rt.block_on(tx.send(subscribe)).unwrap();
+    let mut stream = rt
+        .block_on(client.subscribe(authed(tokio_stream::wrappers::ReceiverStream::new(rx))))
+        .unwrap()
+        .into_inner();
+    let mut next_count = || loop {
+        let message = rt
+            .block_on(async {
+                tokio::time::timeout(Duration::from_secs(5), stream.message()).await
+            })
+            .expect("a sample in time")
+            .unwrap()
+            .unwrap();
+        if let Some(subscribe_response::Response::Update(n)) = message.response
+            && let Some(u) = n.update.into_iter().next()
+        {
+            return json(u.val);
+        }
+    };
+    assert_eq!(next_count(), "3", "the first dump");
+    chip.inject("p2", vec![arp; 2]);
+    assert_eq!(next_count(), "5", "a later sample");
+    drop(tx);
+}

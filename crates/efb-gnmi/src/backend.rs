@@ -9,6 +9,8 @@ use efb_datastore::Edit;
 use efb_yang::{DataTree, Problem, Schema};
 use tokio::sync::broadcast;
 
+use crate::path::Pattern;
+
 /// The configuration and state at one moment, as committed (never ahead of a commit).
 #[derive(Clone, Debug)]
 pub struct Snapshot {
@@ -88,6 +90,19 @@ pub trait Backend: Send + Sync + 'static {
     /// the channel's capacity behind gets `Lagged` (and its subscription is ended with a clear
     /// error): a slow subscriber never holds up a commit.
     fn changes(&self) -> broadcast::Receiver<Arc<Snapshot>>;
+
+    /// `snapshot` with the chip's counters (flows, ports) read now, for the part of the
+    /// tree the patterns cover: what Get, ONCE, POLL and SAMPLE show. Counters move with
+    /// every packet, so they are read when asked for and never sent ON_CHANGE; reading a
+    /// flow's counters costs a read of the whole flow table, so only when a pattern needs
+    /// them. By default (a backend without a chip), the snapshot as it is.
+    async fn with_counters(
+        &self,
+        snapshot: Arc<Snapshot>,
+        _patterns: &[Pattern],
+    ) -> Result<Arc<Snapshot>, BackendError> {
+        Ok(snapshot)
+    }
 
     /// Applies the edits in order, all or none, validates and commits, as `user`. With
     /// `confirm`, the commit rolls back by itself unless confirmed within that time.

@@ -10,6 +10,7 @@ use efb_yang::Schema;
 use tokio::sync::broadcast;
 
 use crate::backend::{Backend, BackendError, Committed, Pending, Snapshot};
+use crate::path::Pattern;
 
 pub(crate) struct Gate {
     schema: Arc<Schema>,
@@ -55,6 +56,14 @@ impl Backend for Gate {
             // A channel without sender: the subscriber sees it closed.
             Err(_) => broadcast::channel(1).1,
         }
+    }
+
+    async fn with_counters(
+        &self,
+        snapshot: Arc<Snapshot>,
+        patterns: &[Pattern],
+    ) -> Result<Arc<Snapshot>, BackendError> {
+        self.open()?.with_counters(snapshot, patterns).await
     }
 
     async fn commit(

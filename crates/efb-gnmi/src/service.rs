@@ -201,7 +201,14 @@ impl GnmiService {
                 .map_err(|e| errors::path("", e))?;
             patterns.push(pattern);
         }
-        let snapshot = self.backend.snapshot().await.map_err(errors::backend)?;
+        let mut snapshot = self.backend.snapshot().await.map_err(errors::backend)?;
+        if filter != Filter::Config {
+            snapshot = self
+                .backend
+                .with_counters(snapshot, &patterns)
+                .await
+                .map_err(errors::backend)?;
+        }
         let schema = self.schema.clone();
         // Printing a large configuration takes milliseconds: off the async threads.
         tokio::task::spawn_blocking(move || {

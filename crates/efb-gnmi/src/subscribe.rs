@@ -334,8 +334,24 @@ impl Session {
         }
     }
 
+    /// `snapshot` with the counters the subscriptions cover, read now (for dumps and
+    /// samples; ON_CHANGE compares snapshots without them).
+    async fn counted(&self, snapshot: Arc<Snapshot>) -> Result<Arc<Snapshot>, Ended> {
+        let patterns: Vec<Pattern> = self.subs.iter().map(|s| s.pattern.clone()).collect();
+        match self.backend.with_counters(snapshot, &patterns).await {
+            Ok(s) => Ok(s),
+            Err(e) => Err(self.fail(errors::backend(e)).await),
+        }
+    }
+
+    /// The latest snapshot with its counters.
+    async fn counted_snapshot(&self) -> Result<Arc<Snapshot>, Ended> {
+        let snapshot = self.snapshot().await?;
+        self.counted(snapshot).await
+    }
+
     async fn once(self, updates_only: bool) -> Ended {
-        let snapshot = match self.snapshot().await {
+        let snapshot = match self.counted_snapshot().await {
             Ok(s) => s,
             Err(e) => return e,
         };
@@ -356,7 +372,7 @@ impl Session {
     ) -> Ended {
         let mut skip_dump = updates_only;
         loop {
-            let snapshot = match self.snapshot().await {
+            let snapshot = match self.counted_snapshot().await {
                 Ok(s) => s,
                 Err(e) => return e,
             };
@@ -403,7 +419,11 @@ impl Session {
             Ok(s) => s,
             Err(e) => return e,
         };
-        if !updates_only && let Err(e) = self.dump(&latest, &self.all(), stamp(&latest)).await {
+        let counted = match self.counted(latest.clone()).await {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        if !updates_only && let Err(e) = self.dump(&counted, &self.all(), stamp(&counted)).await {
             return e;
         }
         if let Err(e) = self.sync().await {
@@ -411,7 +431,7 @@ impl Session {
         }
         let now = Instant::now();
         for sub in &mut self.subs {
-            sub.sampled = Some(latest.clone());
+            sub.sampled = Some(counted.clone());
             sub.sample_due = sub.interval().map(|i| now + i);
             sub.heartbeat_due = sub.heartbeat.map(|h| now + h);
         }
@@ -422,7 +442,10 @@ impl Session {
                 () = stopped(&mut stop) => return self.fail(Status::unavailable("efbd is stopping")).await,
                 () = self.out.closed() => return Ended::ClientGone,
                 next = changes.recv() => self.changed(next, &mut latest).await,
-                () = sleep_until(due) => self.timers(&latest).await,
+                () = sleep_until(due) => match self.counted(latest.clone()).await {
+                    Ok(counted) => self.timers(&counted).await,
+                    Err(e) => Err(e),
+                },
                 message = inbound.recv(), if inbound_open => match message {
                     // The client closed its side: the subscription goes on.
                     None => {

@@ -72,6 +72,10 @@ pub struct Wanted {
     pub ports: bool,
 }
 
+/// The lists whose entries carry counters.
+pub const FLOW_LIST: &str = "/ecofilter-balancer:ecofilter-balancer/flow";
+pub const PORT_LIST: &str = "/ecofilter-balancer:ports/port";
+
 impl Wanted {
     /// The counters under `path` (or above it: the root wants all).
     pub fn under(schema: &Schema, path: &DataPath) -> Wanted {
@@ -81,8 +85,8 @@ impl Wanted {
                 .unwrap_or(false)
         };
         Wanted {
-            flows: overlaps("/ecofilter-balancer:ecofilter-balancer/flow"),
-            ports: overlaps("/ecofilter-balancer:ports/port"),
+            flows: overlaps(FLOW_LIST),
+            ports: overlaps(PORT_LIST),
         }
     }
 }

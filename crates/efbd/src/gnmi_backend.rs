@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use efb_datastore::{CommitRequest, DatastoreError, Edit};
 use efb_gnmi::backend::{Backend, BackendError, Committed, Pending, Snapshot, pending_message};
-use efb_yang::Schema;
+use efb_gnmi::path::{Pattern, Relation};
+use efb_yang::{DataPath, Schema};
 use tokio::sync::broadcast;
 
 use crate::owner::{Owner, OwnerGone, OwnerState};
+use crate::{chip, state};
 
 pub struct GnmiBackend {
     pub owner: Owner,
@@ -77,6 +79,45 @@ impl Backend for GnmiBackend {
 
     fn changes(&self) -> broadcast::Receiver<Arc<Snapshot>> {
         self.snapshots.subscribe()
+    }
+
+    async fn with_counters(
+        &self,
+        snapshot: Arc<Snapshot>,
+        patterns: &[Pattern],
+    ) -> Result<Arc<Snapshot>, BackendError> {
+        let covers = |list: &str| {
+            DataPath::parse(&self.schema, list).is_ok_and(|list| {
+                patterns
+                    .iter()
+                    .any(|p| p.relation(&self.schema, &list) != Relation::Outside)
+            })
+        };
+        let wanted = chip::Wanted {
+            flows: covers(chip::FLOW_LIST),
+            ports: covers(chip::PORT_LIST),
+        };
+        if !wanted.flows && !wanted.ports {
+            return Ok(snapshot);
+        }
+        let (driver, config) = self
+            .owner
+            .call(|s| (s.driver.clone(), s.datastore.running().config.clone()))
+            .await
+            .map_err(gone)?;
+        let Some(driver) = driver else {
+            return Ok(snapshot);
+        };
+        let schema = self.schema.clone();
+        // A read of 100 000 flow counters must not hold up the async threads.
+        tokio::task::spawn_blocking(move || {
+            let counters = chip::counters(&driver, &config, wanted);
+            let mut counted = (*snapshot).clone();
+            counted.operational = state::with_counters(&schema, &snapshot.operational, &counters);
+            Arc::new(counted)
+        })
+        .await
+        .map_err(|e| BackendError::Unavailable(format!("reading the counters: {e}")))
     }
 
     async fn commit(

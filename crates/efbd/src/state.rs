@@ -32,17 +32,29 @@ pub struct Known<'a> {
     pub pairs: &'a [PairState],
 }
 
-/// Running configuration plus known state.
-pub fn operational_tree(schema: &Schema, running: &Running, known: Known<'_>) -> DataTree {
-    let mut tree = running.tree.clone();
-    let mut put = |path: String, text: &str| {
+/// Sets leaves of `tree` by path and text; a value the schema refuses is left out.
+fn putter<'a>(schema: &'a Schema, tree: &'a mut DataTree) -> impl FnMut(String, &str) + 'a {
+    move |path: String, text: &str| {
         if let Ok(path) = DataPath::parse(schema, &path)
             && let Some(node) = path.node()
             && let Ok(value) = schema.value(node, text)
         {
             let _ = tree.set(schema, &path, Some(value));
         }
-    };
+    }
+}
+
+/// An operational tree with the chip's counters put in.
+pub fn with_counters(schema: &Schema, tree: &DataTree, counters: &Counters) -> DataTree {
+    let mut tree = tree.clone();
+    put_counters(counters, &mut putter(schema, &mut tree));
+    tree
+}
+
+/// Running configuration plus known state.
+pub fn operational_tree(schema: &Schema, running: &Running, known: Known<'_>) -> DataTree {
+    let mut tree = running.tree.clone();
+    let mut put = putter(schema, &mut tree);
     put(
         format!("{BALANCER}/balancing-config-hash"),
         &efb_balancing::config_hash(&running.config),
@@ -64,6 +76,7 @@ pub fn operational_tree(schema: &Schema, running: &Running, known: Known<'_>) ->
     if let Some(counters) = known.counters {
         put_counters(counters, &mut put);
     }
+    drop(put);
     tree
 }
 
