@@ -10,15 +10,15 @@
 use std::time::{Duration, Instant};
 
 use efb_tests::figures::{resident_kib, site_with_flows, summary};
+use efb_tests::gnmi_io::{authed, path};
 use efb_tests::{Daemon, repo};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
-    Encoding, GetRequest, Path, PathElem, SetRequest, SubscribeRequest, SubscribeResponse,
-    Subscription, SubscriptionList, TypedValue, Update, subscribe_request, subscribe_response,
-    typed_value,
+    Encoding, GetRequest, Path, SetRequest, SubscribeRequest, SubscribeResponse, Subscription,
+    SubscriptionList, TypedValue, Update, subscribe_request, subscribe_response, typed_value,
 };
+use tonic::Streaming;
 use tonic::transport::Channel;
-use tonic::{Request, Streaming};
 
 struct Size {
     flows: usize,
@@ -46,33 +46,6 @@ fn size() -> Size {
             changes: 20,
             memory_subscribers: 1000,
         }
-    }
-}
-
-fn authed<T>(message: T) -> Request<T> {
-    let mut request = Request::new(message);
-    request
-        .metadata_mut()
-        .insert("username", "admin".parse().unwrap());
-    request
-        .metadata_mut()
-        .insert("password", "admin".parse().unwrap());
-    request
-}
-
-fn path(elems: &[(&str, Option<(&str, &str)>)]) -> Path {
-    Path {
-        elem: elems
-            .iter()
-            .map(|(name, key)| PathElem {
-                name: name.to_string(),
-                key: key
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            })
-            .collect(),
-        ..Path::default()
     }
 }
 
@@ -123,7 +96,7 @@ async fn subscriber(mut client: GNmiClient<Channel>) -> Streaming<SubscribeRespo
         ..SubscribeRequest::default()
     };
     let mut stream = client
-        .subscribe(authed(tokio_stream::iter(vec![first])))
+        .subscribe(authed(tokio_stream::iter(vec![first]), "admin"))
         .await
         .unwrap()
         .into_inner();
@@ -214,7 +187,7 @@ async fn run(daemon: &Daemon, size: &Size) {
             ..GetRequest::default()
         };
         let started = Instant::now();
-        let response = client.get(authed(get)).await.unwrap().into_inner();
+        let response = client.get(authed(get, "admin")).await.unwrap().into_inner();
         times.push(started.elapsed());
         bytes = response.notification[0].update[0]
             .val
@@ -247,7 +220,7 @@ async fn run(daemon: &Daemon, size: &Size) {
         for i in 0..size.rounds {
             let started = Instant::now();
             client
-                .set(authed(set_description(at(), &format!("set {i}"))))
+                .set(authed(set_description(at(), &format!("set {i}")), "admin"))
                 .await
                 .unwrap();
             times.push(started.elapsed());
@@ -276,10 +249,10 @@ async fn run(daemon: &Daemon, size: &Size) {
     for change in 0..size.changes {
         let started = Instant::now();
         client
-            .set(authed(set_description(
-                flow_description(),
-                &format!("change {change}"),
-            )))
+            .set(authed(
+                set_description(flow_description(), &format!("change {change}")),
+                "admin",
+            ))
             .await
             .unwrap();
         for _ in 0..size.subscribers {

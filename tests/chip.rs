@@ -399,43 +399,12 @@ fn a_killed_efbd_restarts_with_old_or_new_and_reconciles_the_chip() {
 /// SAMPLE subscription sees them move with the traffic.
 #[test]
 fn gnmi_get_and_sample_read_the_chips_counters() {
+    use efb_tests::gnmi_io::{authed, json, path};
     use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
     use gnmi_proto::gnmi::{
-        Encoding, GetRequest, Path, PathElem, SubscribeRequest, Subscription, SubscriptionList,
-        SubscriptionMode, get_request, subscribe_request, subscribe_response, subscription_list,
-        typed_value,
+        Encoding, GetRequest, SubscribeRequest, Subscription, SubscriptionList, SubscriptionMode,
+        get_request, subscribe_request, subscribe_response, subscription_list,
     };
-
-    fn path(elems: &[(&str, Option<&str>)]) -> Path {
-        Path {
-            elem: elems
-                .iter()
-                .map(|(name, key)| PathElem {
-                    name: name.to_string(),
-                    key: key
-                        .map(|k| [("name".to_string(), k.to_string())].into())
-                        .unwrap_or_default(),
-                })
-                .collect(),
-            ..Path::default()
-        }
-    }
-    fn authed<T>(message: T) -> tonic::Request<T> {
-        let mut request = tonic::Request::new(message);
-        request
-            .metadata_mut()
-            .insert("username", "viewer".parse().unwrap());
-        request
-            .metadata_mut()
-            .insert("password", "viewer".parse().unwrap());
-        request
-    }
-    fn json(value: Option<gnmi_proto::gnmi::TypedValue>) -> serde_json::Value {
-        match value.and_then(|v| v.value) {
-            Some(typed_value::Value::JsonIetfVal(b)) => serde_json::from_slice(&b).unwrap(),
-            other => panic!("unexpected value {other:?}"),
-        }
-    }
 
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&[]);
@@ -458,21 +427,28 @@ fn gnmi_get_and_sample_read_the_chips_counters() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut client = rt.block_on(GNmiClient::connect(address)).unwrap();
 
-    let state = path(&[("ports", None), ("port", Some("p2")), ("state", None)]);
+    let state = path(&[
+        ("ports", None),
+        ("port", Some(("name", "p2"))),
+        ("state", None),
+    ]);
     let get = GetRequest {
         path: vec![state.clone()],
         r#type: get_request::DataType::State as i32,
         encoding: Encoding::JsonIetf as i32,
         ..GetRequest::default()
     };
-    let reply = rt.block_on(client.get(authed(get))).unwrap().into_inner();
+    let reply = rt
+        .block_on(client.get(authed(get, "viewer")))
+        .unwrap()
+        .into_inner();
     let value = json(reply.notification[0].update[0].val.clone());
     assert_eq!(value["oper-status"], "up", "{value}");
     assert_eq!(value["counters"]["in-frames"], "3", "{value}");
 
     let in_frames = path(&[
         ("ports", None),
-        ("port", Some("p2")),
+        ("port", Some(("name", "p2"))),
         ("state", None),
         ("counters", None),
         ("in-frames", None),
@@ -495,7 +471,10 @@ fn gnmi_get_and_sample_read_the_chips_counters() {
     let (tx, rx) = tokio::sync::mpsc::channel(1);
     rt.block_on(tx.send(subscribe)).unwrap();
     let mut stream = rt
-        .block_on(client.subscribe(authed(tokio_stream::wrappers::ReceiverStream::new(rx))))
+        .block_on(client.subscribe(authed(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+            "viewer",
+        )))
         .unwrap()
         .into_inner();
     let mut next_count = || loop {

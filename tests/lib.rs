@@ -3,6 +3,7 @@
 
 pub mod chip_io;
 pub mod figures;
+pub mod gnmi_io;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

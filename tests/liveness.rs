@@ -565,35 +565,23 @@ fn manual_modes_on_one_unit_and_on_all() {
 
 mod gnmi_subscriber {
     use super::*;
+    use efb_tests::gnmi_io::{authed, path};
     use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
     use gnmi_proto::gnmi::{
-        Path as GnmiPath, PathElem, SubscribeRequest, Subscription, SubscriptionList,
-        SubscriptionMode, subscribe_request, subscribe_response, typed_value,
+        Path as GnmiPath, SubscribeRequest, Subscription, SubscriptionList, SubscriptionMode,
+        subscribe_request, subscribe_response, typed_value,
     };
-
-    fn elem(name: &str, key: Option<(&str, &str)>) -> PathElem {
-        PathElem {
-            name: name.into(),
-            key: key
-                .map(|(k, v)| [(k.to_string(), v.to_string())].into())
-                .unwrap_or_default(),
-        }
-    }
 
     fn status_path(pair: Option<&str>) -> GnmiPath {
         let mut elems = vec![
-            elem("ecofilter-balancer", None),
-            elem("ecofilter-unit", Some(("name", "ef1"))),
+            ("ecofilter-balancer", None),
+            ("ecofilter-unit", Some(("name", "ef1"))),
         ];
         if let Some(pair) = pair {
-            elems.push(elem("pair", Some(("name", pair))));
+            elems.push(("pair", Some(("name", pair))));
         }
-        elems.push(elem("state", None));
-        elems.push(elem("status", None));
-        GnmiPath {
-            elem: elems,
-            ..GnmiPath::default()
-        }
+        elems.extend([("state", None), ("status", None)]);
+        path(&elems)
     }
 
     #[test]
@@ -630,13 +618,7 @@ mod gnmi_subscriber {
             };
             let (tx, rx) = tokio::sync::mpsc::channel(1);
             tx.send(first).await.unwrap();
-            let mut request = tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx));
-            request
-                .metadata_mut()
-                .insert("username", "viewer".parse().unwrap());
-            request
-                .metadata_mut()
-                .insert("password", "viewer".parse().unwrap());
+            let request = authed(tokio_stream::wrappers::ReceiverStream::new(rx), "viewer");
             let mut stream = client.subscribe(request).await.unwrap().into_inner();
             while let Ok(Some(message)) = stream.message().await {
                 let _keep_open = &tx;
