@@ -1,7 +1,8 @@
 //! The southbound path end to end (release build; management API -> efbd -> P4Runtime ->
 //! efb-target, real gRPC on loopback): the first push of a large configuration, the latency
-//! of a one-flow commit, and a restart of efbd with nothing to reconcile, at 100, 10 000 and
-//! 100 000 flows. Prints figures: `cargo bench -p efb-tests --bench chip`.
+//! of a one-flow commit, counters read back (one flow, every flow), and a restart of efbd
+//! with nothing to reconcile, at 100, 10 000 and 100 000 flows. Prints figures:
+//! `cargo bench -p efb-tests --bench chip`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use efb_cli::client::Client;
-use efb_mgmt_proto::v1::{CommitRequest, Format, LoadMode};
+use efb_mgmt_proto::v1::{CommitRequest, Datastore, Format, LoadMode};
 use efb_tests::figures::{peak_resident_kib, site_with_flows, summary};
 use efb_tests::{Daemon, Target};
 
@@ -121,6 +122,35 @@ fn restart_without_changes(daemon: Daemon, target: &Target, datastore: &Path, fl
     );
 }
 
+/// The operational state of one flow (`show ecofilter-balancer flow NAME`: its entries'
+/// counters read from the chip) and of every flow (one read of the whole flow table).
+fn counter_reads(client: &mut Client, flows: usize, rounds: usize) {
+    let mut read = |path: &str, rounds: usize| {
+        let mut times = Vec::new();
+        for _ in 0..rounds {
+            let started = Instant::now();
+            let text = client
+                .get(Datastore::Operational, path, Format::Json, false)
+                .unwrap();
+            times.push(started.elapsed());
+            assert!(text.contains("\"packets\""), "counters read: {path}");
+        }
+        times
+    };
+    let one = format!(
+        "/ecofilter-balancer:ecofilter-balancer/flow[name='sub{}']",
+        flows / 3
+    );
+    summary(
+        &format!("state of one flow, {flows} flows"),
+        read(&one, rounds),
+    );
+    summary(
+        &format!("state of every flow, {flows} flows"),
+        read("/ecofilter-balancer:ecofilter-balancer/flow", 3),
+    );
+}
+
 fn main() {
     let quick = std::env::var_os("EFB_BENCH_QUICK").is_some();
     let sizes: &[(usize, usize)] = if quick {
@@ -135,6 +165,7 @@ fn main() {
         let (daemon, mut client) = start(&datastore, &target);
         initial_push(&mut client, flows);
         one_flow_commits(&mut client, flows, rounds);
+        counter_reads(&mut client, flows, rounds.min(50));
         drop(client);
         restart_without_changes(daemon, &target, &datastore, flows);
     }

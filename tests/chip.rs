@@ -88,6 +88,9 @@ fn what_is_committed_is_what_the_chip_does() {
         row.split_whitespace().rev().nth(1) == Some("1"),
         "one packet counted on dns: {out}"
     );
+    // Counters read for one named flow never make up a flow that is not configured.
+    let (code, _, err) = daemon.cli(&["-c", "show ecofilter-balancer flow nope"], "");
+    assert!(code == 1 && err.contains("no such entry"), "{err}");
     // Five frames came in by p2, the dns one was dropped; the emulated platform counts no
     // errors, so those stay unknown rather than a made-up zero.
     let (_, out, _) = daemon.cli(&["-c", "show ports p2 statistics"], "");

@@ -268,6 +268,27 @@ impl Connection {
         .await
     }
 
+    /// Reads the given entries (match and priority; the action is not part of the key)
+    /// with their counters: a handful of entries, where a table read returns all of them.
+    pub async fn read_counters_of(
+        &mut self,
+        entries: &[p4::TableEntry],
+    ) -> Result<Vec<p4::TableEntry>, ClientError> {
+        let entities = entries
+            .iter()
+            .map(|e| {
+                table_entity(p4::TableEntry {
+                    table_id: e.table_id,
+                    r#match: e.r#match.clone(),
+                    priority: e.priority,
+                    counter_data: Some(p4::CounterData::default()),
+                    ..Default::default()
+                })
+            })
+            .collect();
+        self.read(entities).await
+    }
+
     async fn read(
         &mut self,
         entities: Vec<p4::Entity>,

@@ -25,7 +25,7 @@ use tokio::sync::{Mutex, mpsc};
 use tracing::{error, info, warn};
 
 use crate::client::{ClientError, Connection, PacketSender, StreamEvent, WriteFailure};
-use crate::compile::{Compiled, Compiler};
+use crate::compile::{Compiled, Compiler, Group};
 use crate::entry::{EntryKey, normalized};
 use crate::ids::Ids;
 use crate::plan::{Op, Plan, Tables};
@@ -366,18 +366,39 @@ impl Driver {
         result
     }
 
-    /// Flow counters: packets and bytes per flow name, summed over its entries.
-    pub fn flow_counters(&self) -> Option<BTreeMap<String, (u64, u64)>> {
+    /// Flow counters: packets and bytes per flow name, summed over its entries; of the
+    /// named flows only (their entries read one by one), or of every flow (`None`: one
+    /// read of the whole flow table).
+    pub fn flow_counters(&self, only: Option<&[String]>) -> Option<BTreeMap<String, (u64, u64)>> {
         self.runtime.block_on(async {
             let mut inner = self.inner.lock().await;
-            let flows = inner.tables.flows;
-            let sources: BTreeMap<EntryKey, String> = inner
-                .programmed
-                .by_key()
-                .into_iter()
-                .map(|(k, d)| (k, d.source.clone()))
-                .collect();
-            let entries = inner.conn.as_mut()?.read_counters(flows).await.ok()?;
+            let (sources, entries) = match only {
+                Some(names) => {
+                    let mut sources = BTreeMap::new();
+                    let mut wanted = Vec::new();
+                    for name in names {
+                        for d in inner.programmed.group(&Group::Flow(name.clone())) {
+                            sources.insert(EntryKey::of(&d.entry), d.source.clone());
+                            wanted.push(d.entry.clone());
+                        }
+                    }
+                    let read = inner.conn.as_mut()?.read_counters_of(&wanted).await;
+                    (sources, read.ok()?)
+                }
+                None => {
+                    let flows = inner.tables.flows;
+                    let sources: BTreeMap<EntryKey, String> = inner
+                        .programmed
+                        .by_key()
+                        .into_iter()
+                        .map(|(k, d)| (k, d.source.clone()))
+                        .collect();
+                    (
+                        sources,
+                        inner.conn.as_mut()?.read_counters(flows).await.ok()?,
+                    )
+                }
+            };
             let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
             for entry in entries {
                 let Some(data) = entry.counter_data else {
@@ -405,17 +426,28 @@ impl Driver {
         Some(counters.into_iter().map(|c| (c.device_port, c)).collect())
     }
 
-    /// Entries per flow, as compiled (what `entries` in the flow's state says).
-    pub fn flow_entries(&self) -> BTreeMap<String, usize> {
+    /// Entries per flow, as compiled (what `entries` in the flow's state says); of the
+    /// named flows only, or of every flow (`None`).
+    pub fn flow_entries(&self, only: Option<&[String]>) -> BTreeMap<String, usize> {
         self.runtime.block_on(async {
             let inner = self.inner.lock().await;
-            let mut out: BTreeMap<String, usize> = BTreeMap::new();
-            for (_, d) in inner.programmed.by_key() {
-                if let Some(name) = flow_name(&d.source) {
-                    *out.entry(name).or_default() += 1;
-                }
+            let programmed = &inner.programmed;
+            match only {
+                Some(names) => names
+                    .iter()
+                    .map(|name| {
+                        let entries = programmed.group(&Group::Flow(name.clone())).len();
+                        (name.clone(), entries)
+                    })
+                    .collect(),
+                None => programmed
+                    .groups()
+                    .filter_map(|(group, entries)| match group {
+                        Group::Flow(name) => Some((name.clone(), entries.len())),
+                        _ => None,
+                    })
+                    .collect(),
             }
-            out
         })
     }
 }

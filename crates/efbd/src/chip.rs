@@ -66,10 +66,20 @@ pub struct Counters {
 
 /// Which counters a request needs: reading every flow's counters for `show ports` would
 /// cost a read of the whole flow table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Wanted {
-    pub flows: bool,
+    pub flows: Flows,
     pub ports: bool,
+}
+
+/// Which flows' counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Flows {
+    None,
+    /// These flows' entries, read one by one (`show ecofilter-balancer flow NAME`).
+    Only(Vec<String>),
+    /// The whole flow table, in one read.
+    All,
 }
 
 /// The lists whose entries carry counters.
@@ -79,24 +89,49 @@ pub const PORT_LIST: &str = "/ecofilter-balancer:ports/port";
 impl Wanted {
     /// The counters under `path` (or above it: the root wants all).
     pub fn under(schema: &Schema, path: &DataPath) -> Wanted {
-        let overlaps = |list: &str| {
-            DataPath::parse(schema, list)
-                .map(|list| list.overlaps(path))
-                .unwrap_or(false)
+        let list = |name: &str| DataPath::parse(schema, name).ok();
+        let overlaps = |name: &str| list(name).is_some_and(|l| l.overlaps(path));
+        let flows = match list(FLOW_LIST) {
+            Some(flows) if flows.overlaps(path) => one_flow(&flows, path)
+                .map(|name| Flows::Only(vec![name]))
+                .unwrap_or(Flows::All),
+            _ => Flows::None,
         };
         Wanted {
-            flows: overlaps(FLOW_LIST),
+            flows,
             ports: overlaps(PORT_LIST),
         }
     }
 }
 
+/// The flow a path names, when it is at or below one entry of the flow list.
+fn one_flow(flows: &DataPath, path: &DataPath) -> Option<String> {
+    let list = flows.segments.last()?;
+    let entry = path.segments.get(flows.segments.len() - 1)?;
+    let name = entry.keys.first().filter(|_| entry.node == list.node)?;
+    Some(name.as_str().to_string())
+}
+
 /// Reads the counters (blocking: not to be called on the runtime's threads).
 pub fn counters(driver: &Driver, config: &Config, wanted: Wanted) -> Counters {
     let mut out = Counters::default();
-    if wanted.flows {
-        out.flows = driver.flow_counters();
-        out.entries = driver.flow_entries();
+    // Only configured flows: counters for a name that is not one would make it appear.
+    let named: Vec<String> = match &wanted.flows {
+        Flows::Only(names) => names
+            .iter()
+            .filter(|n| config.flows.contains_key(n.as_str()))
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    let only = match &wanted.flows {
+        Flows::None => None,
+        Flows::Only(_) => Some(Some(named.as_slice())),
+        Flows::All => Some(None),
+    };
+    if let Some(only) = only {
+        out.flows = driver.flow_counters(only);
+        out.entries = driver.flow_entries(only);
     }
     if !wanted.ports {
         return out;
@@ -119,4 +154,32 @@ pub fn device_port(map: &PortMap, config: &Config, name: &str) -> Option<u32> {
         lane: port.lane.map(u32::from),
     })
     .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wanted(path: &str) -> Wanted {
+        let schema = Schema::load().expect("schema");
+        let path = DataPath::parse(&schema, path).expect("a path");
+        Wanted::under(&schema, &path)
+    }
+
+    #[test]
+    fn a_path_reads_the_counters_under_it_and_no_more() {
+        let all = wanted("/");
+        assert_eq!((all.flows, all.ports), (Flows::All, true));
+        let one = wanted("/ecofilter-balancer:ecofilter-balancer/flow[name='dns']/state");
+        assert_eq!(
+            (one.flows, one.ports),
+            (Flows::Only(vec!["dns".into()]), false)
+        );
+        let flows = wanted("/ecofilter-balancer:ecofilter-balancer/flow");
+        assert_eq!(flows.flows, Flows::All);
+        let ports = wanted("/ecofilter-balancer:ports/port[name='p1']");
+        assert_eq!((ports.flows, ports.ports), (Flows::None, true));
+        let units = wanted("/ecofilter-balancer:ecofilter-balancer/ecofilter-unit");
+        assert_eq!((units.flows, units.ports), (Flows::None, false));
+    }
 }

@@ -93,13 +93,19 @@ impl Backend for GnmiBackend {
                     .any(|p| p.relation(&self.schema, &list) != Relation::Outside)
             })
         };
-        let wanted = chip::Wanted {
-            flows: covers(chip::FLOW_LIST),
-            ports: covers(chip::PORT_LIST),
-        };
-        if !wanted.flows && !wanted.ports {
+        let flows = covers(chip::FLOW_LIST);
+        let ports = covers(chip::PORT_LIST);
+        if !flows && !ports {
             return Ok(snapshot);
         }
+        let wanted = chip::Wanted {
+            flows: if flows {
+                chip::Flows::All
+            } else {
+                chip::Flows::None
+            },
+            ports,
+        };
         let (driver, config) = self
             .owner
             .call(|s| (s.driver.clone(), s.datastore.running().config.clone()))
