@@ -10,8 +10,7 @@
 //! entries; at a leaf, the bare value. Get filters by data type: CONFIG keeps `config true`
 //! nodes, STATE keeps `config false` nodes with the keys and containers leading to them.
 
-use std::fmt::Write;
-
+use efb_yang::json::write_json_string;
 use efb_yang::{
     BaseType, Child, DataPath, DataTree, Inner, JsonKind, LeafList, List, NodeKind, NodeRef,
     Schema, SchemaId, TypeInfo, Value,
@@ -221,13 +220,13 @@ impl Encoder<'_> {
                     out.push_str(text)
                 }
                 (Encoding::Json, Some(BaseType::IdentityRef)) => {
-                    write_string(out, text.rsplit(':').next().unwrap_or(text))
+                    write_json_string(out, text.rsplit(':').next().unwrap_or(text))
                 }
                 (Encoding::JsonIetf, Some(BaseType::IdentityRef)) if !text.contains(':') => {
                     // The canonical form names the module; a bare name is the leaf's own.
-                    write_string(out, &format!("{}:{text}", self.schema.node(id).module))
+                    write_json_string(out, &format!("{}:{text}", self.schema.node(id).module))
                 }
-                _ => write_string(out, text),
+                _ => write_json_string(out, text),
             },
         }
     }
@@ -248,24 +247,6 @@ pub fn base(schema: &Schema, id: SchemaId) -> Option<BaseType> {
 pub fn has_state(schema: &Schema, id: SchemaId) -> bool {
     let info = schema.node(id);
     !info.config || info.children.iter().any(|c| has_state(schema, *c))
-}
-
-pub fn write_string(out: &mut String, text: &str) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// The leaves under the node at `path` (itself if it is one), each with its path, for

@@ -90,6 +90,22 @@ async fn reconciled(driver: &Driver, after: Option<std::time::SystemTime>) -> Dr
     panic!("no reconcile: {:?}", driver.status());
 }
 
+/// A driver for `site` on the servers, once it has reconciled the target; with its status.
+async fn start_reconciled(
+    servers: &Servers,
+    dir: &std::path::Path,
+    site: &Arc<Config>,
+) -> (Driver, DriverStatus) {
+    let driver = Driver::start(
+        settings(servers, dir),
+        PortMap::builtin().unwrap(),
+        site.clone(),
+    )
+    .unwrap();
+    let status = reconciled(&driver, None).await;
+    (driver, status)
+}
+
 /// Runs a blocking southbound call off the runtime (efbd calls it from its owner thread).
 async fn apply(driver: &Driver, next: &Arc<Config>, offline: bool) -> Result<Vec<String>, String> {
     let mut d = driver.clone();
@@ -132,13 +148,7 @@ async fn reconcile_writes_only_what_differs() {
     let dir = tempfile::tempdir().unwrap();
     let servers = target(0).await;
     let site = config("");
-    let first = Driver::start(
-        settings(&servers, dir.path()),
-        PortMap::builtin().unwrap(),
-        site.clone(),
-    )
-    .unwrap();
-    let status = reconciled(&first, None).await;
+    let (first, status) = start_reconciled(&servers, dir.path(), &site).await;
     // Everything but the balancing method, whose default (layer-3) the program starts with.
     assert_eq!(
         status.reconcile_written,
@@ -149,13 +159,7 @@ async fn reconcile_writes_only_what_differs() {
     first.stop().await;
 
     // efbd restarted with nothing changed: nothing written.
-    let second = Driver::start(
-        settings(&servers, dir.path()),
-        PortMap::builtin().unwrap(),
-        site.clone(),
-    )
-    .unwrap();
-    let status = reconciled(&second, None).await;
+    let (second, status) = start_reconciled(&servers, dir.path(), &site).await;
     assert_eq!(status.reconcile_written, 0);
 
     // The target restarted empty: everything again, after reconnecting by itself.
@@ -176,13 +180,7 @@ async fn reconcile_writes_only_what_differs() {
     );
     apply(&second, &other, false).await.unwrap();
     second.stop().await;
-    let third = Driver::start(
-        settings(&servers, dir.path()),
-        PortMap::builtin().unwrap(),
-        site.clone(),
-    )
-    .unwrap();
-    let status = reconciled(&third, None).await;
+    let (third, status) = start_reconciled(&servers, dir.path(), &site).await;
     assert_eq!(status.reconcile_written, 2, "one delete, one modify");
     third.stop().await;
 }
@@ -193,13 +191,7 @@ async fn a_refused_commit_leaves_the_target_as_it_was() {
     // 4 096 buckets fit; 4 500 flows do not.
     let servers = target(4100).await;
     let site = config("");
-    let driver = Driver::start(
-        settings(&servers, dir.path()),
-        PortMap::builtin().unwrap(),
-        site.clone(),
-    )
-    .unwrap();
-    reconciled(&driver, None).await;
+    let (driver, _) = start_reconciled(&servers, dir.path(), &site).await;
     let before = entries_on_target(&servers).await;
     let mut lines = String::new();
     for i in 0..4500 {
@@ -257,13 +249,7 @@ async fn sessions_reach_the_pair_and_core_the_algorithm_names() {
     let dir = tempfile::tempdir().unwrap();
     let servers = target(0).await;
     let site = config("");
-    let driver = Driver::start(
-        settings(&servers, dir.path()),
-        PortMap::builtin().unwrap(),
-        site.clone(),
-    )
-    .unwrap();
-    reconciled(&driver, None).await;
+    let (driver, _) = start_reconciled(&servers, dir.path(), &site).await;
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("southbound.json")).unwrap())
             .unwrap();

@@ -267,14 +267,28 @@ impl Batch<'_> {
             seq,
             counter: tables::CounterCell::default(),
         };
+        self.store(table, e, key.bytes, entry, None)
+    }
+
+    /// Puts `entry` in its table (with the counter values the update gave, if any) and
+    /// remembers what it replaced for the undo.
+    fn store(
+        &mut self,
+        table: &TableInfo,
+        e: &p4::TableEntry,
+        key: Vec<u8>,
+        entry: Entry,
+        old: Option<Entry>,
+    ) -> Result<(), TargetError> {
         if let Some(data) = &e.counter_data {
             entry.counter.set(data);
         }
-        t.insert(key.bytes.clone(), entry, table.needs_priority());
+        self.table_mut(table.id)?
+            .insert(key.clone(), entry, table.needs_priority());
         self.undo.push(Undo::Entry {
             table: table.id,
-            key: key.bytes,
-            old: None,
+            key,
+            old: old.map(Box::new),
         });
         Ok(())
     }
@@ -305,16 +319,7 @@ impl Batch<'_> {
             entry.entry = stored_entry(e, key.matches, action);
             entry.action = value;
         }
-        if let Some(data) = &e.counter_data {
-            entry.counter.set(data);
-        }
-        t.insert(key.bytes.clone(), entry, table.needs_priority());
-        self.undo.push(Undo::Entry {
-            table: table.id,
-            key: key.bytes,
-            old: Some(Box::new(old)),
-        });
-        Ok(())
+        self.store(table, e, key.bytes, entry, Some(old))
     }
 
     fn delete(&mut self, table: &TableInfo, key: tables::Key) -> Result<(), TargetError> {

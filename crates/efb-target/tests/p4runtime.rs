@@ -424,17 +424,7 @@ async fn stratum_refuses_what_tofino_cannot_do() {
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
     assert!(err.message().contains("optional"), "{}", err.message());
-    bench
-        .set_config(10, test_p4info(false), SetAction::VerifyAndCommit)
-        .await
-        .unwrap();
-    bench
-        .write(vec![
-            member_update(Type::Insert, 1),
-            member_update(Type::Insert, 2),
-        ])
-        .await
-        .unwrap();
+    two_members_on_the_test_program(&mut bench, false).await;
     let (code, msg) = bench
         .write_one(group_update(Type::Insert, &[(1, 1), (2, 2)]))
         .await;
@@ -506,17 +496,7 @@ async fn the_spec_profile_allows_what_the_specification_allows() {
         .unwrap();
     assert_eq!(bench.read_table(t::FLOWS).await.len(), 2);
     // OPTIONAL and weights above 1.
-    bench
-        .set_config(10, test_p4info(true), SetAction::VerifyAndCommit)
-        .await
-        .unwrap();
-    bench
-        .write(vec![
-            member_update(Type::Insert, 1),
-            member_update(Type::Insert, 2),
-        ])
-        .await
-        .unwrap();
+    two_members_on_the_test_program(&mut bench, true).await;
     assert_eq!(
         bench
             .write_one(group_update(Type::Insert, &[(1, 1), (2, 3)]))
@@ -791,6 +771,21 @@ async fn garbage_on_the_port_does_not_take_the_server_down() {
         .await
         .unwrap();
     assert_eq!(b(0x1ff), vec![1, 0xff]);
+}
+
+/// The test program (with the OPTIONAL match kind or not) and two action-profile members.
+async fn two_members_on_the_test_program(bench: &mut Bench, with_optional: bool) {
+    bench
+        .set_config(10, test_p4info(with_optional), SetAction::VerifyAndCommit)
+        .await
+        .unwrap();
+    bench
+        .write(vec![
+            member_update(Type::Insert, 1),
+            member_update(Type::Insert, 2),
+        ])
+        .await
+        .unwrap();
 }
 
 /// A small P4Info with an action selector (and, when asked, an OPTIONAL field).

@@ -257,7 +257,8 @@ fn case_selected(schema: &Schema, inner: &Inner, parent: Option<SchemaId>, id: S
     }
 }
 
-pub(crate) fn write_json_string(out: &mut String, text: &str) {
+/// Appends `text` as a JSON string, quoted and escaped.
+pub fn write_json_string(out: &mut String, text: &str) {
     out.push('"');
     for c in text.chars() {
         match c {

@@ -115,23 +115,22 @@ fn one_flow(flows: &DataPath, path: &DataPath) -> Option<String> {
 /// Reads the counters (blocking: not to be called on the runtime's threads).
 pub fn counters(driver: &Driver, config: &Config, wanted: Wanted) -> Counters {
     let mut out = Counters::default();
-    // Only configured flows: counters for a name that is not one would make it appear.
-    let named: Vec<String> = match &wanted.flows {
-        Flows::Only(names) => names
-            .iter()
-            .filter(|n| config.flows.contains_key(n.as_str()))
-            .cloned()
-            .collect(),
-        _ => Vec::new(),
-    };
-    let only = match &wanted.flows {
+    // Some(None): every flow. Only configured names: counters for another would make it
+    // appear.
+    let flows: Option<Option<Vec<String>>> = match &wanted.flows {
         Flows::None => None,
-        Flows::Only(_) => Some(Some(named.as_slice())),
+        Flows::Only(names) => Some(Some(
+            names
+                .iter()
+                .filter(|n| config.flows.contains_key(n.as_str()))
+                .cloned()
+                .collect(),
+        )),
         Flows::All => Some(None),
     };
-    if let Some(only) = only {
-        out.flows = driver.flow_counters(only);
-        out.entries = driver.flow_entries(only);
+    if let Some(only) = flows {
+        out.flows = driver.flow_counters(only.as_deref());
+        out.entries = driver.flow_entries(only.as_deref());
     }
     if !wanted.ports {
         return out;
