@@ -113,9 +113,22 @@ async fn subscriber(mut client: GNmiClient<Channel>) -> Streaming<SubscribeRespo
 
 fn started(dir: &std::path::Path, flows: usize) -> Daemon {
     let users = repo().join("examples/users.demo.toml");
+    // One user holds every subscriber here: above efbd's default caps (64 per user).
+    let settings = dir.join("efbd.toml");
+    std::fs::write(
+        &settings,
+        "[gnmi]\nmax_subscriptions = 5000\nmax_subscriptions_per_user = 5000\n",
+    )
+    .unwrap();
     let daemon = Daemon::start(
         &dir.join("datastore"),
-        &["--gnmi-plaintext", "--gnmi-users", users.to_str().unwrap()],
+        &[
+            "--gnmi-plaintext",
+            "--gnmi-users",
+            users.to_str().unwrap(),
+            "--config",
+            settings.to_str().unwrap(),
+        ],
     );
     let site = dir.join("site.json");
     std::fs::write(&site, site_with_flows(flows)).unwrap();

@@ -189,7 +189,7 @@ fn sessions_meet_at_the_pair_and_core_efb_config_predicts() {
         })
         .unwrap()
     };
-    for (i, (s, d, sp)) in sessions.iter().enumerate() {
+    for (s, d, sp) in &sessions {
         let (src, dst) = (Ipv4Addr::from(*s), Ipv4Addr::from(*d));
         let key = if src < dst { (src, dst) } else { (dst, src) };
         let both = &by_session[&key];
@@ -203,31 +203,29 @@ fn sessions_meet_at_the_pair_and_core_efb_config_predicts() {
                 .unwrap(),
         );
         assert_eq!(lan.2, wan.2, "one core for both directions");
-        // Compare with the prediction for a sample (every session for the first thousand).
-        if i < 1000 {
-            let found = efb_balancing::lookup_session(
-                &config,
-                &Session {
-                    src: IpAddr::V4(src),
-                    dst: IpAddr::V4(dst),
-                    ip_proto: 6,
-                    src_port: *sp,
-                    dst_port: 443,
-                    link: Some("l1".into()),
-                },
-                &LiveState::all_up(),
-            )
-            .unwrap();
-            assert_eq!(
-                Some(device(found.lan_egress_port.as_deref().unwrap())),
-                Some(lan.0)
-            );
-            assert_eq!(
-                Some(device(found.wan_egress_port.as_deref().unwrap())),
-                Some(wan.0)
-            );
-            assert_eq!(found.core, Some(u16::from(lan.2)));
-        }
+        // Every session lands where lookup-session says (MODEL.md version 2).
+        let found = efb_balancing::lookup_session(
+            &config,
+            &Session {
+                src: IpAddr::V4(src),
+                dst: IpAddr::V4(dst),
+                ip_proto: 6,
+                src_port: *sp,
+                dst_port: 443,
+                link: Some("l1".into()),
+            },
+            &LiveState::all_up(),
+        )
+        .unwrap();
+        assert_eq!(
+            Some(device(found.lan_egress_port.as_deref().unwrap())),
+            Some(lan.0)
+        );
+        assert_eq!(
+            Some(device(found.wan_egress_port.as_deref().unwrap())),
+            Some(wan.0)
+        );
+        assert_eq!(found.core, Some(u16::from(lan.2)));
     }
     // And efb-config itself agrees, for one of them.
     let (s, d, sp) = sessions[0];
@@ -498,4 +496,92 @@ fn gnmi_get_and_sample_read_the_chips_counters() {
     chip.inject("p2", vec![arp; 2]);
     assert_eq!(next_count(), "5", "a later sample");
     drop(tx);
+}
+
+/// Another controller (an engineer's p4runtime-shell, say) arbitrates with a huge election
+/// id and leaves: efbd waits as backup while it is there, says who holds the chip, and is
+/// primary again within seconds of it leaving, though the target remembers that id.
+#[test]
+fn efbd_takes_the_chip_back_after_a_controller_with_a_higher_election_id_leaves() {
+    use p4runtime_proto::p4::v1::{self as p4, p4_runtime_client::P4RuntimeClient};
+    use tokio_stream::StreamExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address],
+    );
+    configure(&daemon, "");
+    let rt = efb_tests::chip_io::runtime();
+    let huge: u128 = 1 << 100;
+    let (other, mut answers) = rt.block_on(async {
+        let mut client = P4RuntimeClient::connect(format!("http://{}", target.address))
+            .await
+            .unwrap();
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.send(p4::StreamMessageRequest {
+            update: Some(p4::stream_message_request::Update::Arbitration(
+                p4::MasterArbitrationUpdate {
+                    device_id: 1,
+                    election_id: Some(p4::Uint128 {
+                        high: (huge >> 64) as u64,
+                        low: huge as u64,
+                    }),
+                    ..Default::default()
+                },
+            )),
+        })
+        .await
+        .unwrap();
+        let answers = client
+            .stream_channel(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+        (tx, answers)
+    });
+    let first = rt.block_on(answers.next()).unwrap().unwrap();
+    let Some(p4::stream_message_response::Update::Arbitration(a)) = first.update else {
+        panic!("no arbitration answer: {first:?}");
+    };
+    assert_eq!(a.status.unwrap().code, 0, "the other controller is primary");
+
+    let status = wait_status(&daemon, "another controller holds the chip");
+    assert!(status.contains(&huge.to_string()), "{status}");
+    let (code, _, err) = daemon.cli(
+        &[],
+        "edit\nset ecofilter-balancer flow x priority 5\ncommit\n",
+    );
+    assert_eq!(code, 1, "no commit while efbd does not hold the chip");
+    assert!(err.contains("commit offline"), "{err}");
+
+    // The other controller leaves: its connection closes with its runtime.
+    drop((other, answers));
+    drop(rt);
+    let back = std::time::Instant::now();
+    wait_reconciled(&daemon, "in sync");
+    assert!(
+        back.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        back.elapsed()
+    );
+    let (code, _, err) = daemon.cli(
+        &[],
+        "edit\nset ecofilter-balancer flow x priority 5\ncommit\n",
+    );
+    assert_eq!(code, 0, "{err}");
+}
+
+/// `show system status` once it contains `text`.
+fn wait_status(daemon: &Daemon, text: &str) -> String {
+    for _ in 0..100 {
+        let (_, out, _) = daemon.cli(&["-c", "show system status"], "");
+        if out.contains(text) {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, out, _) = daemon.cli(&["-c", "show system status"], "");
+    panic!("show system status never said {text:?}:\n{out}");
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use efb_tests::{Daemon, binary, repo, venv_tool};
+use efb_tests::{Daemon, repo, venv_tool};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
     CapabilityRequest, Path as GnmiPath, PathElem, SubscribeRequest, Subscription,
@@ -36,30 +36,8 @@ fn site(dir: &Path, extra: &[&str]) -> Daemon {
     daemon
 }
 
-/// Runs one scenario of the Python harness against `daemon`; its lines are the report.
 fn clients(daemon: &Daemon, scenario: &str) {
-    let script = repo().join("tests/gnmi/clients.py");
-    let mut command = Command::new(venv_tool("python"));
-    command
-        .arg(&script)
-        .arg(scenario)
-        .args(["--gnmi", daemon.gnmi.as_deref().expect("efbd serves gNMI")])
-        .args(["--mgmt", &daemon.address])
-        .arg("--cli")
-        .arg(binary("efb-cli"));
-    if daemon.gnmi_tls {
-        command
-            .arg("--cert")
-            .arg(daemon.datastore.join("gnmi-cert.pem"));
-    }
-    let out = command.output().expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}");
-    assert!(
-        out.status.success() && stdout.contains("\ndone"),
-        "{scenario} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    daemon.gnmi_clients(scenario);
 }
 
 #[test]

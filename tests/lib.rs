@@ -171,6 +171,32 @@ impl Daemon {
         let _ = self.child.wait();
     }
 
+    /// Runs one scenario of the Python gNMI clients (`tests/gnmi/clients.py`) against this
+    /// daemon; its lines are the report, and a failed check fails the test.
+    pub fn gnmi_clients(&self, scenario: &str) {
+        let mut command = Command::new(venv_tool("python"));
+        command
+            .arg(repo().join("tests/gnmi/clients.py"))
+            .arg(scenario)
+            .args(["--gnmi", self.gnmi.as_deref().expect("efbd serves gNMI")])
+            .args(["--mgmt", &self.address])
+            .arg("--cli")
+            .arg(binary("efb-cli"));
+        if self.gnmi_tls {
+            command
+                .arg("--cert")
+                .arg(self.datastore.join("gnmi-cert.pem"));
+        }
+        let out = command.output().expect("python runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        println!("{stdout}");
+        assert!(
+            out.status.success() && stdout.contains("\ndone"),
+            "{scenario} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Runs `efb-cli` non-interactively against this daemon: stdin lines or `-c`.
     pub fn cli(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
         use std::io::Write;

@@ -86,20 +86,7 @@ impl Site {
 
     /// Pair name -> status.
     fn pair_statuses(&mut self) -> BTreeMap<String, String> {
-        self.unit_json()["pair"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                (
-                    p["name"].as_str().unwrap().to_string(),
-                    p["state"]["status"]
-                        .as_str()
-                        .unwrap_or("unknown")
-                        .to_string(),
-                )
-            })
-            .collect()
+        statuses_of(&self.unit_json())
     }
 
     fn pair_state(&mut self, pair: &str) -> serde_json::Value {
@@ -112,7 +99,10 @@ impl Site {
             .clone()
     }
 
-    /// Polls (every 5 ms) until `done`; returns how long it took.
+    /// Polls (every 5 ms) until the pairs' statuses satisfy `done` and the unit's
+    /// live-pair count agrees with them (liveness decides a status before efbd programs the
+    /// chip; the count changes in the same step as the chip's tables); returns how long it
+    /// took.
     fn wait_pairs(
         &mut self,
         done: impl Fn(&BTreeMap<String, String>) -> bool,
@@ -120,7 +110,10 @@ impl Site {
     ) -> Duration {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(10) {
-            if done(&self.pair_statuses()) {
+            let unit = self.unit_json();
+            let statuses = statuses_of(&unit);
+            let live = statuses.values().filter(|s| *s != "down").count();
+            if done(&statuses) && unit["state"]["active-pairs"] == live {
                 return started.elapsed();
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -260,6 +253,24 @@ fn device_port(config: &Config, name: &str) -> u32 {
 }
 
 /// What `lookup-session` (MODEL.md) says for `live`.
+/// Pair name -> status, from the unit's operational JSON.
+fn statuses_of(unit: &serde_json::Value) -> BTreeMap<String, String> {
+    unit["pair"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["state"]["status"]
+                    .as_str()
+                    .unwrap_or("unknown")
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
 fn predicted(config: &Config, session: &Session, live: &LiveState) -> Went {
     let found = efb_balancing::lookup_session(config, session, live).unwrap();
     match (&found.lan_egress_port, found.core) {

@@ -5,7 +5,10 @@ non-zero at the first failure.
 
 Usage: python clients.py SCENARIO --gnmi HOST:PORT --mgmt HOST:PORT --cli EFB-CLI
                          [--cert PEM] (TLS with that certificate; plain text without)
-Scenarios: read_write, subscribe, auth, confirmed
+Scenarios: read_write, subscribe, auth, confirmed, bad_values
+
+pygnmi sends a Python string in json_val / json_ietf_val as it is, unquoted: a string leaf's
+value is given as JSON text, json.dumps("uplink A"), as the gNMI specification asks.
 """
 
 import argparse
@@ -86,13 +89,14 @@ def code_of(exc):
 
 
 def refused(call, code, what):
+    """Checks that `call` fails with `code`; returns the error's text."""
     from pygnmi.client import gNMIException
 
     try:
         call()
     except (gNMIException, grpc.RpcError) as exc:
         check(code_of(exc) == code, what, f"{code_of(exc)} {exc}")
-        return
+        return str(exc)
     check(False, what, "was accepted")
 
 
@@ -141,7 +145,7 @@ def read_write():
               "replace resets omitted leaves to their defaults", after)
         check(list(get(gc, "/ports/port[name=p9-0]/mtu").values()) == [9000], "mtu reads its default now")
 
-        r = gc.set(update=[("/ports/port[name=p1]/description", "uplink A")], encoding="json_ietf")
+        r = gc.set(update=[("/ports/port[name=p1]/description", json.dumps("uplink A"))], encoding="json_ietf")
         check(r["response"][0]["op"] == "UPDATE", "set update: one UPDATE result", r)
         check(list(get(gc, "/ports/port[name=p1]/description").values()) == ["uplink A"], "set update of a leaf")
 
@@ -160,18 +164,48 @@ def read_write():
         # one transaction: a valid update and an invalid one -> nothing changes
         config = values(gc.get(path=["/"], datatype="config"))
         refused(lambda: gc.set(update=[
-            ("/ports/port[name=p1]/description", "should not stay"),
-            ("/ecofilter-balancer/ecofilter-unit[name=ef1]/liveness-profile", "no-such-profile"),
+            ("/ports/port[name=p1]/description", json.dumps("should not stay")),
+            ("/ecofilter-balancer/ecofilter-unit[name=ef1]/liveness-profile", json.dumps("no-such-profile")),
         ]), grpc.StatusCode.INVALID_ARGUMENT, "a set that fails validation is refused")
         check(values(gc.get(path=["/"], datatype="config")) == config, "... and nothing changed")
-        refused(lambda: gc.set(update=[("/ports/port[name=p1]/mtu", "huge")]), grpc.StatusCode.INVALID_ARGUMENT,
-                "a value of the wrong type: INVALID_ARGUMENT")
-        refused(lambda: gc.set(update=[("/ports/port[name=p1]/state/oper-status", "up")]),
+        refused(lambda: gc.set(update=[("/ports/port[name=p1]/mtu", json.dumps("huge"))]),
+                grpc.StatusCode.INVALID_ARGUMENT, "a value of the wrong type: INVALID_ARGUMENT")
+        refused(lambda: gc.set(update=[("/ports/port[name=p1]/state/oper-status", json.dumps("up"))]),
                 grpc.StatusCode.INVALID_ARGUMENT, "state cannot be set")
 
         # subtree update in plain JSON, gnmic-style path (module-qualified first element)
         gc.set(update=[(f"/{MODULE}:liveness", {"profile": [{"name": "fast", "interval": 50}]})], encoding="json")
         check(list(get(gc, "/liveness/profile[name=fast]/interval").values()) == [50], "subtree update in JSON")
+
+
+# ----- values that are not one JSON value -----
+
+def bad_values():
+    """pygnmi sends a str as its bytes: each of these reaches efbd as it is written here."""
+    description = "/ports/port[name=p1]/description"
+    speed = "/ports/port[name=p1]/speed"
+    cases = [
+        (description, "{{{", "not valid JSON", "a string"),
+        (description, "", "the input is empty", "a string"),
+        (description, '"x" garbage', "trailing characters", "a string"),
+        (description, '"\\ud800"', "not valid JSON", "a string"),
+        (description, "uplink to the core", "not valid JSON", "a string"),
+        (speed, "40g", "not valid JSON", "100g"),
+        ("/ports/port[name=p1]", '{"mtu": 9000, "mtu": 1500}', 'member "mtu" appears twice', "one JSON value"),
+    ]
+    with client() as gc:
+        config = values(gc.get(path=["/"], datatype="config"))
+        for encoding in ("json_ietf", "json"):
+            for path, raw, why, accepted in cases:
+                what = f"{encoding} {raw!r} at {path}"
+                text = refused(lambda: gc.set(update=[(path, raw)], encoding=encoding),
+                               grpc.StatusCode.INVALID_ARGUMENT, f"{what}: INVALID_ARGUMENT")
+                named = "port[name='p1']" in text and path.rsplit("/", 1)[-1].split("[")[0] in text
+                check(named and why in text and accepted in text and "one JSON value" in text,
+                      f"{what}: the path, the reason and what is accepted", text)
+        check(values(gc.get(path=["/"], datatype="config")) == config, "refused values stored nothing")
+        gc.set(update=[(description, json.dumps("uplink to the core"))], encoding="json_ietf")
+        check(list(get(gc, description).values()) == ["uplink to the core"], "the same text as JSON is taken")
 
 
 # ----- Subscribe -----
@@ -320,7 +354,7 @@ def auth():
             with closing(gc.subscribe_once(subscribe={"subscription": [{"path": "/ports/port[name=p1]/speed"}],
                                               "mode": "once"})) as sub:
                 check(list(sub)[-1].get("sync_response"), f"{role}: Subscribe")
-            refused(lambda: gc.set(update=[("/ports/port[name=p1]/description", "by " + role)]),
+            refused(lambda: gc.set(update=[("/ports/port[name=p1]/description", json.dumps("by " + role))]),
                     grpc.StatusCode.PERMISSION_DENIED, f"{role}: Set is PERMISSION_DENIED")
     with client() as admin:
         check(values(admin.get(path=["/"], datatype="config")) == config, "refused Sets changed nothing")
@@ -410,7 +444,7 @@ def confirmed():
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["read_write", "subscribe", "auth", "confirmed"])
+    parser.add_argument("scenario", choices=["read_write", "subscribe", "auth", "confirmed", "bad_values"])
     parser.add_argument("--gnmi", required=True)
     parser.add_argument("--mgmt", required=True)
     parser.add_argument("--cli", required=True)

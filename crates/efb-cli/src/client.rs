@@ -34,12 +34,24 @@ impl From<tonic::Status> for ClientError {
 
 pub type Result<T> = std::result::Result<T, ClientError>;
 
+/// efbd does not have the session a request named: closed for being idle, or efbd was
+/// restarted since it was opened.
+fn session_lost(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::NotFound
+        && (status.message().starts_with("session expired")
+            || status.message().starts_with("no session "))
+}
+
 /// A connection to efbd with an open session.
 pub struct Client {
     runtime: tokio::runtime::Runtime,
     inner: ManagementClient<Channel>,
     pub session: u64,
     pub hello: HelloReply,
+    user: String,
+    /// The session was lost (expired, or efbd restarted) and a new one opened: what to
+    /// tell the user, once, if the request that found out was not theirs (a Tab).
+    notice: Option<String>,
 }
 
 impl Client {
@@ -78,6 +90,8 @@ impl Client {
             inner,
             session,
             hello,
+            user: user.to_string(),
+            notice: None,
         })
     }
 
@@ -87,7 +101,46 @@ impl Client {
         Fut: std::future::Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
     {
         let client = self.inner.clone();
-        Ok(self.runtime.block_on(f(client))?.into_inner())
+        match self.runtime.block_on(f(client)) {
+            Ok(response) => Ok(response.into_inner()),
+            Err(status) if session_lost(&status) => Err(self.reopen(&status)),
+            Err(status) => Err(status.into()),
+        }
+    }
+
+    /// Opens a new session after efbd closed ours (idle too long) or forgot it (restarted):
+    /// the uncommitted changes are gone, and the user is told so rather than finding an
+    /// empty candidate later. The command that found out is not run again: it was meant
+    /// for the lost candidate.
+    fn reopen(&mut self, lost: &tonic::Status) -> ClientError {
+        let why = if lost.message().starts_with("session expired") {
+            lost.message().to_string()
+        } else {
+            format!(
+                "efbd no longer knows this shell's session ({}; was it restarted?): uncommitted changes are lost",
+                lost.message()
+            )
+        };
+        let request = OpenSessionRequest {
+            user: self.user.clone(),
+        };
+        let mut client = self.inner.clone();
+        let message = match self.runtime.block_on(client.open_session(request)) {
+            Ok(reply) => {
+                self.session = reply.into_inner().session;
+                format!(
+                    "{why}\na new session is open: the candidate is the running configuration; the command was not run"
+                )
+            }
+            Err(e) => format!("{why}\nno new session could be opened: {}", e.message()),
+        };
+        self.notice = Some(message.clone());
+        ClientError::Daemon(message)
+    }
+
+    /// What the user has not been told yet about a lost session.
+    pub fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
     }
 
     pub fn close(&mut self) {

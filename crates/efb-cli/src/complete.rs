@@ -63,6 +63,11 @@ impl Completion {
 /// Where list keys come from: the daemon (the candidate in configuration mode).
 pub trait KeySource {
     fn keys(&self, list_path: &str, prefix: &str) -> Vec<String>;
+
+    /// How many commits history holds (`rollback` takes 0 to one less), if known.
+    fn history_len(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Most keys listed for one Tab or `?`.
@@ -207,10 +212,7 @@ impl Completer<'_> {
             "delete" => self.paths(Verb::Delete, rest),
             "show" => self.paths(Verb::Delete, rest),
             "commit" | "apply" => commit_options(rest),
-            "rollback" if rest.is_empty() => vec![Candidate::placeholder(
-                "<number>",
-                "Commit to load: 0 is running, 1 the one before...",
-            )],
+            "rollback" if rest.is_empty() => vec![self.rollback_numbers()],
             "load" if rest.is_empty() => vec![
                 Candidate::word("merge", "Merge the file into the candidate"),
                 Candidate::word("override", "The file becomes the candidate"),
@@ -222,6 +224,24 @@ impl Completer<'_> {
             "run" => self.operational(rest),
             _ if rest.is_empty() => end(),
             _ => Vec::new(),
+        }
+    }
+
+    /// The numbers `rollback` takes: those `show system commit` lists.
+    fn rollback_numbers(&self) -> Candidate {
+        match self.keys.history_len() {
+            Some(0 | 1) => Candidate::placeholder(
+                "<0>",
+                "The running configuration (history holds no earlier commit)",
+            ),
+            Some(n) => Candidate::placeholder(
+                format!("<0-{}>", n - 1),
+                "Commit to load: 0 is running, 1 the one before... (show system commit lists them)",
+            ),
+            None => Candidate::placeholder(
+                "<number>",
+                "Commit to load: 0 is running, 1 the one before...",
+            ),
         }
     }
 
@@ -545,5 +565,32 @@ mod tests {
         assert_eq!(conf("show | display "), vec!["json", "set"]);
         assert_eq!(conf("commit ").first().map(String::as_str), Some("check"));
         assert!(conf("set nonsense ").is_empty());
+    }
+
+    struct History(usize);
+    impl KeySource for History {
+        fn keys(&self, _list_path: &str, _prefix: &str) -> Vec<String> {
+            Vec::new()
+        }
+        fn history_len(&self) -> Option<usize> {
+            Some(self.0)
+        }
+    }
+
+    #[test]
+    fn rollback_offers_the_numbers_history_lists() {
+        let schema = Schema::load().unwrap();
+        let grammar = Grammar::load().unwrap();
+        let offered = |held: usize| {
+            let completer = Completer {
+                schema: &schema,
+                grammar: &grammar,
+                keys: &History(held),
+            };
+            let completion = completer.complete(Mode::Configuration, "rollback ");
+            completion.candidates[0].word.clone()
+        };
+        assert_eq!(offered(5), "<0-4>");
+        assert_eq!(offered(0), "<0>");
     }
 }

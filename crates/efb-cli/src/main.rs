@@ -24,6 +24,9 @@ struct Args {
     /// The user recorded in the commit history [default: $USER].
     #[arg(long)]
     user: Option<String>,
+    /// The largest file `load` reads, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = efb_yang::input::DEFAULT_MAX_INPUT_MIB)]
+    max_input_mib: u64,
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn run(args: Args) -> Result<ExitCode> {
     let grammar = Arc::new(Grammar::load()?);
     let scripted = args.command.is_some() || !std::io::stdin().is_terminal();
     let mut shell = Shell::new(client, schema, (*grammar).clone(), scripted);
+    shell.input_limit = efb_yang::input::Limit::mib(args.max_input_mib, "--max-input-mib");
     if let Some(command) = args.command {
         return Ok(run_lines(&mut shell, std::iter::once(command), false));
     }

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use efb_mgmt_proto::v1::{CommitRequest, Datastore, Format, LoadMode};
+use efb_yang::input::{self, Limit};
 use efb_yang::schema::Schema;
 use efb_yang::setlines::{self, Verb};
 use efb_yang::{DataPath, diff, json};
@@ -22,8 +23,9 @@ pub enum Flow {
 }
 
 /// A command that failed: the message says what was wrong and what would be accepted.
+/// Shown escaped and bounded: it may quote what another user or a script wrote.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
+#[error("{}", efb_table::escape_lines(&efb_yang::text::bound(.0, efb_yang::text::MESSAGE_BYTES)))]
 pub struct ShellError(pub String);
 
 impl From<ClientError> for ShellError {
@@ -64,6 +66,8 @@ pub struct Shell {
     exit_warned: bool,
     /// Scripts (stdin, -c): configuration commands enter configuration mode by themselves.
     pub scripted: bool,
+    /// The largest file `load` reads.
+    pub input_limit: Limit,
 }
 
 impl Shell {
@@ -75,6 +79,7 @@ impl Shell {
             mode: Mode::Operational,
             exit_warned: false,
             scripted,
+            input_limit: Limit::mib(input::DEFAULT_MAX_INPUT_MIB, "--max-input-mib"),
         }
     }
 
@@ -92,8 +97,21 @@ impl Shell {
     }
 
     /// Runs one line; prints its output. An error is returned (for the caller to print),
-    /// and nothing was changed by a line in error.
+    /// and nothing was changed by a line in error. A session lost since the last command
+    /// (found out by a Tab) is said first, and the line is not run.
     pub fn execute(&mut self, line: &str) -> Result<Flow> {
+        if let Some(notice) = self.client().take_notice() {
+            return fail(notice);
+        }
+        let result = self.execute_line(line);
+        if result.is_err() {
+            // Said by this error already, if the session was lost during the line.
+            self.client().take_notice();
+        }
+        result
+    }
+
+    fn execute_line(&mut self, line: &str) -> Result<Flow> {
         let (command, mut pipes) = split_pipes(line)?;
         let words = setlines::split_words(&command).map_err(ShellError)?;
         if words.is_empty() {
@@ -107,8 +125,9 @@ impl Shell {
                 Mode::Configuration => self.configuration(&words, &command)?,
             }
         };
+        // Output carries what others wrote (names, comments, values): shown escaped.
         for line in apply_pipes(self.schema, output, &pipes)? {
-            efb_table::print_line(&line);
+            efb_table::print_line(&efb_table::escape_lines(&line));
         }
         Ok(flow)
     }
@@ -163,7 +182,7 @@ impl Shell {
             .into_iter()
             .map(|(w, _)| w)
             .collect();
-        let typed = words.get(known).map(String::as_str).unwrap_or("");
+        let typed = efb_yang::text::excerpt(words.get(known).map(String::as_str).unwrap_or(""));
         if known == 0 {
             format!(
                 "unknown command \"{typed}\"; expected one of: {}",
@@ -560,14 +579,13 @@ impl Shell {
             [mode, file] if mode == "override" => (LoadMode::Override, file),
             _ => return fail("usage: load merge|override FILE (RFC 7951 JSON or set lines)"),
         };
-        let content = std::fs::read_to_string(file)
-            .map_err(|e| ShellError(format!("cannot read {file}: {e}")))?;
-        let format = if content.trim_start().starts_with('{') {
-            Format::Json
-        } else {
-            Format::Set
+        let content = input::read_file(std::path::Path::new(file), &self.input_limit)
+            .map_err(|e| ShellError(e.to_string()))?;
+        let format = match content.format {
+            input::Format::Json => Format::Json,
+            input::Format::SetLines => Format::Set,
         };
-        let reply = self.client().load(mode, format, content)?;
+        let reply = self.client().load(mode, format, content.text)?;
         let mut lines = vec!["load complete".to_string()];
         for p in &reply.incomplete {
             lines.push(format!(
@@ -626,15 +644,23 @@ impl CommitOptions {
                 "and-quit" => options.and_quit = true,
                 "offline" => options.offline = true,
                 "confirmed" => {
-                    let minutes = words.get(i + 1).and_then(|w| w.parse::<u32>().ok());
-                    if minutes.is_some() {
+                    let number = words
+                        .get(i + 1)
+                        .filter(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()));
+                    if number.is_some() {
                         i += 1;
                     }
-                    let minutes = minutes.unwrap_or(10);
-                    if minutes == 0 || minutes > 65535 {
-                        return fail("commit confirmed: minutes must be 1 to 65535");
+                    // Digits too many for a number are out of range too, not an "option".
+                    let minutes = number.map_or(Some(10), |n| n.parse::<u32>().ok());
+                    match minutes {
+                        Some(m @ 1..=65535) => options.confirm_minutes = Some(m),
+                        _ => {
+                            return fail(format!(
+                                "commit confirmed {}: minutes must be 1 to 65535",
+                                efb_yang::text::excerpt(number.map_or("", |n| n.as_str()))
+                            ));
+                        }
                     }
-                    options.confirm_minutes = Some(minutes);
                 }
                 "comment" => {
                     let Some(text) = words.get(i + 1) else {
@@ -808,5 +834,10 @@ impl KeySource for DaemonKeys {
             .list_keys(datastore, list_path, prefix, KEY_LIMIT)
             .map(|r| r.keys)
             .unwrap_or_default()
+    }
+
+    fn history_len(&self) -> Option<usize> {
+        let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        client.history().ok().map(|h| h.len())
     }
 }

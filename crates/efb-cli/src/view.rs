@@ -161,10 +161,7 @@ pub fn render_fields(view: &View, object: &Json) -> Vec<String> {
             }
         }
     }
-    let width = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
-    rows.iter()
-        .map(|r| format!("{:<width$}  {}", r[0], r[1]).trim_end().to_string())
-        .collect()
+    efb_table::align(&rows, &[])
 }
 
 /// The configuration in curly-brace form, members in schema order.

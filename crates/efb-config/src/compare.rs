@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use efb_model::validation::Validator;
+use efb_yang::input::Limit;
 use serde::Serialize;
 
 use crate::difference::{Difference, differences, reported_hash_difference};
@@ -50,17 +51,18 @@ pub struct BalancerReport {
 
 /// Reads every balancer concurrently (a slow one costs its own timeout, not the sum).
 /// `reference`: the name of the balancer the others are compared with; by default the
-/// first one listed that could be read.
+/// first one listed that could be read. Files are read within `limit`.
 pub async fn compare(
     validator: &Validator,
     balancers: &[Balancer],
     reference: Option<&str>,
     timeout: Duration,
+    limit: &Limit,
 ) -> Report {
     let started = Instant::now();
     let reads = futures::future::join_all(balancers.iter().map(|b| async move {
         let began = Instant::now();
-        let result = fetch(validator, &b.source, timeout).await;
+        let result = fetch(validator, &b.source, timeout, limit).await;
         (result, millis(began.elapsed()))
     }))
     .await;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use efb_model::Config;
 use efb_model::validation::Validator;
+use efb_yang::input::{self, Format, InputError, Limit};
 use efb_yang::json::{self, Check};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
@@ -29,6 +30,9 @@ pub struct Fetched {
 pub enum FetchError {
     #[error("cannot read {path}: {message}")]
     File { path: String, message: String },
+    /// A file that is not one to read (not a regular file, too large, empty).
+    #[error(transparent)]
+    Input(#[from] InputError),
     #[error("not a configuration: {0}")]
     Invalid(String),
     #[error("cannot reach {address}: {message}")]
@@ -59,6 +63,7 @@ impl FetchError {
             FetchError::Unreachable { .. } | FetchError::Timeout { .. } => "unreachable",
             FetchError::Unauthenticated { .. } => "unauthenticated",
             FetchError::File { .. }
+            | FetchError::Input(_)
             | FetchError::Invalid(_)
             | FetchError::Gnmi { .. }
             | FetchError::Setup(_) => "error",
@@ -71,9 +76,10 @@ pub async fn fetch(
     validator: &Validator,
     source: &Source,
     timeout: Duration,
+    limit: &Limit,
 ) -> Result<Fetched, FetchError> {
     match source {
-        Source::File(path) => fetch_file(validator, path),
+        Source::File(path) => fetch_file(validator, path, limit),
         Source::Gnmi(target) => {
             match tokio::time::timeout(timeout, fetch_gnmi(validator, target, timeout)).await {
                 Ok(result) => result,
@@ -86,12 +92,35 @@ pub async fn fetch(
     }
 }
 
-fn fetch_file(validator: &Validator, path: &Path) -> Result<Fetched, FetchError> {
-    let text = std::fs::read_to_string(path).map_err(|e| FetchError::File {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
-    let config = read_config(validator, &balancing_part(&text)?)?;
+/// A file as every configuration file is read; JSON with a member named twice is refused
+/// as every reader refuses it, though only the balancing part is parsed (so that 100 000
+/// flows cost a fraction of a second).
+fn fetch_file(validator: &Validator, path: &Path, limit: &Limit) -> Result<Fetched, FetchError> {
+    let content = input::read_file(path, limit)?;
+    let config = match content.format {
+        Format::Json => {
+            // The check reads the whole file; the balancing part is picked out meanwhile.
+            let (checked, part) = std::thread::scope(|scope| {
+                let checking = scope.spawn(|| input::check_json(&content.text));
+                let part = balancing_part(&content.text);
+                (checking.join(), part)
+            });
+            match checked {
+                Ok(Ok(())) => {}
+                Ok(Err(problem)) => return Err(FetchError::Invalid(problem.to_string())),
+                Err(_) => return Err(FetchError::Invalid("the JSON check failed".into())),
+            }
+            read_config(validator, &part?)?
+        }
+        Format::SetLines => {
+            let tree = content
+                .tree(validator.schema(), Check::Types)
+                .map_err(|e| FetchError::Invalid(e.to_string()))?;
+            validator
+                .read(&tree)
+                .map_err(|e| FetchError::Invalid(e.to_string()))?
+        }
+    };
     Ok(Fetched {
         balancing: Balancing::of(&config),
         reported_hash: None,

@@ -1,5 +1,6 @@
 //! `efb-config`: check configurations where engineers prepare them, before any balancer
-//! sees them. FILE is RFC 7951 JSON of the ecofilter-balancer module, as `load` takes it.
+//! sees them. FILE is RFC 7951 JSON of the ecofilter-balancer module or set lines, read as
+//! `load` reads it (efb_yang::input).
 //!
 //! Exit status: 0 success (for `validate`: no errors; for `hash-compare`: every balancer
 //! read and all agree), 1 the configuration is not valid or the question cannot be answered
@@ -20,7 +21,8 @@ use efb_config::compare;
 use efb_config::inventory::{self, GnmiSettings};
 use efb_model::Config;
 use efb_model::validation::Validator;
-use efb_yang::json::{self, Check};
+use efb_yang::input::{self, Content, Format, Limit};
+use efb_yang::json::Check;
 use efb_yang::{DataTree, Problem, Schema, diff, setlines};
 
 #[derive(Parser)]
@@ -32,6 +34,9 @@ use efb_yang::{DataTree, Problem, Schema, diff, setlines};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The largest FILE read, in MiB.
+    #[arg(long, global = true, value_name = "MIB", default_value_t = input::DEFAULT_MAX_INPUT_MIB)]
+    max_input_mib: u64,
 }
 
 #[derive(Subcommand)]
@@ -143,10 +148,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // A one-shot tool: the process exit returns memory faster than freeing it piece by piece.
     schema.keep_parsed_trees_until_exit();
     let validator = Validator::new(schema.clone()).context("reading the YANG module")?;
+    let limit = Limit::mib(cli.max_input_mib, "--max-input-mib");
     match cli.command {
-        Command::Validate { file, json } => validate(&validator, &file, json),
+        Command::Validate { file, json } => validate(&validator, &file, &limit, json),
         Command::Hash { file, text } => {
-            let Some(config) = read_config(&validator, &file)? else {
+            let Some(config) = read_config(&validator, &file, &limit)? else {
                 return Ok(ExitCode::from(1));
             };
             if text {
@@ -166,7 +172,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             link,
             down,
         } => {
-            let Some(config) = read_config(&validator, &file)? else {
+            let Some(config) = read_config(&validator, &file, &limit)? else {
                 return Ok(ExitCode::from(1));
             };
             let session = Session {
@@ -182,10 +188,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             efb_table::print_line(&serde_json::to_string_pretty(&found)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::HashCompare(args) => hash_compare(&validator, args),
+        Command::HashCompare(args) => hash_compare(&validator, args, &limit),
         Command::Diff { old, new } => {
-            let before = read_tree(&schema, &old)?;
-            let after = read_tree(&schema, &new)?;
+            let before = read_tree(&schema, &old, &limit)?;
+            let after = read_tree(&schema, &new, &limit)?;
             match (before, after) {
                 (Some(before), Some(after)) => {
                     for line in
@@ -201,7 +207,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn hash_compare(validator: &Validator, args: HashCompareArgs) -> Result<ExitCode> {
+fn hash_compare(validator: &Validator, args: HashCompareArgs, limit: &Limit) -> Result<ExitCode> {
     let flags = GnmiSettings {
         username: args.username,
         password: None,
@@ -246,6 +252,7 @@ fn hash_compare(validator: &Validator, args: HashCompareArgs) -> Result<ExitCode
         &balancers,
         args.reference.as_deref(),
         timeout,
+        limit,
     ));
     if args.json {
         efb_table::print_line(&serde_json::to_string_pretty(&report)?);
@@ -261,24 +268,34 @@ fn hash_compare(validator: &Validator, args: HashCompareArgs) -> Result<ExitCode
     })
 }
 
-fn read_file(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+/// The file as every configuration file is read. A file that cannot be read is an `Err`
+/// (exit 2); one that was read and holds no configuration (empty, not text) is a problem
+/// of the configuration, reported as such (exit 1).
+fn read_input(path: &Path, limit: &Limit) -> Result<Result<Content, Problem>> {
+    match input::read_file(path, limit) {
+        Ok(content) => Ok(Ok(content)),
+        Err(e) if e.is_content() => Ok(Err(Problem::new("", e.to_string()))),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Names and types checked by libyang; problems printed, `None` when the file is unusable.
-fn read_tree(schema: &Schema, path: &Path) -> Result<Option<DataTree>> {
-    let text = read_file(path)?;
-    match json::from_json(schema, &text, Check::Types) {
+fn read_tree(schema: &Schema, path: &Path, limit: &Limit) -> Result<Option<DataTree>> {
+    let tree = match read_input(path, limit)? {
+        Ok(content) => content.tree(schema, Check::Types).map_err(|e| e.problems()),
+        Err(problem) => Err(vec![problem]),
+    };
+    match tree {
         Ok(tree) => Ok(Some(tree)),
-        Err(e) => {
-            print_problems(path, "error", &e.problems());
+        Err(problems) => {
+            print_problems(path, "error", &problems);
             Ok(None)
         }
     }
 }
 
-fn read_config(validator: &Validator, path: &Path) -> Result<Option<Config>> {
-    let Some(tree) = read_tree(validator.schema(), path)? else {
+fn read_config(validator: &Validator, path: &Path, limit: &Limit) -> Result<Option<Config>> {
+    let Some(tree) = read_tree(validator.schema(), path, limit)? else {
         return Ok(None);
     };
     match validator.read(&tree) {
@@ -290,17 +307,10 @@ fn read_config(validator: &Validator, path: &Path) -> Result<Option<Config>> {
     }
 }
 
-fn validate(validator: &Validator, path: &Path, as_json: bool) -> Result<ExitCode> {
-    let text = read_file(path)?;
-    let (mut errors, warnings) = match validator.validate_json(&text) {
-        Ok((tree, validated)) => {
-            // Left for the process exit to reclaim (see `keep_parsed_trees_until_exit`).
-            std::mem::forget(tree);
-            std::mem::forget(validated.config);
-            (validated.report.errors, validated.report.warnings)
-        }
-        // Wrong names or types: there is no configuration to check the rest of.
-        Err(types) => (types.problems(), Vec::new()),
+fn validate(validator: &Validator, path: &Path, limit: &Limit, as_json: bool) -> Result<ExitCode> {
+    let (mut errors, warnings) = match read_input(path, limit)? {
+        Ok(content) => validate_content(validator, &content),
+        Err(problem) => (vec![problem], Vec::new()),
     };
     dedup(&mut errors);
     if as_json {
@@ -324,6 +334,30 @@ fn validate(validator: &Validator, path: &Path, as_json: bool) -> Result<ExitCod
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Errors and warnings of a configuration that was read.
+fn validate_content(validator: &Validator, content: &Content) -> (Vec<Problem>, Vec<Problem>) {
+    let validated = match content.format {
+        Format::Json => validator
+            .validate_json(&content.text)
+            .map(|(tree, validated)| {
+                // Left for the process exit to reclaim (see `keep_parsed_trees_until_exit`).
+                std::mem::forget(tree);
+                validated
+            }),
+        Format::SetLines => content
+            .tree(validator.schema(), Check::Types)
+            .map(|tree| validator.validate(&tree, false)),
+    };
+    match validated {
+        Ok(validated) => {
+            std::mem::forget(validated.config);
+            (validated.report.errors, validated.report.warnings)
+        }
+        // Wrong names or types: there is no configuration to check the rest of.
+        Err(types) => (types.problems(), Vec::new()),
+    }
 }
 
 fn dedup(problems: &mut Vec<Problem>) {

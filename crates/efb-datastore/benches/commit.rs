@@ -117,6 +117,14 @@ fn bench_size(schema: &Arc<Schema>, flows: usize, rounds: usize) -> (Duration, V
             ms(load),
             ms(load_and_validate - load)
         );
+        // The part of the load that reads the JSON for repeated members and trailing bytes.
+        let start = Instant::now();
+        efb_yang::input::check_json(&json).unwrap();
+        eprintln!(
+            "{flows} flows: JSON check {} of the load ({} MiB)",
+            ms(start.elapsed()),
+            json.len() >> 20
+        );
     }
     assert!(check.warnings.is_empty(), "{:?}", check.warnings);
     ds.commit(s, CommitRequest::default()).unwrap();

@@ -8,11 +8,12 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use efb_model::Config;
 use efb_model::validation::{Report, Validated, Validator};
 use efb_yang::diff::{self, Change, RecordKey};
+use efb_yang::input::{self, Format, InputError, Limit};
 use efb_yang::json::{self, Check};
 use efb_yang::validate::Scope;
 use efb_yang::{DataPath, DataTree, Problem, Schema, Value, setlines};
@@ -26,6 +27,14 @@ use crate::store::{self, CommitKind, HistoryEntry, PendingConfirm, RecordChange,
 pub const HISTORY_LENGTH: usize = 50;
 /// `commit confirmed` without minutes waits this long (Junos' default).
 pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// The longest `commit confirmed` wait: 65 535 minutes, as Junos takes.
+pub const MAX_CONFIRM_TIMEOUT: Duration = Duration::from_secs(65_535 * 60);
+/// Characters of a user name at most (Junos' limit for login names).
+pub const MAX_USER_CHARS: usize = 64;
+/// Characters of a commit comment at most.
+pub const MAX_COMMENT_CHARS: usize = 512;
+/// Expired sessions remembered, so that their clients are told why their session is gone.
+const EXPIRED_REMEMBERED: usize = 1024;
 
 /// Where and how to open a datastore.
 #[derive(Clone, Debug)]
@@ -39,6 +48,8 @@ pub struct OpenOptions {
     /// boot is replaced by startup, as a device does when it reboots; within one boot (efbd
     /// restarted) running is kept. Read from the kernel when not given.
     pub boot_id: Option<String>,
+    /// The largest configuration read: the factory default file, a load's content.
+    pub max_input: Limit,
 }
 
 impl OpenOptions {
@@ -47,12 +58,33 @@ impl OpenOptions {
             dir: dir.into(),
             factory_default: None,
             boot_id: None,
+            max_input: Limit::mib(input::DEFAULT_MAX_INPUT_MIB, "max_input_mib"),
         }
     }
 }
 
 /// A client's handle on its candidate.
 pub type SessionId = u64;
+
+/// How many client sessions may be open, and how long one may stay idle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Sessions [`Datastore::open_client_session`] opens at most at one time.
+    pub max_sessions: usize,
+    /// A session without a request for longer is closed, its candidate dropped; `None`:
+    /// never.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for SessionLimits {
+    /// No limit: the library's callers choose theirs (efbd from its settings).
+    fn default() -> SessionLimits {
+        SessionLimits {
+            max_sessions: usize::MAX,
+            idle_timeout: None,
+        }
+    }
+}
 
 /// The running configuration, with its typed view.
 #[derive(Clone, Debug)]
@@ -72,6 +104,8 @@ struct Session {
     /// The candidate as a complete load validated it whole (libyang and the rules), kept
     /// so that a commit of it unchanged does not validate 100 000 flows again.
     loaded: Option<(DataTree, Validated)>,
+    /// The last request that named it.
+    last_used: Instant,
 }
 
 /// One edit of a candidate.
@@ -193,6 +227,10 @@ pub struct Datastore {
     running: Running,
     sessions: BTreeMap<SessionId, Session>,
     next_session: SessionId,
+    max_input: Limit,
+    session_limits: SessionLimits,
+    /// Sessions closed for being idle, and how long they had been: their clients are told.
+    expired: BTreeMap<SessionId, Duration>,
     pending: Option<PendingConfirm>,
     /// History metadata, newest first (the changes stay on disk until asked for).
     history: VecDeque<CommitInfo>,
@@ -221,6 +259,9 @@ impl Datastore {
             dir: options.dir.clone(),
             sessions: BTreeMap::new(),
             next_session: 1,
+            max_input: options.max_input.clone(),
+            session_limits: SessionLimits::default(),
+            expired: BTreeMap::new(),
             pending: store.pending()?,
             history: VecDeque::new(),
             southbound: Box::new(NoChip),
@@ -299,7 +340,7 @@ impl Datastore {
                     .clone()
                     .unwrap_or_else(|| options.dir.join("factory-default.json"));
                 (
-                    read_factory_default(self.schema(), &path)?,
+                    read_factory_default(self.schema(), &path, &options.max_input)?,
                     format!("factory default {}", path.display()),
                 )
             }
@@ -347,7 +388,9 @@ impl Datastore {
 
     // ----- sessions and candidates -----
 
-    /// A new session with its own candidate, a copy of running.
+    /// A new session with its own candidate, a copy of running. For the daemon's own short
+    /// sessions (a gNMI Set, a boot, a rollback), opened and closed in one step: clients
+    /// get theirs from [`Datastore::open_client_session`].
     pub fn open_session(&mut self, user: &str) -> SessionId {
         let id = self.next_session;
         self.next_session += 1;
@@ -359,9 +402,61 @@ impl Datastore {
                 base_id: self.running.commit_id,
                 candidate: self.running.tree.clone(),
                 loaded: None,
+                last_used: Instant::now(),
             },
         );
         id
+    }
+
+    /// A session for a client that keeps it across requests: its user name checked
+    /// ([`check_user`]), idle sessions closed first, refused when
+    /// [`SessionLimits::max_sessions`] are open.
+    pub fn open_client_session(&mut self, user: &str) -> Result<SessionId, DatastoreError> {
+        check_user(user).inspect_err(|e| warn!(%e, "session refused"))?;
+        self.expire_idle_sessions();
+        let max = self.session_limits.max_sessions;
+        if self.sessions.len() >= max {
+            warn!(open = self.sessions.len(), max, user = %user.escape_debug(), "session refused: too many sessions");
+            return Err(DatastoreError::TooManySessions { max });
+        }
+        Ok(self.open_session(user))
+    }
+
+    pub fn set_session_limits(&mut self, limits: SessionLimits) {
+        self.session_limits = limits;
+    }
+
+    /// A request named `session`: it is not idle.
+    pub fn touch(&mut self, session: SessionId) {
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.last_used = Instant::now();
+        }
+    }
+
+    /// Closes the sessions idle for longer than [`SessionLimits::idle_timeout`], dropping
+    /// their candidates; returns how many. Their clients are told so at their next request
+    /// ([`DatastoreError::SessionExpired`]).
+    pub fn expire_idle_sessions(&mut self) -> usize {
+        let Some(timeout) = self.session_limits.idle_timeout else {
+            return 0;
+        };
+        let idle: Vec<(SessionId, Duration)> = self
+            .sessions
+            .iter()
+            .map(|(id, s)| (*id, s.last_used.elapsed()))
+            .filter(|(_, idle)| *idle > timeout)
+            .collect();
+        for (id, for_how_long) in &idle {
+            if let Some(s) = self.sessions.remove(id) {
+                let changes = s.base != s.candidate;
+                info!(session = id, user = %s.user.escape_debug(), idle_s = for_how_long.as_secs(), uncommitted_changes = changes, "idle session expired");
+            }
+            self.expired.insert(*id, *for_how_long);
+        }
+        while self.expired.len() > EXPIRED_REMEMBERED {
+            self.expired.pop_first();
+        }
+        idle.len()
     }
 
     pub fn close_session(&mut self, session: SessionId) {
@@ -371,13 +466,23 @@ impl Datastore {
     fn session(&self, session: SessionId) -> Result<&Session, DatastoreError> {
         self.sessions
             .get(&session)
-            .ok_or(DatastoreError::UnknownSession(session))
+            .ok_or_else(|| self.gone(session))
     }
 
     fn session_mut(&mut self, session: SessionId) -> Result<&mut Session, DatastoreError> {
-        self.sessions
-            .get_mut(&session)
-            .ok_or(DatastoreError::UnknownSession(session))
+        let gone = self.gone(session);
+        self.sessions.get_mut(&session).ok_or(gone)
+    }
+
+    /// Why a session is not there: expired, or never opened (or closed).
+    fn gone(&self, session: SessionId) -> DatastoreError {
+        match self.expired.get(&session) {
+            Some(idle) => DatastoreError::SessionExpired {
+                session,
+                idle: Duration::from_secs(idle.as_secs()),
+            },
+            None => DatastoreError::UnknownSession(session),
+        }
     }
 
     pub fn candidate(&self, session: SessionId) -> Result<&DataTree, DatastoreError> {
@@ -413,6 +518,7 @@ impl Datastore {
         mode: LoadMode,
         text: &str,
     ) -> Result<LoadOutcome, DatastoreError> {
+        self.check_load(Format::Json, text)?;
         let (tree, incomplete, loaded) = match mode {
             LoadMode::Override => {
                 // Types wrong: refuse. Only incomplete (a reference missing, a mandatory leaf
@@ -448,6 +554,7 @@ impl Datastore {
         mode: LoadMode,
         text: &str,
     ) -> Result<usize, DatastoreError> {
+        self.check_load(Format::SetLines, text)?;
         let schema = self.schema().clone();
         let s = self.session_mut(session)?;
         let mut tree = match mode {
@@ -463,6 +570,13 @@ impl Datastore {
     /// Open sessions.
     pub fn session_count(&self) -> usize {
         self.sessions.len()
+    }
+
+    /// A load of nothing would make `override` delete everything: refused, as every reader
+    /// of configuration refuses it (clients may send content without reading a file).
+    fn check_load(&self, format: Format, text: &str) -> Result<(), DatastoreError> {
+        input::check_text("the content to load", format, text, &self.max_input)
+            .map_err(|e| DatastoreError::Edit(vec![Problem::new("", e.to_string())]))
     }
 
     /// Loads a whole tree as the candidate.
@@ -505,8 +619,9 @@ impl Datastore {
     }
 
     /// Loads the configuration of commit `index` (0: running, 1: the one before...) into
-    /// the candidate.
+    /// the candidate: one of the commits history lists (`rollback 0` also without history).
     pub fn rollback(&mut self, session: SessionId, index: usize) -> Result<(), DatastoreError> {
+        self.session(session)?;
         let tree = self.configuration_at(index)?;
         let running = self.running.clone();
         let s = self.session_mut(session)?;
@@ -517,13 +632,40 @@ impl Datastore {
         Ok(())
     }
 
-    /// The configuration as commit `index` left it; `index` = the number of commits in
-    /// history is the configuration before the oldest of them.
+    /// The configuration as commit `index` of history left it (0: running, also when
+    /// history is empty). Only what history lists: the configuration before the oldest
+    /// commit is not one anybody committed to come back to (before the boot commit it is
+    /// the empty configuration).
     pub fn configuration_at(&self, index: usize) -> Result<DataTree, DatastoreError> {
+        self.in_history(index)?;
+        self.configuration_before(index)
+    }
+
+    /// Refuses a commit number history does not list, saying which it does.
+    fn in_history(&self, index: usize) -> Result<(), DatastoreError> {
+        let held = self.history.len();
+        if index == 0 || index < held {
+            return Ok(());
+        }
+        let listed = match held {
+            0 | 1 => "only rollback 0 (the running configuration)".to_string(),
+            _ => format!(
+                "rollback 0 (the running configuration) to rollback {}",
+                held - 1
+            ),
+        };
+        Err(DatastoreError::NotFound(format!(
+            "rollback {index}: no such commit; history holds {held} commit{}: {listed}",
+            if held == 1 { "" } else { "s" }
+        )))
+    }
+
+    /// The configuration after reverting the `index` newest commits of history; `index`
+    /// may be the whole history (the rollback of an unconfirmed first commit needs that).
+    fn configuration_before(&self, index: usize) -> Result<DataTree, DatastoreError> {
         if index > self.history.len() {
             return Err(DatastoreError::NotFound(format!(
-                "rollback {index}: history holds {} commits (rollback 0 to {})",
-                self.history.len(),
+                "history holds {} commits, not {index}",
                 self.history.len()
             )));
         }
@@ -537,7 +679,16 @@ impl Datastore {
 
     /// The path-level changes commit `index` made.
     pub fn commit_changes(&self, index: usize) -> Result<Vec<Change>, DatastoreError> {
-        let after = self.configuration_at(index)?;
+        if index >= self.history.len() {
+            return Err(DatastoreError::NotFound(format!(
+                "commit {index}: no such commit in history ({})",
+                match self.history.len() {
+                    0 => "history is empty".to_string(),
+                    n => format!("0 to {}", n - 1),
+                }
+            )));
+        }
+        let after = self.configuration_before(index)?;
         let entries = self.store.history()?;
         let entry = entries
             .get(index)
@@ -570,7 +721,11 @@ impl Datastore {
         request: CommitRequest,
     ) -> Result<CommitOutcome, DatastoreError> {
         let user = self.session(session)?.user.clone();
-        let span = info_span!("commit", session, user = %user, check = request.check_only);
+        if kind == CommitKind::Commit {
+            check_request(&user, &request).inspect_err(|e| warn!(%e, "commit refused"))?;
+        }
+        let span =
+            info_span!("commit", session, user = %user.escape_debug(), check = request.check_only);
         let _entered = span.enter();
         self.rebase(session)?;
         let s = self.session(session)?;
@@ -727,7 +882,7 @@ impl Datastore {
             ));
         };
         let unconfirmed = (self.running.commit_id + 1).saturating_sub(pending.since_commit_id);
-        let previous = self.configuration_at(unconfirmed as usize)?;
+        let previous = self.configuration_before(unconfirmed as usize)?;
         let session = self.open_session("system");
         self.load_tree(session, previous)?;
         self.pending = None;
@@ -863,6 +1018,67 @@ impl Datastore {
     }
 }
 
+/// A user name as the history records it: 1 to [`MAX_USER_CHARS`] characters, none of
+/// them a control character (a name is shown to every other user: ESC or a newline in it
+/// would act on their terminals).
+pub fn check_user(user: &str) -> Result<(), DatastoreError> {
+    check_text("user name", user, MAX_USER_CHARS)?;
+    if user.is_empty() {
+        return Err(DatastoreError::Refused(format!(
+            "user name: empty; give 1 to {MAX_USER_CHARS} printable characters"
+        )));
+    }
+    Ok(())
+}
+
+/// A commit comment: at most [`MAX_COMMENT_CHARS`] characters, no control characters.
+pub fn check_comment(comment: &str) -> Result<(), DatastoreError> {
+    check_text("commit comment", comment, MAX_COMMENT_CHARS)
+}
+
+/// A `commit confirmed` wait: at most 65 535 minutes, as Junos takes (the shell asks in
+/// whole minutes; programs may ask for seconds).
+pub fn check_confirm_timeout(timeout: Duration) -> Result<(), DatastoreError> {
+    if timeout.is_zero() || timeout > MAX_CONFIRM_TIMEOUT {
+        return Err(DatastoreError::Refused(format!(
+            "commit confirmed: a wait of {} seconds is out of range; it is 1 second to 65535 minutes ({} seconds)",
+            efb_yang::text::grouped(timeout.as_secs() as usize),
+            efb_yang::text::grouped(MAX_CONFIRM_TIMEOUT.as_secs() as usize)
+        )));
+    }
+    Ok(())
+}
+
+fn check_request(user: &str, request: &CommitRequest) -> Result<(), DatastoreError> {
+    check_user(user)?;
+    if let Some(comment) = &request.comment {
+        check_comment(comment)?;
+    }
+    if let Some(timeout) = request.confirm_timeout {
+        check_confirm_timeout(timeout)?;
+    }
+    Ok(())
+}
+
+/// Text other users will see: bounded, without control characters or characters that
+/// reorder what follows (bidirectional overrides).
+fn check_text(what: &str, text: &str, max: usize) -> Result<(), DatastoreError> {
+    let chars = text.chars().count();
+    if chars > max {
+        return Err(DatastoreError::Refused(format!(
+            "{what}: {} characters; at most {max} are accepted",
+            efb_yang::text::grouped(chars)
+        )));
+    }
+    if let Some(c) = text.chars().find(|c| efb_table::unsafe_char(*c)) {
+        return Err(DatastoreError::Refused(format!(
+            "{what}: contains the control character {:?}; only printable characters are accepted",
+            c
+        )));
+    }
+    Ok(())
+}
+
 fn apply_edit(schema: &Schema, tree: &mut DataTree, edit: &Edit) -> Result<(), DatastoreError> {
     match edit {
         Edit::Set { path, value } => tree.set(schema, path, value.clone())?,
@@ -918,19 +1134,38 @@ fn conflicting_paths(
     paths
 }
 
-fn read_factory_default(schema: &Schema, path: &Path) -> Result<DataTree, DatastoreError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => json::from_json(schema, &text, Check::Complete).map_err(|e| {
-            DatastoreError::Edit(
-                e.problems()
-                    .into_iter()
-                    .map(|p| Problem::new(p.path, format!("{}: {}", path.display(), p.message)))
-                    .collect(),
-            )
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DataTree::new()),
-        Err(e) => Err(DatastoreError::Storage(format!("{}: {e}", path.display()))),
-    }
+/// The factory default as any configuration file is read; a missing file is an empty
+/// configuration (the box ships with none).
+fn read_factory_default(
+    schema: &Schema,
+    path: &Path,
+    limit: &Limit,
+) -> Result<DataTree, DatastoreError> {
+    let in_file = |problems: Vec<Problem>| {
+        let shown = path.display();
+        DatastoreError::Edit(
+            problems
+                .into_iter()
+                .map(|p| Problem::new(p.path, format!("{shown}: {}", p.message)))
+                .collect(),
+        )
+    };
+    let content = match input::read_file(path, limit) {
+        Ok(content) => content,
+        Err(InputError::Unreadable {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        }) => {
+            return Ok(DataTree::new());
+        }
+        Err(e @ InputError::Unreadable { .. }) => {
+            return Err(DatastoreError::Storage(e.to_string()));
+        }
+        Err(e) => return Err(DatastoreError::Edit(vec![Problem::new("", e.to_string())])),
+    };
+    content
+        .tree(schema, Check::Complete)
+        .map_err(|e| in_file(e.problems()))
 }
 
 fn current_boot_id() -> String {

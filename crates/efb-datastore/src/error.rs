@@ -16,11 +16,29 @@ pub enum DatastoreError {
     /// Others committed changes to the same paths since this session's candidate was started.
     #[error(
         "commit refused: since your candidate was started, commit {since} changed the same configuration:\n{}\nrun `rollback 0` (or `discard`) to start again from the running configuration",
-        .paths.join("\n")
+        path_lines(.paths)
     )]
     Conflict { paths: Vec<String>, since: String },
     #[error("no session {0}")]
     UnknownSession(u64),
+    /// The session was closed for being idle; its candidate is gone.
+    #[error(
+        "session expired: session {session} had no request for {}, longer than the idle timeout; your uncommitted changes were dropped",
+        humantime::format_duration(*.idle)
+    )]
+    SessionExpired {
+        session: u64,
+        idle: std::time::Duration,
+    },
+    /// As many sessions are open as the limits allow.
+    #[error(
+        "too many sessions: {max} are open, the most allowed; close one (leave a shell) and try again"
+    )]
+    TooManySessions { max: usize },
+    /// Input beyond a limit (a user name, a comment, a commit confirmed wait): nothing
+    /// changed; the message names the limit.
+    #[error("{0}")]
+    Refused(String),
     #[error("{0}")]
     NotFound(String),
     #[error("datastore {path} is in use by another process (is another efbd running?)")]
@@ -34,11 +52,14 @@ pub enum DatastoreError {
 }
 
 fn lines(problems: &[Problem]) -> String {
-    problems
-        .iter()
-        .map(|p| format!("  {p}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    efb_yang::text::problem_lines(problems, "  ")
+}
+
+/// The first paths, then how many more: a conflict over 100 000 flows is not a
+/// 10 MB message.
+fn path_lines(paths: &[String]) -> String {
+    let problems: Vec<Problem> = paths.iter().map(|p| Problem::new("", p.as_str())).collect();
+    efb_yang::text::problem_lines(&problems, "")
 }
 
 /// One problem on its line; several as an indented list under the first line's place.

@@ -16,7 +16,9 @@ mod store;
 
 pub use datastore::{
     CommitInfo, CommitOutcome, CommitRequest, DEFAULT_CONFIRM_TIMEOUT, Datastore, Edit,
-    HISTORY_LENGTH, LoadMode, LoadOutcome, OpenOptions, Running, SessionId,
+    HISTORY_LENGTH, LoadMode, LoadOutcome, MAX_COMMENT_CHARS, MAX_CONFIRM_TIMEOUT, MAX_USER_CHARS,
+    OpenOptions, Running, SessionId, SessionLimits, check_comment, check_confirm_timeout,
+    check_user,
 };
 pub use error::DatastoreError;
 pub use southbound::{NoChip, Southbound};

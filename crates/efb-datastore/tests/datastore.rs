@@ -625,3 +625,63 @@ fn an_unconfirmed_first_commit_rolls_back_to_the_empty_configuration() {
     assert!(ds.running().tree.is_empty());
     assert!(ds.pending_confirm_deadline().is_none());
 }
+
+#[test]
+fn loads_of_nothing_and_repeated_members_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ds = site_datastore(dir.path());
+    let s = ds.open_session("mallory");
+    let empty = ["", " \n\t "];
+    for mode in [LoadMode::Override, LoadMode::Merge] {
+        let mut refusals = Vec::new();
+        for text in empty.iter().chain(&["# a comment and nothing else\n"]) {
+            refusals.push((text, ds.load_lines(s, mode, text).map(|_| ())));
+        }
+        for text in &empty {
+            refusals.push((text, ds.load_json(s, mode, text).map(|_| ())));
+        }
+        for (text, refused) in refusals {
+            let message = refused.unwrap_err().to_string();
+            assert!(
+                message.starts_with("the content to load ") && message.contains("`{}`"),
+                "{text:?}: {message}"
+            );
+        }
+        assert!(ds.compare(s).unwrap().is_empty(), "nothing changed");
+    }
+    let repeated = r#"{"ecofilter-balancer:ecofilter-balancer": {"balancing-method": "layer-4", "balancing-method": "layer-3"}}"#;
+    for mode in [LoadMode::Override, LoadMode::Merge] {
+        let e = ds.load_json(s, mode, repeated).unwrap_err().to_string();
+        assert!(
+            e.contains("/ecofilter-balancer:ecofilter-balancer")
+                && e.contains("\"balancing-method\" appears twice"),
+            "{e}"
+        );
+    }
+    assert!(ds.compare(s).unwrap().is_empty(), "nothing changed");
+    // An explicit empty configuration is still how everything is removed.
+    ds.load_json(s, LoadMode::Override, "{}").unwrap();
+    assert!(ds.candidate(s).unwrap().is_empty());
+}
+
+#[test]
+fn a_factory_default_that_is_empty_or_not_a_file_is_refused() {
+    for (name, make) in [
+        (
+            "empty",
+            (|p: &std::path::Path| std::fs::write(p, ""))
+                as fn(&std::path::Path) -> std::io::Result<()>,
+        ),
+        ("directory", |p: &std::path::Path| std::fs::create_dir(p)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        make(&dir.path().join("factory-default.json")).unwrap();
+        let mut options = OpenOptions::new(dir.path());
+        options.boot_id = Some("b".into());
+        let err = Datastore::open(schema(), options)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("factory-default.json is "), "{name}: {err}");
+    }
+}

@@ -11,18 +11,33 @@
 //! (The operator role also runs the model's RPCs, which gNMI does not carry.)
 //!
 //! Argon2id is slow on purpose; a password that was checked once is remembered as a keyed
-//! digest, so later calls of a client cost a hash, not an Argon2 run.
+//! digest, so later calls of a client cost a hash, not an Argon2 run. Argon2 runs are
+//! bounded (see [`crate::argon`]): a few at a time, in memory allocated once. A name that
+//! is not a user costs the same Argon2 run against a decoy hash, so refusal times do not
+//! tell which names exist. Failed logins are logged (warn, with the user and the peer) and
+//! counted per peer: past the limit, the peer is refused at once for a while
+//! ([`crate::login`]).
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{PasswordHasher, SaltString};
 use argon2::{Argon2, Params};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tonic::Status;
 use tonic::metadata::MetadataMap;
+use tracing::{debug, warn};
+
+use crate::argon::{Checked, Checker, Stored};
+use crate::login::{Failures, Peer};
+
+/// Password checks waiting for their turn at most; more are refused at once.
+const MAX_WAITING: usize = 1024;
 
 /// What a user may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -84,16 +99,50 @@ struct UserEntry {
 
 struct User {
     role: Role,
-    hash: String,
+    hash: Arc<Stored>,
+}
+
+/// How logins are bounded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoginLimits {
+    /// Argon2 checks running at once, each with working memory of its own (the hash's
+    /// `m`, 19 MiB for standard hashes), allocated once and reused.
+    pub checks: usize,
+    /// Failed logins from one peer within `window` after which its logins are refused,
+    /// without a check, for `window`; 0: no limit.
+    pub failures: u32,
+    pub window: Duration,
+}
+
+impl Default for LoginLimits {
+    fn default() -> LoginLimits {
+        LoginLimits {
+            checks: default_checks(),
+            failures: 10,
+            window: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One check per CPU, at most 4: more would not be faster, only hold more memory.
+pub fn default_checks() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4))
 }
 
 /// The users allowed in, and the passwords already checked.
 pub struct Users {
     users: HashMap<String, User>,
+    /// Checked for names that are not users: the parameters most users' hashes have.
+    decoy: Option<Arc<Stored>>,
     /// Per user, the keyed digest of the last password that verified.
     verified: Mutex<HashMap<String, [u8; 32]>>,
     /// Random per process: the digests are worthless outside it.
     key: [u8; 32],
+    checker: Checker,
+    failures: Failures,
+    limits: LoginLimits,
+    /// Checks waiting for a turn.
+    waiting: AtomicUsize,
 }
 
 impl std::fmt::Debug for Users {
@@ -124,10 +173,11 @@ impl Users {
     pub fn parse(text: &str) -> Result<Users, String> {
         let file: UsersFile = toml::from_str(text).map_err(|e| e.to_string())?;
         for entry in &file.user {
-            PasswordHash::new(&entry.password).map_err(|e| {
+            // The name goes into the commit history others read: bounded and printable.
+            efb_datastore::check_user(&entry.name).map_err(|e| {
                 format!(
-                    "user {}: the password must be an Argon2 PHC string (efbd --hash-password prints one): {e}",
-                    entry.name
+                    "user {}: {e}",
+                    efb_yang::text::excerpt(&entry.name.escape_debug().to_string())
                 )
             })?;
         }
@@ -136,26 +186,57 @@ impl Users {
         if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
             return Err(format!("user {} is listed twice", twice[0]));
         }
-        Ok(Users::from_entries(file.user))
+        let entries = file
+            .user
+            .into_iter()
+            .map(|e| {
+                let hash =
+                    Stored::parse(&e.password).map_err(|m| format!("user {}: {m}", e.name))?;
+                Ok((e.name, e.role, hash))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(Users::from_entries(entries))
     }
 
-    fn from_entries(entries: Vec<UserEntry>) -> Users {
-        Users {
+    fn from_entries(entries: Vec<(String, Role, Stored)>) -> Users {
+        let decoy = most_common(entries.iter().map(|(_, _, h)| h)).map(|h| Arc::new(h.decoy()));
+        let limits = LoginLimits::default();
+        let mut users = Users {
             users: entries
                 .into_iter()
-                .map(|e| {
-                    (
-                        e.name,
-                        User {
-                            role: e.role,
-                            hash: e.password,
-                        },
-                    )
+                .map(|(name, role, hash)| {
+                    let hash = Arc::new(hash);
+                    (name, User { role, hash })
                 })
                 .collect(),
+            decoy,
             verified: Mutex::new(HashMap::new()),
             key: rand::random(),
-        }
+            checker: Checker::new(1, 0),
+            failures: Failures::new(0, Duration::ZERO),
+            limits: limits.clone(),
+            waiting: AtomicUsize::new(0),
+        };
+        users.set_limits(limits);
+        users
+    }
+
+    /// The same users, their logins bounded by `limits`.
+    pub fn with_limits(mut self, limits: LoginLimits) -> Users {
+        self.set_limits(limits);
+        self
+    }
+
+    fn set_limits(&mut self, limits: LoginLimits) {
+        let blocks = self
+            .users
+            .values()
+            .map(|u| u.hash.blocks())
+            .max()
+            .unwrap_or(0);
+        self.checker = Checker::new(limits.checks, blocks);
+        self.failures = Failures::new(limits.failures, limits.window);
+        self.limits = limits;
     }
 
     pub fn is_empty(&self) -> bool {
@@ -166,57 +247,122 @@ impl Users {
         self.users.len()
     }
 
-    /// Checks the `username` / `password` metadata of a call. UNAUTHENTICATED for missing
-    /// or wrong credentials (one message for both, so names cannot be probed).
-    pub async fn authenticate(self: &Arc<Self>, metadata: &MetadataMap) -> Result<Caller, Status> {
+    /// Checks the `username` / `password` metadata of a call from `peer`. UNAUTHENTICATED
+    /// for missing or wrong credentials (one message for both, so names cannot be probed);
+    /// RESOURCE_EXHAUSTED for a peer with too many failures, or too many checks waiting.
+    pub async fn authenticate(
+        self: &Arc<Self>,
+        metadata: &MetadataMap,
+        peer: Option<SocketAddr>,
+    ) -> Result<Caller, Status> {
         if self.users.is_empty() {
             return Err(Status::unauthenticated(
                 "no gNMI users are configured on this efbd (settings: gnmi.users); gNMI logins are refused",
             ));
         }
-        let field = |name: &str| {
-            metadata
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-        };
-        let (user, password) = (field("username").to_string(), field("password").to_string());
-        if user.is_empty() {
-            return Err(Status::unauthenticated(
-                "credentials required: send `username` and `password` in the call metadata",
-            ));
+        let (user, password) = credentials(metadata)?;
+        let peer = Peer::of(peer);
+        if let Some(left) = self.failures.blocked(peer) {
+            debug!(user = %shown(&user), %peer, "gNMI login refused: too many failures");
+            return Err(self.refused(peer, left));
         }
-        let users = self.clone();
-        let name = user.clone();
-        let role = tokio::task::spawn_blocking(move || users.verify(&name, &password))
-            .await
-            .map_err(|_| Status::internal("password check failed"))?;
-        match role {
-            Some(role) => Ok(Caller { user, role }),
-            None => Err(Status::unauthenticated("wrong username or password")),
+        let digest = self.digest(&user, &password);
+        if let Some(role) = self.remembered(&user, &digest) {
+            return Ok(Caller { user, role });
+        }
+        match self.check(&user, password, digest, peer).await? {
+            Some(role) => {
+                self.failures.succeeded(peer);
+                Ok(Caller { user, role })
+            }
+            None => {
+                self.failed(&user, peer);
+                Err(Status::unauthenticated("wrong username or password"))
+            }
         }
     }
 
-    /// The user's role if the password is theirs.
-    pub fn verify(&self, user: &str, password: &str) -> Option<Role> {
+    /// The Argon2 check, in turn: the user's role if the password is theirs. Unknown
+    /// names are checked against the decoy, at the same cost.
+    async fn check(
+        self: &Arc<Self>,
+        user: &str,
+        password: String,
+        digest: [u8; 32],
+        peer: Peer,
+    ) -> Result<Option<Role>, Status> {
+        let _turn = Waiting::enter(&self.waiting).ok_or_else(|| {
+            warn!(%peer, waiting = MAX_WAITING, "gNMI login refused: too many password checks waiting");
+            Status::resource_exhausted(format!(
+                "efbd has {MAX_WAITING} password checks waiting already; retry in a few seconds"
+            ))
+        })?;
+        let known = self.users.get(user);
+        let Some(stored) = known.map(|u| u.hash.clone()).or_else(|| self.decoy.clone()) else {
+            return Ok(None);
+        };
+        let users = self.clone();
+        let name = user.to_string();
+        // Calls that waited for their turn may no longer need the check.
+        let still_wanted = move || match users.failures.blocked(peer) {
+            Some(left) => Some(Err(users.refused(peer, left))),
+            None => users.remembered(&name, &digest).map(Ok),
+        };
+        match self
+            .checker
+            .check(stored, password.into_bytes(), still_wanted)
+            .await
+        {
+            Checked::Skipped(done) => done.map(Some),
+            Checked::Match => Ok(known.map(|u| {
+                self.remember(user, digest);
+                u.role
+            })),
+            Checked::NoMatch => Ok(None),
+            Checked::Failed => Err(Status::internal("password check failed")),
+        }
+    }
+
+    fn remembered(&self, user: &str, digest: &[u8; 32]) -> Option<Role> {
         let entry = self.users.get(user)?;
-        let digest = self.digest(user, password);
         let known = self
             .verified
             .lock()
             .ok()
             .and_then(|cache| cache.get(user).copied());
-        if known.is_some_and(|d| same(&d, &digest)) {
-            return Some(entry.role);
-        }
-        let hash = PasswordHash::new(&entry.hash).ok()?;
-        Argon2::default()
-            .verify_password(password.as_bytes(), &hash)
-            .ok()?;
+        known
+            .is_some_and(|d| crate::argon::same(&d, digest))
+            .then_some(entry.role)
+    }
+
+    fn remember(&self, user: &str, digest: [u8; 32]) {
         if let Ok(mut cache) = self.verified.lock() {
             cache.insert(user.to_string(), digest);
         }
-        Some(entry.role)
+    }
+
+    /// Logs and counts a failed login.
+    fn failed(&self, user: &str, peer: Peer) {
+        let failure = self.failures.failed(peer);
+        warn!(user = %shown(user), %peer, failures = failure.count, "gNMI login failed: wrong username or password");
+        if let Some(window) = failure.blocks_for {
+            warn!(
+                %peer,
+                failures = failure.count,
+                refused_for_secs = window.as_secs(),
+                "gNMI logins from this peer refused for a while: too many failures (gnmi.login_failures)"
+            );
+        }
+    }
+
+    fn refused(&self, peer: Peer, left: Duration) -> Status {
+        Status::resource_exhausted(format!(
+            "too many failed logins from {peer} ({} within {} s, gnmi.login_failures and gnmi.login_window_secs): \
+             logins from there are refused; retry in {} s",
+            self.limits.failures,
+            self.limits.window.as_secs(),
+            left.as_secs().max(1)
+        ))
     }
 
     fn digest(&self, user: &str, password: &str) -> [u8; 32] {
@@ -229,9 +375,60 @@ impl Users {
     }
 }
 
-/// Compares without stopping at the first difference.
-fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The `username` and `password` of a call's metadata.
+fn credentials(metadata: &MetadataMap) -> Result<(String, String), Status> {
+    let field = |name: &str| {
+        metadata
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (user, password) = (field("username"), field("password"));
+    if user.is_empty() {
+        return Err(Status::unauthenticated(
+            "credentials required: send `username` and `password` in the call metadata",
+        ));
+    }
+    Ok((user, password))
+}
+
+/// The hash whose parameters most users have (the first of equals).
+fn most_common<'a>(hashes: impl Iterator<Item = &'a Stored>) -> Option<&'a Stored> {
+    let hashes: Vec<&Stored> = hashes.collect();
+    let count = |h: &Stored| hashes.iter().filter(|o| o.cost() == h.cost()).count();
+    hashes
+        .iter()
+        .copied()
+        .enumerate()
+        .max_by_key(|(i, h)| (count(h), std::cmp::Reverse(*i)))
+        .map(|(_, h)| h)
+}
+
+/// A user name as logged: quoted and escaped, and cut (a header may hold 16 KiB).
+fn shown(user: &str) -> String {
+    let cut: String = user.chars().take(64).collect();
+    let more = if cut.len() < user.len() { "..." } else { "" };
+    format!("{cut:?}{more}")
+}
+
+/// A place among the checks waiting, left when dropped.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicUsize) -> Option<Waiting<'a>> {
+        if count.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING {
+            count.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Waiting(count))
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// How much work a new password hash costs.
@@ -264,40 +461,121 @@ mod tests {
 
     use super::*;
 
-    fn users() -> Users {
+    fn users() -> Arc<Users> {
         let admin = hash_password("secret", Cost::Test).unwrap();
         let viewer = hash_password("look", Cost::Test).unwrap();
-        Users::parse(&format!(
+        let users = Users::parse(&format!(
             "[[user]]\nname = \"ada\"\npassword = \"{admin}\"\nrole = \"admin\"\n\
              [[user]]\nname = \"vic\"\npassword = \"{viewer}\"\nrole = \"viewer\"\n"
         ))
-        .unwrap()
+        .unwrap();
+        Arc::new(users.with_limits(LoginLimits {
+            checks: 2,
+            failures: 3,
+            window: Duration::from_secs(60),
+        }))
     }
 
-    #[test]
-    fn passwords_and_roles() {
+    fn credentials(user: &str, password: &str) -> MetadataMap {
+        let mut md = MetadataMap::new();
+        md.insert("username", user.parse().unwrap());
+        md.insert("password", password.parse().unwrap());
+        md
+    }
+
+    async fn login(
+        users: &Arc<Users>,
+        user: &str,
+        password: &str,
+        from: &str,
+    ) -> Result<Role, Status> {
+        let peer = Some(SocketAddr::new(from.parse().unwrap(), 5000));
+        users
+            .authenticate(&credentials(user, password), peer)
+            .await
+            .map(|c| c.role)
+    }
+
+    #[tokio::test]
+    async fn passwords_and_roles() {
         let users = users();
-        assert_eq!(users.verify("ada", "secret"), Some(Role::Admin));
+        let here = "10.0.0.1";
+        assert_eq!(
+            login(&users, "ada", "secret", here).await.unwrap(),
+            Role::Admin
+        );
         // Remembered: the second check takes the digest path and still says yes.
-        assert_eq!(users.verify("ada", "secret"), Some(Role::Admin));
-        assert_eq!(users.verify("ada", "Secret"), None);
-        assert_eq!(users.verify("vic", "look"), Some(Role::Viewer));
-        assert_eq!(users.verify("nobody", "secret"), None);
+        assert_eq!(
+            login(&users, "ada", "secret", here).await.unwrap(),
+            Role::Admin
+        );
+        let wrong = login(&users, "ada", "Secret", here).await.unwrap_err();
+        assert_eq!(wrong.code(), tonic::Code::Unauthenticated);
+        assert_eq!(
+            login(&users, "vic", "look", here).await.unwrap(),
+            Role::Viewer
+        );
+        let nobody = login(&users, "nobody", "secret", here).await.unwrap_err();
+        assert_eq!(nobody.message(), wrong.message(), "one message for both");
         assert!(Role::Admin.may_set() && !Role::Operator.may_set() && !Role::Viewer.may_set());
     }
 
+    #[tokio::test]
+    async fn failures_block_the_peer_then_a_success_clears_them() {
+        let users = users();
+        for _ in 0..3 {
+            let err = login(&users, "ada", "guess", "10.0.0.2").await.unwrap_err();
+            assert_eq!(err.code(), tonic::Code::Unauthenticated);
+        }
+        // Even the right password: the peer is refused before any check.
+        let err = login(&users, "ada", "secret", "10.0.0.2")
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::ResourceExhausted);
+        assert!(err.message().contains("retry in"), "{}", err.message());
+        assert!(err.message().contains("10.0.0.2"), "{}", err.message());
+        assert_eq!(
+            login(&users, "ada", "secret", "10.0.0.3").await.unwrap(),
+            Role::Admin
+        );
+    }
+
     #[test]
-    fn standard_hashes_verify() {
+    fn unknown_names_are_checked_against_a_decoy_of_the_common_cost() {
+        let standard = hash_password("a", Cost::Standard).unwrap();
+        let test = hash_password("b", Cost::Test).unwrap();
+        let users = Users::parse(&format!(
+            "[[user]]\nname = \"a\"\npassword = \"{test}\"\nrole = \"admin\"\n\
+             [[user]]\nname = \"b\"\npassword = \"{standard}\"\nrole = \"admin\"\n\
+             [[user]]\nname = \"c\"\npassword = \"{standard}\"\nrole = \"admin\"\n"
+        ))
+        .unwrap();
+        assert_eq!(users.decoy.unwrap().cost(), (19456, 2, 1));
+    }
+
+    #[test]
+    fn logged_names_are_escaped_and_cut() {
+        assert_eq!(shown("ada"), "\"ada\"");
+        assert!(shown(&"x".repeat(1000)).len() < 80);
+    }
+
+    #[tokio::test]
+    async fn standard_hashes_verify() {
         let hash = hash_password("admin", Cost::Standard).unwrap();
         assert!(
             hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
             "{hash}"
         );
-        let users = Users::parse(&format!(
-            "[[user]]\nname = \"admin\"\npassword = \"{hash}\"\nrole = \"admin\"\n"
-        ))
-        .unwrap();
-        assert_eq!(users.verify("admin", "admin"), Some(Role::Admin));
+        let users = Arc::new(
+            Users::parse(&format!(
+                "[[user]]\nname = \"admin\"\npassword = \"{hash}\"\nrole = \"admin\"\n"
+            ))
+            .unwrap(),
+        );
+        assert_eq!(
+            login(&users, "admin", "admin", "::1").await.unwrap(),
+            Role::Admin
+        );
     }
 
     #[test]
@@ -305,7 +583,7 @@ mod tests {
         let err = Users::parse("[[user]]\nname = \"a\"\npassword = \"admin\"\nrole = \"admin\"\n")
             .err()
             .unwrap();
-        assert!(err.contains("PHC"), "{err}");
+        assert!(err.contains("PHC") && err.contains("user a"), "{err}");
         let err = Users::parse("[[user]]\nname = \"a\"\npassword = \"x\"\nrole = \"root\"\n")
             .err()
             .unwrap();
@@ -316,24 +594,37 @@ mod tests {
              [[user]]\nname = \"a\"\npassword = \"{hash}\"\nrole = \"viewer\"\n"
         );
         assert!(Users::parse(&twice).err().unwrap().contains("twice"));
+        let costly = "$argon2id$v=19$m=1048576,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$V/KPtmYYYPS1lEGdOCc1ib8a9lu6naGl7zHwJiT0gf0";
+        let err = Users::parse(&format!(
+            "[[user]]\nname = \"a\"\npassword = \"{costly}\"\nrole = \"admin\"\n"
+        ))
+        .err()
+        .unwrap();
+        assert!(
+            err.contains("user a") && err.contains("at most 262144"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
     async fn metadata_checks() {
-        let users = Arc::new(users());
+        let users = users();
         let mut md = MetadataMap::new();
-        let err = users.authenticate(&md).await.unwrap_err();
+        let err = users.authenticate(&md, None).await.unwrap_err();
         assert_eq!(err.code(), tonic::Code::Unauthenticated);
         md.insert("username", "ada".parse().unwrap());
         md.insert("password", "wrong".parse().unwrap());
         assert_eq!(
-            users.authenticate(&md).await.unwrap_err().code(),
+            users.authenticate(&md, None).await.unwrap_err().code(),
             tonic::Code::Unauthenticated
         );
         md.insert("password", "secret".parse().unwrap());
-        assert_eq!(users.authenticate(&md).await.unwrap().role, Role::Admin);
+        assert_eq!(
+            users.authenticate(&md, None).await.unwrap().role,
+            Role::Admin
+        );
         let nobody = Arc::new(Users::none());
-        let err = nobody.authenticate(&md).await.unwrap_err();
+        let err = nobody.authenticate(&md, None).await.unwrap_err();
         assert!(err.message().contains("no gNMI users"), "{}", err.message());
     }
 }

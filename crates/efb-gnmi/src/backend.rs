@@ -50,6 +50,9 @@ pub enum BackendError {
     /// Something else holds what is asked for (a pending commit confirmed, a conflict).
     #[error("{0}")]
     Precondition(String),
+    /// A request beyond a limit (a user name too long for the history): nothing changed.
+    #[error("{0}")]
+    Refused(String),
     #[error("{0}")]
     NotFound(String),
     /// The daemon is stopping, or storage failed.
@@ -58,11 +61,7 @@ pub enum BackendError {
 }
 
 fn lines(problems: &[Problem]) -> String {
-    problems
-        .iter()
-        .map(Problem::to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
+    efb_yang::text::problem_lines(problems, "")
 }
 
 /// Says which commit waits for its confirmation, and until when.

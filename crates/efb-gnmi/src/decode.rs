@@ -5,9 +5,12 @@
 //! member names (only this module's), 64-bit numbers as numbers or strings, `empty` as
 //! `[null]`; the value is normalized to RFC 7951 by the schema and then read through
 //! libyang, which checks every name and value. Scalar TypedValues (string, integers, bool,
-//! double, leaf-list arrays) are accepted for leaves. A JSON value that is not JSON text
-//! at a leaf is taken as the leaf's text (pygnmi sends strings unquoted).
+//! double, leaf-list arrays) are accepted for leaves. JSON values are read as every reader
+//! of configuration JSON reads them (`efb_yang::input::check_json`): exactly one JSON value,
+//! no member named twice. Text that is not JSON is refused on string leaves too (pygnmi
+//! sends a Python string unquoted: send `json.dumps(text)`, or the text in `string_val`).
 
+use efb_yang::input::check_json;
 use efb_yang::json::{Check, from_json};
 use efb_yang::{DataPath, DataTree, JsonKind, NodeKind, Schema, SchemaId, Value};
 use gnmi_proto::gnmi::{self, typed_value};
@@ -75,19 +78,8 @@ fn to_json(
 ) -> Result<Json, DecodeError> {
     use typed_value::Value as V;
     let bad = |m: &str| DecodeError::Invalid(m.to_string());
-    let leafy = path
-        .node()
-        .is_some_and(|id| matches!(schema.node(id).kind, NodeKind::Leaf | NodeKind::LeafList));
     Ok(match value {
-        V::JsonVal(bytes) | V::JsonIetfVal(bytes) => match serde_json::from_slice(bytes) {
-            Ok(json) => json,
-            Err(_) if leafy => Json::String(
-                std::str::from_utf8(bytes)
-                    .map_err(|_| bad("the value is not UTF-8"))?
-                    .to_string(),
-            ),
-            Err(e) => return Err(bad(&format!("the value is not JSON: {e}"))),
-        },
+        V::JsonVal(bytes) | V::JsonIetfVal(bytes) => json_value(schema, path, bytes)?,
         V::StringVal(s) | V::AsciiVal(s) => Json::String(s.clone()),
         V::IntVal(i) => Json::from(*i),
         V::UintVal(u) => Json::from(*u),
@@ -114,6 +106,30 @@ fn to_json(
             ));
         }
     })
+}
+
+/// A JSON or JSON_IETF value: exactly one JSON value, with no member named twice. Anything
+/// else is refused, also on a string leaf, where taking the bytes as the string would store
+/// `{{{`, `"x" garbage` with its quotes, or nothing at all.
+fn json_value(schema: &Schema, path: &DataPath, bytes: &[u8]) -> Result<Json, DecodeError> {
+    let expected = || match path.node().map(|id| schema.node(id)) {
+        Some(info) if matches!(info.kind, NodeKind::Leaf | NodeKind::LeafList) => format!(
+            "expected {} as one JSON value (text in double quotes: \"uplink A\"; \
+             plain text may go in string_val)",
+            info.accepts()
+        ),
+        _ => "expected one JSON value".to_string(),
+    };
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        DecodeError::Invalid(format!(
+            "the value is not UTF-8 (byte {} is not); {}",
+            e.valid_up_to(),
+            expected()
+        ))
+    })?;
+    check_json(text)
+        .map_err(|problem| DecodeError::Invalid(format!("{problem}; {}", expected())))?;
+    serde_json::from_str(text).map_err(|e| DecodeError::Invalid(format!("not JSON: {e}")))
 }
 
 fn decimal(digits: i64, precision: u32) -> String {
@@ -378,7 +394,7 @@ mod tests {
     }
 
     #[test]
-    fn scalars_numbers_as_strings_and_unquoted_strings_are_read_by_type() {
+    fn scalars_and_numbers_as_strings_are_read_by_type() {
         let s = Schema::load().unwrap();
         let p = "/ports/port[name='p1']/mtu";
         for v in [
@@ -392,17 +408,64 @@ mod tests {
                 r#"{"ecofilter-balancer:ports":{"port":[{"name":"p1","mtu":9100}]}}"#
             );
         }
-        let unquoted = gnmi::TypedValue {
-            value: Some(typed_value::Value::JsonVal(b"uplink to the core".to_vec())),
-        };
-        assert!(
-            decoded(&s, "/ports/port[name='p1']/description", unquoted)
-                .unwrap()
-                .contains("uplink to the core")
-        );
         let err = decoded(&s, p, json("\"big\"")).unwrap_err();
         assert!(
             matches!(&err, DecodeError::Invalid(m) if m.contains("mtu")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn json_values_are_exactly_one_json_value_even_on_string_leaves() {
+        let s = Schema::load().unwrap();
+        let description = "/ports/port[name='p1']/description";
+        for (bytes, why) in [
+            (&b"uplink to the core"[..], "not valid JSON"),
+            (b"{{{", "not valid JSON"),
+            (b"", "the input is empty"),
+            (b"\"x\" garbage", "trailing characters"),
+            (b"\"\\ud800\"", "not valid JSON"),
+            (b"\"caf\xe9\"", "not UTF-8"),
+        ] {
+            for value in [
+                typed_value::Value::JsonVal(bytes.to_vec()),
+                typed_value::Value::JsonIetfVal(bytes.to_vec()),
+            ] {
+                let err = decoded(&s, description, typed(value)).unwrap_err();
+                assert!(
+                    matches!(&err, DecodeError::Invalid(m)
+                        if m.starts_with("/ecofilter-balancer:ports/port[name='p1']/description: ")
+                            && m.contains(why)
+                            && m.contains("as one JSON value")),
+                    "{bytes:?}: {err:?}"
+                );
+            }
+        }
+        assert!(
+            decoded(&s, description, json("\"uplink to the core\""))
+                .unwrap()
+                .contains("uplink to the core")
+        );
+        let plain = typed(typed_value::Value::StringVal("uplink to the core".into()));
+        assert!(
+            decoded(&s, description, plain)
+                .unwrap()
+                .contains("uplink to the core")
+        );
+    }
+
+    #[test]
+    fn a_member_named_twice_is_refused_with_where_it_is() {
+        let s = Schema::load().unwrap();
+        let err = decoded(
+            &s,
+            "/ports",
+            json(r#"{"port": [{"name": "p1", "number": 1, "number": 2, "speed": "100g"}]}"#),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, DecodeError::Invalid(m)
+                if m.contains("/port[name='p1']: member \"number\" appears twice")),
             "{err:?}"
         );
     }

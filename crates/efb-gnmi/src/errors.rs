@@ -12,8 +12,14 @@
 //! | a commit confirmed waiting, a commit conflict     | FAILED_PRECONDITION |
 //! | a wrong commit confirmed id                       | INVALID_ARGUMENT    |
 //! | a subscriber that fell behind                     | RESOURCE_EXHAUSTED  |
+//! | too many subscriptions, too many failed logins    | RESOURCE_EXHAUSTED  |
 //! | efbd stopping, storage failing                    | UNAVAILABLE         |
+//!
+//! Every status an RPC returns passes through [`bounded`] (in [`crate::service`]): a
+//! message quoting a 10 MB value is cut to a few KiB, saying how long it was, so that the
+//! client gets the reason and not a protocol error about an oversized header.
 
+use efb_yang::text::{self, MESSAGE_BYTES};
 use tonic::Status;
 
 use crate::backend::BackendError;
@@ -41,8 +47,17 @@ pub fn backend(e: BackendError) -> Status {
             "the configuration would not be valid; nothing was changed:\n{e}"
         )),
         BackendError::Precondition(m) => Status::failed_precondition(m),
+        BackendError::Refused(m) => Status::invalid_argument(m),
         BackendError::NotFound(m) => Status::not_found(m),
         BackendError::Unavailable(m) => Status::unavailable(m),
+    }
+}
+
+/// `status` with its message cut to [`MESSAGE_BYTES`] (saying how long it was).
+pub fn bounded(status: Status) -> Status {
+    match text::bound(status.message(), MESSAGE_BYTES) {
+        std::borrow::Cow::Borrowed(_) => status,
+        std::borrow::Cow::Owned(message) => Status::new(status.code(), message),
     }
 }
 

@@ -6,16 +6,22 @@
 //! - [`path`]: gNMI paths against the schema (origins, keys, wildcards).
 //! - [`encode`] / [`decode`]: JSON and JSON_IETF (RFC 7951) out of and into data trees,
 //!   driven by the schema.
-//! - [`auth`]: users, passwords, roles. [`tls`]: the server certificate.
+//! - [`auth`]: users, passwords, roles; [`argon`] runs the password checks in bounded
+//!   memory, `login` counts failures per peer. [`tls`]: the server certificate.
+//! - [`listen`]: bounded connections (a limit, handshake deadlines, keepalive), also for
+//!   efbd's management API.
 //!
 //! efbd binds the listener (so it can print the address) and calls [`serve`].
 
+pub mod argon;
 pub mod auth;
 pub mod backend;
 pub mod decode;
 pub mod encode;
 mod errors;
 mod gate;
+pub mod listen;
+mod login;
 pub mod path;
 mod service;
 mod set;
@@ -47,11 +53,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use gnmi_proto::gnmi::g_nmi_server::GNmiServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_stream::wrappers::TcpListenerStream;
 use tonic::codec::CompressionEncoding;
-use tonic::transport::{Identity, ServerTlsConfig};
 
 pub use auth::{Caller, Role, Users};
 pub use backend::Backend;
@@ -75,6 +82,13 @@ pub struct ServerConfig {
     pub min_sample_interval: Duration,
     /// Updates per Notification in dumps and samples (bounds message size and latency).
     pub updates_per_notification: usize,
+    /// Subscribe RPCs served at once, in all (each costs a task, a queue and CPU at every
+    /// change).
+    pub max_subscriptions: usize,
+    /// Subscribe RPCs served at once for one user.
+    pub max_subscriptions_per_user: usize,
+    /// Connections: how many, how long a handshake may take, keepalive.
+    pub connections: listen::Limits,
 }
 
 impl Default for ServerConfig {
@@ -86,6 +100,15 @@ impl Default for ServerConfig {
             subscriber_queue: 64,
             min_sample_interval: Duration::from_millis(100),
             updates_per_notification: 1000,
+            max_subscriptions: 256,
+            max_subscriptions_per_user: 64,
+            connections: listen::Limits {
+                max: 256,
+                handshake_timeout: Duration::from_secs(5),
+                keepalive: Some(Duration::from_secs(30)),
+                name: "gNMI",
+                settings: "gnmi.connections",
+            },
         }
     }
 }
@@ -93,7 +116,7 @@ impl Default for ServerConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("gNMI TLS: {0}")]
-    Tls(tonic::transport::Error),
+    Tls(#[from] tls::TlsError),
     #[error("gNMI server: {0}")]
     Transport(#[from] tonic::transport::Error),
 }
@@ -125,17 +148,16 @@ pub async fn serve(
         shutdown.await;
         let _ = stop.send(true);
     });
-    let mut builder = tonic::transport::Server::builder()
-        // Dead peers (a laptop that went away) are found and their streams dropped.
-        .http2_keepalive_interval(Some(Duration::from_secs(30)))
-        .http2_keepalive_timeout(Some(Duration::from_secs(20)));
-    if let Some(tls) = &config.tls {
-        let identity = Identity::from_pem(&tls.cert_pem, &tls.key_pem);
-        builder = builder
-            .tls_config(ServerTlsConfig::new().identity(identity))
-            .map_err(ServeError::Tls)?;
-    }
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let tls = config.tls.as_ref().map(TlsIdentity::acceptor).transpose()?;
+    // Dead peers (a laptop that went away) are found by keepalive and their streams dropped.
+    let mut builder = listen::server(&config.connections);
+    let accepted = TcpListenerStream::new(listener).map(|stream| {
+        // Fails only for a connection already reset, which its first read will find.
+        stream.inspect(|s| {
+            let _ = s.set_nodelay(true);
+        })
+    });
+    let incoming = listen::incoming(accepted, config.connections.clone(), tls);
     let mut until = stopped.clone();
     let mut grace = stopped.clone();
     let gate = Arc::new(gate::Gate::new(backend));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use efb_yang::Schema;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use gnmi_proto::gnmi::{
     self, CapabilityRequest, CapabilityResponse, GetRequest, GetResponse, ModelData, Notification,
     SetRequest, SetResponse, SubscribeRequest, SubscribeResponse, Update, get_request,
@@ -32,6 +32,8 @@ pub struct GnmiService {
     pub(crate) stop: watch::Receiver<bool>,
     /// The commit confirmed made over gNMI that waits, and the client's id for it.
     pub(crate) waiting: tokio::sync::Mutex<Option<crate::set::Waiting>>,
+    /// Subscribe RPCs under way, per user.
+    pub(crate) subscriptions: Arc<crate::subscribe::Count>,
 }
 
 impl GnmiService {
@@ -43,6 +45,10 @@ impl GnmiService {
         GnmiService {
             schema: backend.schema(),
             backend,
+            subscriptions: Arc::new(crate::subscribe::Count::new(
+                config.max_subscriptions,
+                config.max_subscriptions_per_user,
+            )),
             config,
             stop,
             waiting: tokio::sync::Mutex::new(None),
@@ -50,7 +56,11 @@ impl GnmiService {
     }
 
     async fn caller<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
-        self.config.users.authenticate(request.metadata()).await
+        self.config
+            .users
+            .authenticate(request.metadata(), request.remote_addr())
+            .await
+            .map_err(errors::bounded)
     }
 }
 
@@ -145,6 +155,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
             .instrument(span)
             .await
             .map(Response::new)
+            .map_err(errors::bounded)
     }
 
     async fn set(&self, request: Request<SetRequest>) -> Result<Response<SetResponse>, Status> {
@@ -154,6 +165,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         crate::set::set(self, &caller, request.into_inner())
             .instrument(span)
             .await
+            .map_err(errors::bounded)
     }
 
     type SubscribeStream = SubscribeStream;
@@ -164,9 +176,11 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
     ) -> Result<Response<Self::SubscribeStream>, Status> {
         let caller = self.caller(&request).await?;
         let span = info_span!("gnmi", rpc = "Subscribe", user = %caller.user);
-        let stream = crate::subscribe::start(self, request.into_inner())
+        let stream = crate::subscribe::start(self, &caller, request.into_inner())
             .instrument(span)
-            .await?;
+            .await
+            .map_err(errors::bounded)?;
+        let stream = stream.map(|item| item.map_err(errors::bounded));
         Ok(Response::new(Box::pin(stream)))
     }
 }

@@ -5,12 +5,12 @@
 //! adds its items to the ones there).
 //!
 //! The commit confirmed extension: `commit` starts one (a rollback duration of 0 or none
-//! means 10 minutes), `confirm` keeps it, `cancel` rolls it back; while one waits, other
+//! means 10 minutes, at most 65 535 minutes as Junos), `confirm` keeps it, `cancel` rolls it back; while one waits, other
 //! Sets are refused with FAILED_PRECONDITION, and a wrong id with INVALID_ARGUMENT.
 
 use std::time::Duration;
 
-use efb_datastore::{DEFAULT_CONFIRM_TIMEOUT, Edit};
+use efb_datastore::{DEFAULT_CONFIRM_TIMEOUT, Edit, MAX_CONFIRM_TIMEOUT, check_confirm_timeout};
 use gnmi_proto::gnmi::{self, SetRequest, SetResponse, UpdateResult, update_result::Operation};
 use gnmi_proto::gnmi_ext::{self, commit::Action, extension::Ext};
 use tonic::metadata::MetadataValue;
@@ -201,6 +201,24 @@ fn shown(path: &gnmi::Path) -> String {
     out
 }
 
+/// How long a commit confirmed waits: the default (10 minutes) for none or 0, else what
+/// is asked for up to 65 535 minutes, Junos' limit.
+fn rollback_wait(asked: Option<prost_types::Duration>) -> Result<Duration, Status> {
+    let Some(asked) = asked.filter(|d| d.seconds != 0 || d.nanos != 0) else {
+        return Ok(DEFAULT_CONFIRM_TIMEOUT);
+    };
+    let out_of_range = || {
+        Status::invalid_argument(format!(
+            "commit extension: rollback_duration {}s is out of range; it is 1 second to 65535 minutes ({} seconds), or 0 for the default 10 minutes",
+            asked.seconds,
+            MAX_CONFIRM_TIMEOUT.as_secs()
+        ))
+    };
+    let wait = Duration::try_from(asked).map_err(|_| out_of_range())?;
+    check_confirm_timeout(wait).map_err(|_| out_of_range())?;
+    Ok(wait)
+}
+
 /// The gNMI commit confirmed that waits, if it still does (it may have been rolled back by
 /// its timer, or confirmed from the shell).
 async fn current(
@@ -249,11 +267,7 @@ async fn confirmed(
             if let Some(pending) = pending {
                 return Err(Status::failed_precondition(pending_message(&pending)));
             }
-            let wait = request
-                .rollback_duration
-                .and_then(|d| Duration::try_from(d).ok())
-                .filter(|d| !d.is_zero())
-                .unwrap_or(DEFAULT_CONFIRM_TIMEOUT);
+            let wait = rollback_wait(request.rollback_duration)?;
             let outcome = service
                 .backend
                 .commit_unless_pending(&caller.user, edits, Some(wait))
@@ -311,5 +325,39 @@ async fn confirmed(
         None => Err(Status::invalid_argument(
             "the commit extension has no action",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minutes(m: i64) -> Option<prost_types::Duration> {
+        Some(prost_types::Duration {
+            seconds: m * 60,
+            nanos: 0,
+        })
+    }
+
+    #[test]
+    fn a_rollback_duration_is_at_most_65535_minutes() {
+        assert_eq!(rollback_wait(None).unwrap(), DEFAULT_CONFIRM_TIMEOUT);
+        assert_eq!(rollback_wait(minutes(0)).unwrap(), DEFAULT_CONFIRM_TIMEOUT);
+        assert_eq!(
+            rollback_wait(minutes(65_535)).unwrap(),
+            Duration::from_secs(65_535 * 60)
+        );
+        for asked in [
+            minutes(65_536),
+            minutes(-1),
+            Some(prost_types::Duration {
+                seconds: i64::from(u32::MAX),
+                nanos: 0,
+            }),
+        ] {
+            let err = rollback_wait(asked).unwrap_err();
+            assert_eq!(err.code(), tonic::Code::InvalidArgument);
+            assert!(err.message().contains("65535 minutes"), "{}", err.message());
+        }
     }
 }

@@ -8,10 +8,11 @@
 //! client holds up its own task only; one that falls further behind than the daemon's
 //! snapshot queue is ended with RESOURCE_EXHAUSTED. A client closing its sending side
 //! (pygnmi does) leaves a STREAM running; the RPC ends when the client cancels it, or
-//! with UNAVAILABLE when efbd stops.
+//! with UNAVAILABLE when efbd stops. Subscribe RPCs under way are counted in all and per
+//! user; past either maximum, a new one is refused with RESOURCE_EXHAUSTED.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use efb_yang::diff::{Change, diff};
@@ -24,8 +25,9 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
-use tracing::{Instrument, Span, debug, info};
+use tracing::{Instrument, Span, debug, info, warn};
 
+use crate::auth::Caller;
 use crate::backend::{Backend, Snapshot};
 use crate::encode::{Encoder, Encoding, Filter, LeafValue, leaves};
 use crate::errors;
@@ -63,11 +65,90 @@ struct Session {
     per_notification: usize,
 }
 
+/// Subscribe RPCs under way, in all and per user, within their maximums.
+pub(crate) struct Count {
+    max: usize,
+    per_user: usize,
+    /// In all, and per user.
+    open: Mutex<(usize, HashMap<String, usize>)>,
+}
+
+impl Count {
+    pub fn new(max: usize, per_user: usize) -> Count {
+        Count {
+            max,
+            per_user,
+            open: Mutex::new((0, HashMap::new())),
+        }
+    }
+
+    /// A place for one more subscription of `user`, held until the slot is dropped.
+    fn admit(self: &Arc<Self>, user: &str) -> Result<Slot, Status> {
+        let mut open = self
+            .open
+            .lock()
+            .map_err(|_| Status::internal("subscription count unavailable"))?;
+        let (total, users) = &mut *open;
+        let mine = users.get(user).copied().unwrap_or(0);
+        let refusal = if mine >= self.per_user {
+            format!(
+                "user {user} has {mine} subscriptions open, the most one user may have \
+                 (gnmi.max_subscriptions_per_user = {}): close one first",
+                self.per_user
+            )
+        } else if *total >= self.max {
+            format!(
+                "efbd serves {total} subscriptions, the most it serves at once \
+                 (gnmi.max_subscriptions = {}): retry later",
+                self.max
+            )
+        } else {
+            *total += 1;
+            users.insert(user.to_string(), mine + 1);
+            return Ok(Slot {
+                count: self.clone(),
+                user: user.to_string(),
+            });
+        };
+        warn!(
+            user,
+            total = *total,
+            of_user = mine,
+            "subscription refused: {refusal}"
+        );
+        Err(Status::resource_exhausted(refusal))
+    }
+}
+
+/// One subscription's place in the [`Count`].
+struct Slot {
+    count: Arc<Count>,
+    user: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let Ok(mut open) = self.count.open.lock() else {
+            return;
+        };
+        let (total, users) = &mut *open;
+        *total = total.saturating_sub(1);
+        if let Some(mine) = users.get_mut(&self.user) {
+            *mine = mine.saturating_sub(1);
+            if *mine == 0 {
+                users.remove(&self.user);
+            }
+        }
+    }
+}
+
 /// Reads the subscription list, then runs the subscription in a task of its own.
 pub(crate) async fn start(
     service: &GnmiService,
+    caller: &Caller,
     mut inbound: Streaming<SubscribeRequest>,
 ) -> Result<ReceiverStream<Result<SubscribeResponse, Status>>, Status> {
+    let slot = service.subscriptions.admit(&caller.user)?;
     let first = inbound
         .message()
         .await?
@@ -109,6 +190,7 @@ pub(crate) async fn start(
     );
     tokio::spawn(
         async move {
+            let _slot = slot;
             let result = match mode {
                 subscription_list::Mode::Once => session.once(updates_only).await,
                 subscription_list::Mode::Poll => session.poll(updates_only, inbound, stop).await,

@@ -3,6 +3,12 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::{self, ServerConfig};
 
 /// Certificate and key in PEM, and where they are.
 #[derive(Clone, Debug)]
@@ -31,6 +37,39 @@ pub enum TlsError {
     },
     #[error("cannot generate a certificate: {0}")]
     Generate(String),
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl TlsIdentity {
+    /// The TLS side of the server: this certificate, HTTP/2 by ALPN, no client
+    /// certificates (users log in with passwords).
+    pub fn acceptor(&self) -> Result<TlsAcceptor, TlsError> {
+        let invalid = |path: &Path, message: String| TlsError::Invalid {
+            path: path.display().to_string(),
+            message,
+        };
+        let certs = CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| invalid(&self.cert_path, format!("not a PEM certificate: {e}")))?;
+        if certs.is_empty() {
+            return Err(invalid(
+                &self.cert_path,
+                "no certificate in the file".into(),
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
+            .map_err(|e| invalid(&self.key_path, format!("not a PEM private key: {e}")))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| invalid(&self.cert_path, e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| invalid(&self.cert_path, format!("certificate and key: {e}")))?;
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Ok(TlsAcceptor::from(Arc::new(config)))
+    }
 }
 
 /// File names of the generated pair inside the directory efbd gives (its datastore).
@@ -151,6 +190,19 @@ mod tests {
         let again = load_or_generate(None, None, dir.path()).unwrap();
         assert!(!again.generated);
         assert_eq!(again.cert_pem, first.cert_pem);
+        assert!(again.acceptor().is_ok());
+    }
+
+    #[test]
+    fn a_key_that_is_not_pem_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut made = load_or_generate(None, None, dir.path()).unwrap();
+        made.key_pem = "not a key".into();
+        let err = made.acceptor().err().unwrap().to_string();
+        assert!(
+            err.contains("gnmi-key.pem") && err.contains("private key"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -58,6 +58,110 @@ pub struct Connection {
     primary: Arc<AtomicBool>,
 }
 
+/// How an election went.
+pub enum Opened {
+    /// Elected: [`Backup::into_primary`] makes the connection.
+    Primary(Backup),
+    /// Another controller is primary: wait with [`Backup::take_over`].
+    Backup(Backup),
+}
+
+/// A stream that asked to be primary and is not (yet).
+pub struct Backup {
+    address: String,
+    client: P4RuntimeClient<Channel>,
+    requests: mpsc::Sender<p4::StreamMessageRequest>,
+    responses: tonic::Streaming<p4::StreamMessageResponse>,
+    device_id: u64,
+    election_id: u128,
+    /// The highest election id the target has seen, as its last answer said.
+    highest: Option<u128>,
+}
+
+impl Backup {
+    pub fn election_id(&self) -> u128 {
+        self.election_id
+    }
+
+    /// Who holds the chip, in words, for `show system status`.
+    pub fn holder(&self) -> String {
+        held_by(self.highest)
+    }
+
+    async fn ask(&mut self, election_id: u128) -> Result<(), ClientError> {
+        self.election_id = election_id;
+        let ask = p4::StreamMessageRequest {
+            update: Some(p4::stream_message_request::Update::Arbitration(
+                p4::MasterArbitrationUpdate {
+                    device_id: self.device_id,
+                    election_id: Some(uint128(election_id)),
+                    ..Default::default()
+                },
+            )),
+        };
+        self.requests
+            .send(ask)
+            .await
+            .map_err(|_| ClientError::Unreachable {
+                address: self.address.clone(),
+                message: "the stream closed".into(),
+            })
+    }
+
+    /// Acts on an answer: `None` when the election was asked again (above the highest id
+    /// the target has seen, the only way to win once no controller is primary).
+    async fn follow(&mut self, answer: Election) -> Result<Option<Election>, ClientError> {
+        match answer {
+            Election::Primary => Ok(Some(answer)),
+            Election::NoPrimary { highest } if highest.is_some_and(|h| h >= self.election_id) => {
+                self.highest = highest;
+                // Just above it; at the very top, equal wins (its holder has left).
+                let next = highest.map_or(self.election_id, |h| h.saturating_add(1));
+                info!(
+                    election_id = next,
+                    "P4Runtime: asking again above the highest election id the target has seen"
+                );
+                self.ask(next).await?;
+                Ok(None)
+            }
+            Election::NoPrimary { .. } => Err(ClientError::NotPrimary(
+                "the target elected no primary although no other controller is primary".into(),
+            )),
+            Election::OtherPrimary { highest } => {
+                self.highest = highest;
+                Ok(Some(answer))
+            }
+        }
+    }
+
+    /// Waits, as long as it takes, until the controller holding the chip leaves, then
+    /// becomes primary.
+    pub async fn take_over(mut self) -> Result<Backup, ClientError> {
+        warn!(holder = %self.holder(), "P4Runtime: another controller is primary; waiting as backup");
+        loop {
+            let answer = next_arbitration(&mut self.responses).await?;
+            if let Some(Election::Primary) = self.follow(answer).await? {
+                return Ok(self);
+            }
+        }
+    }
+
+    /// The connection, once elected: packet-ins and the loss of the election go to
+    /// `events` from now on.
+    pub fn into_primary(self, events: mpsc::Sender<StreamEvent>) -> Connection {
+        let primary = Arc::new(AtomicBool::new(true));
+        tokio::spawn(watch_stream(self.responses, events, primary.clone()));
+        info!(address = %self.address, device_id = self.device_id, election_id = self.election_id, "P4Runtime: primary");
+        Connection {
+            client: self.client,
+            requests: self.requests,
+            device_id: self.device_id,
+            election_id: self.election_id,
+            primary,
+        }
+    }
+}
+
 fn uint128(value: u128) -> p4::Uint128 {
     p4::Uint128 {
         high: (value >> 64) as u64,
@@ -66,13 +170,15 @@ fn uint128(value: u128) -> p4::Uint128 {
 }
 
 impl Connection {
-    /// Connects, opens the stream and asks to be primary with `election_id`.
+    /// Connects, opens the stream and asks to be primary with `election_id`. When the
+    /// target has seen a higher id (a controller that came and went), it says so in its
+    /// answer and the election is asked again above it. Every step is bounded in time:
+    /// while another controller is primary, the answer is a [`Backup`] to wait on.
     pub async fn open(
         address: &str,
         device_id: u64,
         election_id: u128,
-        events: mpsc::Sender<StreamEvent>,
-    ) -> Result<Connection, ClientError> {
+    ) -> Result<Opened, ClientError> {
         let unreachable = |message: String| ClientError::Unreachable {
             address: address.to_string(),
             message,
@@ -93,7 +199,7 @@ impl Connection {
             .max_decoding_message_size(MAX_MESSAGE)
             .max_encoding_message_size(MAX_MESSAGE);
         let (requests, rx) = mpsc::channel(1024);
-        let mut responses = client
+        let responses = client
             .stream_channel(ReceiverStream::new(rx))
             .await
             .map_err(|status| ClientError::Rpc {
@@ -101,35 +207,30 @@ impl Connection {
                 status,
             })?
             .into_inner();
-        let arbitration = p4::StreamMessageRequest {
-            update: Some(p4::stream_message_request::Update::Arbitration(
-                p4::MasterArbitrationUpdate {
-                    device_id,
-                    election_id: Some(uint128(election_id)),
-                    ..Default::default()
-                },
-            )),
-        };
-        requests
-            .send(arbitration)
-            .await
-            .map_err(|_| unreachable("the stream closed".into()))?;
-        let first = tokio::time::timeout(Duration::from_secs(5), first_arbitration(&mut responses))
-            .await
-            .map_err(|_| unreachable("no answer to the election within 5 s".into()))??;
-        let primary = Arc::new(AtomicBool::new(first.is_ok()));
-        if let Err(message) = first {
-            return Err(ClientError::NotPrimary(message));
-        }
-        tokio::spawn(watch_stream(responses, events, primary.clone()));
-        info!(%address, device_id, election_id, "P4Runtime: primary");
-        Ok(Connection {
+        let mut candidate = Backup {
+            address: address.to_string(),
             client,
             requests,
+            responses,
             device_id,
             election_id,
-            primary,
-        })
+            highest: None,
+        };
+        candidate.ask(election_id).await?;
+        loop {
+            let answer = tokio::time::timeout(
+                Duration::from_secs(5),
+                next_arbitration(&mut candidate.responses),
+            )
+            .await
+            .map_err(|_| unreachable("no answer to the election within 5 s".into()))??;
+            match candidate.follow(answer).await? {
+                Some(Election::Primary) => return Ok(Opened::Primary(candidate)),
+                Some(_) => return Ok(Opened::Backup(candidate)),
+                // Asked again above the highest id: its answer comes next.
+                None => {}
+            }
+        }
     }
 
     pub fn is_primary(&self) -> bool {
@@ -357,27 +458,44 @@ fn table_entity(entry: p4::TableEntry) -> p4::Entity {
     }
 }
 
-async fn first_arbitration(
+/// What an arbitration answer says about us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Election {
+    Primary,
+    /// Nobody is primary; `highest` is the highest id the target has seen.
+    NoPrimary {
+        highest: Option<u128>,
+    },
+    /// Another controller is primary, with the highest id (`highest`).
+    OtherPrimary {
+        highest: Option<u128>,
+    },
+}
+
+fn held_by(highest: Option<u128>) -> String {
+    match highest {
+        Some(id) => format!("another controller holds the chip (election id {id})"),
+        None => "another controller holds the chip".to_string(),
+    }
+}
+
+/// The next arbitration answer of the stream (packet-ins before it are not ours yet).
+async fn next_arbitration(
     responses: &mut tonic::Streaming<p4::StreamMessageResponse>,
-) -> Result<Result<(), String>, ClientError> {
+) -> Result<Election, ClientError> {
     loop {
         match responses.next().await {
             Some(Ok(p4::StreamMessageResponse {
                 update: Some(p4::stream_message_response::Update::Arbitration(a)),
             })) => {
-                let status = a.status.unwrap_or_default();
-                return Ok(if status.code == tonic::Code::Ok as i32 {
-                    Ok(())
+                let highest = a.election_id.map(|id| u128_of(&id));
+                let code = a.status.map_or(tonic::Code::Ok as i32, |s| s.code);
+                return Ok(if code == tonic::Code::Ok as i32 {
+                    Election::Primary
+                } else if code == tonic::Code::NotFound as i32 {
+                    Election::NoPrimary { highest }
                 } else {
-                    Err(format!(
-                        "{} (code {})",
-                        if status.message.is_empty() {
-                            "another controller is primary"
-                        } else {
-                            &status.message
-                        },
-                        status.code
-                    ))
+                    Election::OtherPrimary { highest }
                 });
             }
             Some(Ok(_)) => continue,
@@ -394,6 +512,10 @@ async fn first_arbitration(
             }
         }
     }
+}
+
+fn u128_of(id: &p4::Uint128) -> u128 {
+    (u128::from(id.high) << 64) | u128::from(id.low)
 }
 
 /// Reads the stream for as long as it lasts: packet-ins go to `events`; a lost election or
@@ -413,7 +535,7 @@ async fn watch_stream(
                 Some(p4::stream_message_response::Update::Arbitration(a)) => {
                     let code = a.status.map_or(0, |s| s.code);
                     if code != tonic::Code::Ok as i32 {
-                        break format!("another controller became primary (code {code})");
+                        break held_by(a.election_id.map(|id| u128_of(&id)));
                     }
                 }
                 Some(p4::stream_message_response::Update::Error(e)) => {

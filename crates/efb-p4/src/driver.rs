@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{Mutex, mpsc};
 use tracing::{error, info, warn};
 
-use crate::client::{ClientError, Connection, PacketSender, StreamEvent, WriteFailure};
+use crate::client::{ClientError, Connection, Opened, PacketSender, StreamEvent, WriteFailure};
 use crate::compile::{Compiled, Compiler, Group};
 use crate::entry::{EntryKey, normalized};
 use crate::ids::Ids;
@@ -277,14 +277,39 @@ impl Driver {
         let mut inner = self.inner.lock().await;
         // A new id at every connection, above any we used before (the target remembers the
         // highest it saw, and a restarted efbd must still win).
-        let election_id = inner.saved.election_id + 1;
-        inner.saved.election_id = election_id;
-        if let Err(e) = save_state(&inner.settings.state_file, &inner.saved) {
-            error!(%e, "could not save the election id");
-        }
+        inner.saved.election_id = inner.saved.election_id.saturating_add(1);
+        inner.save();
         let settings = inner.settings.clone();
-        let mut conn =
-            Connection::open(&settings.target, settings.device_id, election_id, events).await?;
+        let elected = match Connection::open(
+            &settings.target,
+            settings.device_id,
+            inner.saved.election_id,
+        )
+        .await?
+        {
+            Opened::Primary(elected) => elected,
+            Opened::Backup(backup) => {
+                // Not under the lock: this may wait for long, and commits must meanwhile
+                // get their answer (not connected) at once.
+                drop(inner);
+                let holder = backup.holder();
+                self.set_status(|s| {
+                    s.connected = true;
+                    s.primary = false;
+                    s.in_sync = false;
+                    s.message =
+                        format!("{holder}; efbd waits as backup and takes over when it leaves");
+                });
+                let elected = backup.take_over().await?;
+                inner = self.inner.lock().await;
+                elected
+            }
+        };
+        if elected.election_id() > inner.saved.election_id {
+            inner.saved.election_id = elected.election_id();
+            inner.save();
+        }
+        let mut conn = elected.into_primary(events);
         let (p4info, cookie) = (inner.p4info.clone(), inner.cookie);
         conn.ensure_pipeline(&p4info, cookie).await?;
         let packet_sender = conn.packet_sender();

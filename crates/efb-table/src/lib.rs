@@ -3,6 +3,7 @@
 //! printing that stops quietly when the reader goes away. The shell's `show` views and
 //! `efb-config`'s reports go through this, so all the product's text looks the same.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// The side of its column a cell keeps to.
@@ -15,10 +16,20 @@ pub enum Side {
     Right,
 }
 
+/// Characters a cell shows at most: longer text (a user name of 70 000 characters) ends
+/// with `…`, so one cell cannot push every line of a table off the screen.
+pub const MAX_CELL_CHARS: usize = 512;
+
 /// The rows as aligned lines. `sides[i]` says where column `i` keeps its cells (left when
 /// not given); rows may have fewer cells than others. Widths count characters, not bytes.
+/// Cells are shown [`escape`]d and cut to [`MAX_CELL_CHARS`]: a cell is one line of text a
+/// terminal shows as it is, whatever its author put in it.
 pub fn align(rows: &[Vec<String>], sides: &[Side]) -> Vec<String> {
-    let widths = column_widths(rows);
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| shown(cell)).collect())
+        .collect();
+    let widths = column_widths(&rows);
     rows.iter()
         .map(|row| {
             let cells: Vec<String> = row
@@ -44,11 +55,62 @@ fn column_widths(rows: &[Vec<String>]) -> Vec<usize> {
         .collect()
 }
 
+/// Padding computed, not asked of `format!`: its width argument panics past 65 535.
 fn pad(cell: &str, width: usize, side: Side) -> String {
+    let fill = " ".repeat(width.saturating_sub(cell.chars().count()));
     match side {
-        Side::Left => format!("{cell:<width$}"),
-        Side::Right => format!("{cell:>width$}"),
+        Side::Left => format!("{cell}{fill}"),
+        Side::Right => format!("{fill}{cell}"),
     }
+}
+
+/// A cell as a table shows it: escaped, and cut to [`MAX_CELL_CHARS`].
+fn shown(cell: &str) -> String {
+    let escaped = escape(cell);
+    match escaped.char_indices().nth(MAX_CELL_CHARS - 1) {
+        Some((end, _)) if escaped.chars().count() > MAX_CELL_CHARS => {
+            format!("{}…", &escaped[..end])
+        }
+        _ => escaped.into_owned(),
+    }
+}
+
+/// Text from someone else (a user name, a comment, a value) made safe to print on a
+/// terminal: control characters (ESC, newlines, NUL...) and the characters that reorder
+/// text (bidirectional overrides) are shown as escapes (`\e`, `\n`, `\0`, `\u{202e}`),
+/// so they can neither move the cursor, clear the screen nor disguise what is shown.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\x1b' => out.push_str("\\e"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`escape`] for text of several lines: each line escaped, the line breaks kept (an error
+/// message listing problems one per line).
+pub fn escape_lines(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c != '\n' && unsafe_char(c)) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.split('\n').map(escape).collect::<Vec<_>>().join("\n"))
+}
+
+/// Characters a terminal does not simply show: controls, and the bidirectional
+/// embeddings, overrides and isolates that reorder what follows them.
+pub fn unsafe_char(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Orders names as people count: `p2` before `p10`, `p9-0` before `p10-0`. Runs of digits
@@ -150,6 +212,35 @@ mod tests {
                 "ef9", "ef10", "link", "p1", "p02", "p2", "p9-0", "p9-1", "p10", "p10-0"
             ]
         );
+    }
+
+    #[test]
+    fn a_cell_of_any_width_never_panics_and_is_cut() {
+        let long = "u".repeat(70_000);
+        let lines = align(&rows(&[&["#", "User"], &["0", &long], &["1", "bob"]]), &[]);
+        let cell = format!("{}…", "u".repeat(MAX_CELL_CHARS - 1));
+        assert_eq!(lines[1], format!("0  {cell}"));
+        assert_eq!(lines[2], "1  bob");
+        let right = align(&rows(&[&[&long, "x"]]), &[Side::Right]);
+        assert_eq!(right[0].chars().count(), MAX_CELL_CHARS + 3);
+    }
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        let lines = align(
+            &rows(&[
+                &["a\x1b[2Jb", "x"],
+                &["l1\nl2\0", "y"],
+                &["\u{202e}evil", "z"],
+            ]),
+            &[],
+        );
+        assert_eq!(
+            lines,
+            ["a\\e[2Jb       x", "l1\\nl2\\0      y", "\\u{202e}evil  z"]
+        );
+        assert_eq!(escape("plain é"), "plain é");
+        assert_eq!(escape_lines("one\x1b\ntwo\u{7}"), "one\\e\ntwo\\u{7}");
     }
 
     #[test]

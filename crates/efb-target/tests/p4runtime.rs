@@ -386,6 +386,26 @@ async fn a_batch_reports_each_update_and_continues() {
 }
 
 #[tokio::test]
+async fn a_huge_failed_batch_reaches_the_client_with_its_reason() {
+    let (mut bench, _s) = Bench::ready(Profile::StratumTofino).await;
+    bench
+        .write(vec![insert(flow(&bench, 10, 22))])
+        .await
+        .unwrap();
+    // 20 000 duplicates: their per-update errors would be megabytes in the trailer.
+    let batch = vec![insert(flow(&bench, 10, 22)); 20_000];
+    let err = bench.write(batch).await.unwrap_err();
+    assert_eq!(err.status.code(), Code::Unknown, "{:?}", err.status);
+    let message = err.status.message();
+    assert!(
+        message.starts_with("Write failure: 20000 of 20000 failed")
+            && message.contains("the first: update 0: AlreadyExists"),
+        "{message}"
+    );
+    assert!(err.details.is_empty());
+}
+
+#[tokio::test]
 async fn stratum_refuses_what_tofino_cannot_do() {
     let (mut bench, _s) = Bench::ready(Profile::StratumTofino).await;
     for atomicity in [1, 2] {

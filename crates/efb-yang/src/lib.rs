@@ -3,18 +3,21 @@
 //! - [`Schema`]: the module embedded in the binary, loaded into libyang, indexed for Rust.
 //! - [`DataTree`]: persistent configuration trees (cheap snapshots, diffs proportional to
 //!   the change), edited by [`DataPath`].
+//! - [`input`]: configuration from outside (files, API content): one reader, one verdict.
 //! - [`json`]: RFC 7951 JSON out of our trees and, through libyang, into them.
 //! - [`diff`]: path-level changes between two trees, and the records they are stored as.
 //! - [`setlines`]: the shell's `set` / `delete` lines, both ways.
 //! - [`validate`]: libyang validation of a whole tree or of the part a change touches.
 
 pub mod diff;
+pub mod input;
 pub mod json;
 mod ly;
 pub mod path;
 pub mod rpc;
 pub mod schema;
 pub mod setlines;
+pub mod text;
 pub mod tree;
 pub mod validate;
 
@@ -73,9 +76,5 @@ impl Error {
 }
 
 fn list_problems(problems: &[Problem]) -> String {
-    problems
-        .iter()
-        .map(Problem::to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
+    text::problem_lines(problems, "")
 }

@@ -119,7 +119,9 @@ impl DataPath {
     /// come in any order, values in single or double quotes. A list step without keys means
     /// every entry.
     pub fn parse(schema: &Schema, text: &str) -> Result<DataPath, Error> {
-        let invalid = |message: String| Error::Invalid(vec![Problem::new(text, message)]);
+        let invalid = |message: String| {
+            Error::Invalid(vec![Problem::new(crate::text::excerpt(text), message)])
+        };
         let mut segments: Vec<Segment> = Vec::new();
         let mut rest = text.trim();
         if rest == "/" || rest.is_empty() {
@@ -167,7 +169,8 @@ fn unknown_node_message(schema: &Schema, parent: Option<&Segment>, name: &str) -
             .collect(),
     };
     format!(
-        "unknown node \"{name}\"; expected one of: {}",
+        "unknown node \"{}\"; expected one of: {}",
+        crate::text::excerpt(name),
         children.join(", ")
     )
 }

@@ -159,7 +159,7 @@ fn short_message(message: &str, text: &str) -> String {
         || first.contains("does not conform to")
         || first.contains("no matching subtype")
     {
-        format!("invalid value \"{text}\"")
+        format!("invalid value \"{}\"", crate::text::excerpt(text))
     } else {
         first.to_string()
     }

@@ -10,6 +10,7 @@
 use crate::diff::{self, Change};
 use crate::path::{DataPath, Segment};
 use crate::schema::{NodeKind, Schema, SchemaId};
+use crate::text::excerpt;
 use crate::tree::DataTree;
 use crate::{Error, Problem, Value};
 
@@ -151,7 +152,8 @@ pub fn parse_line(schema: &Schema, line: &str) -> Result<Line, Error> {
         Some((v, rest)) if v == "delete" => (Verb::Delete, rest),
         Some((v, _)) => {
             return Err(fail(format!(
-                "unknown command \"{v}\"; expected set or delete"
+                "unknown command \"{}\"; expected set or delete",
+                excerpt(v)
             )));
         }
         None => return Err(fail("empty line".into())),
@@ -285,7 +287,12 @@ impl<'a> WordParser<'a> {
                         .push((self.path.child(Segment::with_keys(id, keys)), value));
                     self.expect_after_leaf();
                 }
-                _ => return Err(self.fail(format!("{word} is an operation, not configuration"))),
+                _ => {
+                    return Err(self.fail(format!(
+                        "{} is an operation, not configuration",
+                        excerpt(&word)
+                    )));
+                }
             }
         }
         Ok(())
@@ -355,7 +362,8 @@ impl<'a> WordParser<'a> {
                     .is_some_and(|s| self.schema.node(s.node).kind != NodeKind::List);
             if !can_climb {
                 return Err(self.fail(format!(
-                    "unknown word \"{word}\"; expected one of: {}",
+                    "unknown word \"{}\"; expected one of: {}",
+                    excerpt(word),
                     self.child_names(self.path.node())
                 )));
             }
@@ -453,8 +461,9 @@ impl<'a> WordParser<'a> {
         };
         let value = self.schema.value(leaf, word).map_err(|e| {
             self.fail(format!(
-                "{} \"{word}\": {e}; expected {}",
+                "{} \"{}\": {e}; expected {}",
                 node.name,
+                excerpt(word),
                 node.accepts()
             ))
         })?;

@@ -277,6 +277,30 @@ fn set_line_errors_say_what_would_be_accepted() {
 }
 
 #[test]
+fn errors_quote_huge_input_by_its_start_and_length() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    let huge = "A".repeat(400_000);
+    for line in [
+        format!("set ports port p1 description \"{huge}\""),
+        format!("set ports {huge}"),
+        format!("{huge} ports"),
+        format!("set ports port p1 mtu {huge}"),
+        format!("set ports port {huge}"),
+    ] {
+        let err = setlines::apply_lines(&schema, &mut tree, &line)
+            .unwrap_err()
+            .to_string();
+        assert!(err.len() < 1000, "{} bytes: {}", err.len(), &err[..1000]);
+        assert!(err.contains("(400 0"), "the length is said: {err}");
+    }
+    let path = format!("/ecofilter-balancer:ports/port[name='{huge}']/{huge}");
+    let err = DataPath::parse(&schema, &path).unwrap_err().to_string();
+    assert!(err.len() < 1000, "{} bytes", err.len());
+    assert!(tree.is_empty());
+}
+
+#[test]
 fn diff_gives_path_level_changes_and_replays() {
     let schema = schema();
     let old = json::from_json(&schema, &example("one-filter-site.json"), Check::Complete).unwrap();

@@ -29,9 +29,11 @@ fn error(e: DatastoreError) -> BackendError {
         DatastoreError::NotFound(_) | DatastoreError::UnknownSession(_) => {
             BackendError::NotFound(e.to_string())
         }
-        DatastoreError::Locked { .. } | DatastoreError::Storage(_) => {
-            BackendError::Unavailable(e.to_string())
-        }
+        DatastoreError::Refused(message) => BackendError::Refused(message),
+        DatastoreError::Locked { .. }
+        | DatastoreError::Storage(_)
+        | DatastoreError::SessionExpired { .. }
+        | DatastoreError::TooManySessions { .. } => BackendError::Unavailable(e.to_string()),
     }
 }
 

@@ -4,9 +4,10 @@
 use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use efb_gnmi::auth::{Cost, Users, hash_password as hash};
+use efb_gnmi::auth::{Cost, LoginLimits, Users, hash_password as hash};
 use efb_gnmi::backend::Snapshot;
 use efb_gnmi::{ServerConfig, tls};
 use efb_yang::Schema;
@@ -16,7 +17,7 @@ use tracing::{info, warn};
 
 use crate::gnmi_backend::GnmiBackend;
 use crate::owner::Owner;
-use crate::settings::Settings;
+use crate::settings::{Gnmi, Settings};
 
 /// A gNMI server ready to serve: listening, users and certificate loaded.
 pub struct Server {
@@ -93,10 +94,13 @@ pub async fn prepare(
         .await
         .with_context(|| format!("gNMI: listening on {}", gnmi.listen))?;
     let config = ServerConfig {
-        users: Arc::new(users),
+        users: Arc::new(users.with_limits(login_limits(gnmi))),
         tls,
         max_message_bytes: gnmi.max_message_mib.saturating_mul(1024 * 1024),
         subscriber_queue: gnmi.subscriber_queue,
+        max_subscriptions: gnmi.max_subscriptions,
+        max_subscriptions_per_user: gnmi.max_subscriptions_per_user,
+        connections: gnmi.connections.limits("gNMI", "gnmi.connections"),
         ..ServerConfig::default()
     };
     let backend = Arc::new(GnmiBackend {
@@ -109,6 +113,14 @@ pub async fn prepare(
         backend,
         config,
     }))
+}
+
+fn login_limits(gnmi: &Gnmi) -> LoginLimits {
+    LoginLimits {
+        checks: gnmi.password_checks,
+        failures: gnmi.login_failures,
+        window: Duration::from_secs(gnmi.login_window_s),
+    }
 }
 
 /// `efbd --hash-password`: a password on standard input (one line), its hash on output.

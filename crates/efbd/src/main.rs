@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::Parser;
 use efb_datastore::{Datastore, DatastoreError, OpenOptions};
+use efb_gnmi::listen;
 use efb_mgmt_proto::v1::management_server::ManagementServer;
 use efb_yang::Schema;
 use efbd::chip;
@@ -16,8 +17,10 @@ use efbd::liveness::Liveness;
 use efbd::owner::{Owner, OwnerState};
 use efbd::service::Service;
 use efbd::settings::{Flags, Settings};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tracing::info;
 
 /// Message size limit of the management API: a 100 000-flow configuration in JSON is about
@@ -75,6 +78,10 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     let schema = Arc::new(Schema::load().context("loading the YANG module")?);
     let mut options = OpenOptions::new(&settings.datastore);
     options.factory_default = settings.factory_default.clone();
+    options.max_input = efb_yang::input::Limit::mib(
+        settings.max_input_mib,
+        "efbd's setting max_input_mib (--max-input-mib)",
+    );
     options.boot_id = boot_id;
     let datastore = tokio::task::block_in_place(|| Datastore::open(schema.clone(), options));
     let datastore = match datastore {
@@ -93,6 +100,9 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     // Subscribers that fall this many snapshots behind are told so and dropped.
     let (snapshots, _) = tokio::sync::broadcast::channel(SNAPSHOT_QUEUE);
     let mut state = OwnerState::new(datastore, snapshots.clone());
+    state
+        .datastore
+        .set_session_limits(settings.management.session_limits());
     let driver = start_driver(&settings, &state)?;
     let mut probing = None;
     if let Some(driver) = &driver {
@@ -105,6 +115,10 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     let (stop, stopped) = watch::channel(false);
     let probing = probing.map(|(task, driver)| task.spawn(driver, owner.clone(), stopped.clone()));
 
+    let limits = settings
+        .management
+        .connections
+        .limits("management API", "management.connections");
     let listener = TcpListener::bind(settings.management.listen)
         .await
         .with_context(|| format!("listening on {}", settings.management.listen))?;
@@ -130,9 +144,9 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     let server = ManagementServer::new(service)
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE);
-    tonic::transport::Server::builder()
+    listen::server(&limits)
         .add_service(server)
-        .serve_with_incoming_shutdown(incoming(listener), until(stopped))
+        .serve_with_incoming_shutdown(incoming(listener, limits), until(stopped))
         .await
         .context("serving the management API")?;
     if let Some(task) = gnmi_task {
@@ -176,10 +190,19 @@ async fn until(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
 }
 
-/// Accepted connections without Nagle's delay: a shell's requests are small, and waiting
-/// for delayed acknowledgements would add 40 ms to every Tab.
-fn incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming {
-    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
+/// Accepted connections within `limits`, without Nagle's delay: a shell's requests are
+/// small, and waiting for delayed acknowledgements would add 40 ms to every Tab.
+fn incoming(
+    listener: TcpListener,
+    limits: listen::Limits,
+) -> ReceiverStream<std::io::Result<listen::Conn<TcpStream>>> {
+    let accepted = TcpListenerStream::new(listener).map(|stream| {
+        // Fails only for a connection already reset, which its first read will find.
+        stream.inspect(|s| {
+            let _ = s.set_nodelay(true);
+        })
+    });
+    listen::incoming(accepted, limits, None)
 }
 
 async fn shutdown_signal() {

@@ -13,7 +13,7 @@ use efb_yang::{DataPath, DataTree, NodeRef, Schema, setlines};
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
 
-use crate::errors::status;
+use crate::errors::{bounded, status};
 use crate::liveness::Liveness;
 use crate::owner::{Owner, OwnerState};
 use crate::{chip, state};
@@ -36,14 +36,26 @@ impl Service {
         }
     }
 
-    /// Runs a datastore job on the owner, inside a span named after the request.
+    /// Runs a datastore job on the owner, inside a span named after the request. Idle
+    /// sessions are closed first; the request's own session (when it names one) is not
+    /// idle any more. Its error, if any, is bounded in size.
     async fn run<R, F>(&self, method: &'static str, session: u64, job: F) -> Result<R, Status>
     where
         R: Send + 'static,
         F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
     {
         let span = info_span!("request", method, session);
-        async { self.owner.call(job).await? }.instrument(span).await
+        let job = move |s: &mut OwnerState| {
+            s.datastore.expire_idle_sessions();
+            if session != 0 {
+                s.datastore.touch(session);
+            }
+            job(s)
+        };
+        async { self.owner.call(job).await? }
+            .instrument(span)
+            .await
+            .map_err(bounded)
     }
 }
 
@@ -136,7 +148,7 @@ impl Management for Service {
         };
         let session = self
             .run("OpenSession", 0, move |s| {
-                Ok(s.datastore.open_session(&user))
+                ds(s.datastore.open_client_session(&user))
             })
             .await?;
         ok(OpenSessionReply { session })
@@ -171,11 +183,16 @@ impl Management for Service {
     async fn load(&self, request: Request<LoadRequest>) -> Result<Response<EditReply>, Status> {
         let request = request.into_inner();
         let session = request.session;
-        let mode = match request.mode() {
-            efb_mgmt_proto::v1::LoadMode::Merge => LoadMode::Merge,
-            efb_mgmt_proto::v1::LoadMode::Override => LoadMode::Override,
+        let mode = match known(
+            "mode",
+            request.mode,
+            &LOAD_MODES,
+            ProtoLoadMode::as_str_name,
+        )? {
+            ProtoLoadMode::Merge => LoadMode::Merge,
+            ProtoLoadMode::Override => LoadMode::Override,
         };
-        let format = request.format();
+        let format = known("format", request.format, &LOAD_FORMATS, Format::as_str_name)?;
         let content = request.content;
         self.run("Load", session, move |s| match format {
             Format::Set => {
@@ -220,7 +237,13 @@ impl Management for Service {
 
     async fn compare(&self, request: Request<CompareRequest>) -> Result<Response<Lines>, Status> {
         let request = request.into_inner();
-        let (session, format) = (request.session, request.format());
+        let session = request.session;
+        let format = known(
+            "format",
+            request.format,
+            &COMPARE_FORMATS,
+            Format::as_str_name,
+        )?;
         let lines = self
             .run("Compare", session, move |s| {
                 let changes = ds(s.datastore.compare(session))?;
@@ -330,8 +353,14 @@ impl Management for Service {
         let session = request.session;
         let schema = self.schema.clone();
         let path = parse_path(&schema, &request.path)?;
-        let (datastore, format, with_defaults) =
-            (request.datastore(), request.format(), request.with_defaults);
+        let datastore = known(
+            "datastore",
+            request.datastore,
+            &DATASTORES,
+            Which::as_str_name,
+        )?;
+        let format = known("format", request.format, &GET_FORMATS, Format::as_str_name)?;
+        let with_defaults = request.with_defaults;
         let tree = if datastore == efb_mgmt_proto::v1::Datastore::Operational {
             self.operational(&path).await?
         } else {
@@ -360,7 +389,12 @@ impl Management for Service {
         let request = request.into_inner();
         let session = request.session;
         let path = parse_path(&self.schema, &request.list_path)?;
-        let datastore = request.datastore();
+        let datastore = known(
+            "datastore",
+            request.datastore,
+            &DATASTORES,
+            Which::as_str_name,
+        )?;
         let schema = self.schema.clone();
         let (prefix, limit) = (request.prefix, request.limit.max(1) as usize);
         let reply = self
@@ -378,7 +412,7 @@ impl Management for Service {
             serde_json::Value::Null
         } else {
             serde_json::from_str(&request.input_json)
-                .map_err(|e| Status::invalid_argument(format!("input is not JSON: {e}")))?
+                .map_err(|e| bounded(Status::invalid_argument(format!("input is not JSON: {e}"))))?
         };
         let name = request.rpc;
         let output = self
@@ -401,7 +435,52 @@ fn parse_path(schema: &Schema, text: &str) -> Result<DataPath, Status> {
     if text.trim().is_empty() {
         return Ok(DataPath::root());
     }
-    DataPath::parse(schema, text).map_err(|e| Status::invalid_argument(e.to_string()))
+    DataPath::parse(schema, text).map_err(|e| bounded(Status::invalid_argument(e.to_string())))
+}
+
+type ProtoLoadMode = efb_mgmt_proto::v1::LoadMode;
+type Which = efb_mgmt_proto::v1::Datastore;
+
+const LOAD_MODES: [ProtoLoadMode; 2] = [ProtoLoadMode::Merge, ProtoLoadMode::Override];
+const LOAD_FORMATS: [Format; 2] = [Format::Json, Format::Set];
+/// Compare's default (JSON) gives `set` / `delete` lines, as the proto says.
+const COMPARE_FORMATS: [Format; 3] = [Format::Json, Format::Set, Format::Paths];
+const GET_FORMATS: [Format; 2] = [Format::Json, Format::Set];
+const DATASTORES: [Which; 4] = [
+    Which::Running,
+    Which::Candidate,
+    Which::Startup,
+    Which::Operational,
+];
+
+/// The value of an enum field, if this request may have it. prost reads a number the
+/// proto does not define as the default, which would make `mode = 99` a merge: refused
+/// instead, naming the field and what it accepts.
+fn known<E: Copy + Into<i32>>(
+    field: &str,
+    value: i32,
+    accepted: &[E],
+    name: fn(&E) -> &'static str,
+) -> Result<E, Status> {
+    accepted
+        .iter()
+        .copied()
+        .find(|e| (*e).into() == value)
+        .ok_or_else(|| {
+            tracing::warn!(
+                field,
+                value,
+                "request refused: a value its enum does not define"
+            );
+            let names: Vec<String> = accepted
+                .iter()
+                .map(|e| format!("{} ({})", name(e), (*e).into()))
+                .collect();
+            Status::invalid_argument(format!(
+                "{field} = {value} is not accepted here; {field} is one of: {}",
+                names.join(", ")
+            ))
+        })
 }
 
 fn tree_of(
@@ -451,4 +530,28 @@ fn list_keys(
         }
     }
     reply
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enum_values_the_proto_does_not_define_are_refused_by_name() {
+        let mode = known("mode", 1, &LOAD_MODES, ProtoLoadMode::as_str_name).unwrap();
+        assert_eq!(mode, ProtoLoadMode::Override);
+        let err = known("mode", 99, &LOAD_MODES, ProtoLoadMode::as_str_name).unwrap_err();
+        assert_eq!(err.code(), tonic::Code::InvalidArgument);
+        assert_eq!(
+            err.message(),
+            "mode = 99 is not accepted here; mode is one of: LOAD_MODE_MERGE (0), LOAD_MODE_OVERRIDE (1)"
+        );
+        // Defined, but not for this request: a load has no path-level format.
+        let err = known("format", 2, &LOAD_FORMATS, Format::as_str_name).unwrap_err();
+        assert!(
+            err.message().contains("FORMAT_SET (1)"),
+            "{}",
+            err.message()
+        );
+    }
 }

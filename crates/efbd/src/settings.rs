@@ -19,6 +19,10 @@ pub struct Flags {
     /// Configuration loaded when nothing was saved [default: DIR/factory-default.json].
     #[arg(long, value_name = "FILE")]
     pub factory_default: Option<PathBuf>,
+    /// The largest configuration efbd reads, in MiB: the factory default file, the content
+    /// of a load [default: 256].
+    #[arg(long, value_name = "MIB")]
+    pub max_input_mib: Option<u64>,
     /// Management API address (the shell connects here); port 0 picks a free port.
     #[arg(long, value_name = "ADDR")]
     pub mgmt_listen: Option<SocketAddr>,
@@ -74,6 +78,8 @@ pub struct Flags {
 pub struct Settings {
     pub datastore: PathBuf,
     pub factory_default: Option<PathBuf>,
+    /// The largest configuration read (factory default file, load content), in MiB.
+    pub max_input_mib: u64,
     pub management: Management,
     pub p4runtime: P4Runtime,
     pub gnmi: Gnmi,
@@ -98,12 +104,82 @@ pub struct Gnmi {
     pub max_message_mib: usize,
     /// Responses a subscriber may have waiting before it stops taking more.
     pub subscriber_queue: usize,
+    /// Argon2 password checks running at once, each with the hash's working memory
+    /// (19 MiB for standard hashes) allocated once [default: the CPUs, at most 4].
+    pub password_checks: usize,
+    /// Failed logins from one address (IPv6: one /64) within `login_window_s` after which
+    /// its logins are refused for `login_window_s`; 0: no limit.
+    pub login_failures: u32,
+    pub login_window_s: u64,
+    /// Subscribe RPCs served at once, in all and for one user.
+    pub max_subscriptions: usize,
+    pub max_subscriptions_per_user: usize,
+    pub connections: Connections,
+}
+
+/// The connections of one listener.
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Connections {
+    /// Open at once; more are closed as soon as accepted.
+    pub max: usize,
+    /// Seconds from accept to the end of the handshake (TLS, then HTTP/2's preface).
+    pub handshake_timeout_s: u64,
+    /// Seconds of silence after which a connection is pinged (HTTP/2); one that does not
+    /// answer within as long again is closed. 0: no pings.
+    pub keepalive_s: u64,
+}
+
+impl Default for Connections {
+    fn default() -> Connections {
+        Connections {
+            max: 256,
+            handshake_timeout_s: 5,
+            keepalive_s: 30,
+        }
+    }
+}
+
+impl Connections {
+    fn check(&self, section: &str) -> Result<(), String> {
+        for (value, field) in [
+            (self.max as u64, "max"),
+            (self.handshake_timeout_s, "handshake_timeout_s"),
+        ] {
+            if value == 0 {
+                return Err(format!("{section}.{field} must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The listener's limits; `section` names the settings ("gnmi.connections").
+    pub fn limits(&self, name: &'static str, section: &'static str) -> efb_gnmi::listen::Limits {
+        efb_gnmi::listen::Limits {
+            max: self.max,
+            handshake_timeout: std::time::Duration::from_secs(self.handshake_timeout_s),
+            keepalive: (self.keepalive_s > 0)
+                .then(|| std::time::Duration::from_secs(self.keepalive_s)),
+            name,
+            settings: section,
+        }
+    }
 }
 
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Management {
     pub listen: SocketAddr,
+    /// Sessions (shells, programs) open at one time at most; OpenSession past it is
+    /// refused with RESOURCE_EXHAUSTED.
+    #[serde(default = "default_max_sessions")]
+    pub max_sessions: usize,
+    /// Seconds a session may go without a request before efbd closes it and drops its
+    /// uncommitted changes (the shell says so at its next command); 0: never.
+    #[serde(default = "default_session_idle_timeout_s")]
+    pub session_idle_timeout_s: u64,
+    /// Connections: shells and scripts, one each.
+    pub connections: Connections,
 }
 
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
@@ -126,6 +202,7 @@ impl Default for Settings {
         Settings {
             datastore: PathBuf::from("datastore"),
             factory_default: None,
+            max_input_mib: efb_yang::input::DEFAULT_MAX_INPUT_MIB,
             management: Management::default(),
             p4runtime: P4Runtime::default(),
             gnmi: Gnmi::default(),
@@ -146,6 +223,34 @@ impl Default for Gnmi {
             tls_key: None,
             max_message_mib: 256,
             subscriber_queue: 64,
+            password_checks: efb_gnmi::auth::default_checks(),
+            login_failures: 10,
+            login_window_s: 60,
+            max_subscriptions: 256,
+            max_subscriptions_per_user: 64,
+            connections: Connections::default(),
+        }
+    }
+}
+
+/// More shells and scripts than a team opens at once, far fewer than would exhaust memory.
+fn default_max_sessions() -> usize {
+    100
+}
+
+/// A working day: a shell left over lunch keeps its candidate, an abandoned one does not
+/// hold it forever.
+fn default_session_idle_timeout_s() -> u64 {
+    8 * 3600
+}
+
+impl Management {
+    /// The datastore's session limits these settings make.
+    pub fn session_limits(&self) -> efb_datastore::SessionLimits {
+        efb_datastore::SessionLimits {
+            max_sessions: self.max_sessions,
+            idle_timeout: (self.session_idle_timeout_s > 0)
+                .then(|| std::time::Duration::from_secs(self.session_idle_timeout_s)),
         }
     }
 }
@@ -154,6 +259,16 @@ impl Default for Management {
     fn default() -> Management {
         Management {
             listen: SocketAddr::from(([127, 0, 0, 1], 50051)),
+            max_sessions: default_max_sessions(),
+            session_idle_timeout_s: default_session_idle_timeout_s(),
+            // No pings: efb-cli answers them only while it runs a command, and a shell
+            // waits at its prompt for hours. On loopback, a dead peer's socket is closed by
+            // its kernel anyway.
+            connections: Connections {
+                max: 128,
+                keepalive_s: 0,
+                ..Connections::default()
+            },
         }
     }
 }
@@ -200,6 +315,9 @@ impl Settings {
         if let Some(file) = &flags.factory_default {
             settings.factory_default = Some(file.clone());
         }
+        if let Some(mib) = flags.max_input_mib {
+            settings.max_input_mib = mib;
+        }
         if let Some(addr) = flags.mgmt_listen {
             settings.management.listen = addr;
         }
@@ -214,7 +332,37 @@ impl Settings {
             settings.log.level = level.clone();
         }
         settings.apply_gnmi_flags(flags);
+        settings
+            .check_limits()
+            .map_err(|message| SettingsError::Invalid {
+                path: flags
+                    .config
+                    .as_ref()
+                    .map_or_else(|| "settings".to_string(), |p| p.display().to_string()),
+                message,
+            })?;
         Ok(settings)
+    }
+
+    /// Limits of 0 would refuse everything (or, for timeouts, close every connection at
+    /// once): refused before efbd starts.
+    fn check_limits(&self) -> Result<(), String> {
+        let gnmi = &self.gnmi;
+        for (value, setting) in [
+            (gnmi.password_checks as u64, "gnmi.password_checks"),
+            (gnmi.login_window_s, "gnmi.login_window_s"),
+            (gnmi.max_subscriptions as u64, "gnmi.max_subscriptions"),
+            (
+                gnmi.max_subscriptions_per_user as u64,
+                "gnmi.max_subscriptions_per_user",
+            ),
+        ] {
+            if value == 0 {
+                return Err(format!("{setting} must be at least 1"));
+            }
+        }
+        gnmi.connections.check("gnmi.connections")?;
+        self.management.connections.check("management.connections")
     }
 
     fn apply_gnmi_flags(&mut self, flags: &Flags) {
@@ -313,6 +461,73 @@ mod tests {
             ..Flags::default()
         };
         assert!(!Settings::from_flags(&off).unwrap().gnmi.enabled);
+    }
+
+    #[test]
+    fn session_limits_default_and_from_the_file() {
+        let limits = Settings::default().management.session_limits();
+        assert_eq!(limits.max_sessions, 100);
+        assert_eq!(
+            limits.idle_timeout,
+            Some(std::time::Duration::from_secs(8 * 3600))
+        );
+        let settings: Settings =
+            toml::from_str("[management]\nmax_sessions = 3\nsession_idle_timeout_s = 0\n").unwrap();
+        let limits = settings.management.session_limits();
+        assert_eq!(limits.max_sessions, 3);
+        assert_eq!(limits.idle_timeout, None);
+    }
+
+    #[test]
+    fn connection_and_login_limits_default_and_from_the_file() {
+        let defaults = Settings::default();
+        assert_eq!(defaults.gnmi.connections.max, 256);
+        assert_eq!(defaults.management.connections.max, 128);
+        assert!((1..=4).contains(&defaults.gnmi.password_checks));
+        let settings: Settings = toml::from_str(
+            "[gnmi]\nlogin_failures = 3\nmax_subscriptions_per_user = 2\n\
+             [gnmi.connections]\nmax = 8\nhandshake_timeout_s = 2\n",
+        )
+        .unwrap();
+        assert_eq!(settings.gnmi.login_failures, 3);
+        assert_eq!(settings.gnmi.max_subscriptions_per_user, 2);
+        let limits = settings.gnmi.connections.limits("gNMI", "gnmi.connections");
+        assert_eq!(limits.max, 8);
+        assert_eq!(limits.handshake_timeout, std::time::Duration::from_secs(2));
+        assert_eq!(limits.keepalive, Some(std::time::Duration::from_secs(30)));
+        let management = defaults
+            .management
+            .connections
+            .limits("management API", "management.connections");
+        assert_eq!(
+            management.keepalive, None,
+            "efb-cli does not answer pings at its prompt"
+        );
+    }
+
+    #[test]
+    fn zero_limits_are_refused_naming_the_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        for (text, setting) in [
+            ("[gnmi]\npassword_checks = 0\n", "gnmi.password_checks"),
+            ("[gnmi.connections]\nmax = 0\n", "gnmi.connections.max"),
+            (
+                "[management.connections]\nhandshake_timeout_s = 0\n",
+                "management.connections.handshake_timeout_s",
+            ),
+        ] {
+            let file = dir.path().join("efbd.toml");
+            std::fs::write(&file, text).unwrap();
+            let flags = Flags {
+                config: Some(file),
+                ..Flags::default()
+            };
+            let err = Settings::from_flags(&flags).unwrap_err().to_string();
+            assert!(
+                err.contains("efbd.toml") && err.contains(setting) && err.contains("at least 1"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,434 @@
+//! gNMI and the management API against hostile clients, through a real efbd: wrong
+//! passwords in bulk (bounded memory, limited per peer, logged, refused in the same time
+//! for unknown names), subscriptions past their caps, subscribers that do not hold up
+//! commits, and connections that never handshake or come in too many.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use efb_tests::figures::{peak_resident_kib, resident_kib};
+use efb_tests::gnmi_io::authed;
+use efb_tests::{Daemon, repo};
+use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
+use gnmi_proto::gnmi::{
+    GetRequest, Path as GnmiPath, SubscribeRequest, SubscribeResponse, Subscription,
+    SubscriptionList, subscribe_request, subscribe_response,
+};
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status, Streaming};
+
+/// efbd with the demo users (standard Argon2 cost), plain-text gNMI unless `tls`, and
+/// `settings` as its TOML settings file; its log (level info) in `log` if given.
+fn started(dir: &Path, settings: &str, tls: bool, log: Option<&Path>) -> Daemon {
+    let file = dir.join("efbd.toml");
+    std::fs::write(&file, settings).unwrap();
+    let users = repo().join("examples/users.demo.toml");
+    let mut args = vec![
+        "--config",
+        file.to_str().unwrap(),
+        "--gnmi-users",
+        users.to_str().unwrap(),
+    ];
+    if !tls {
+        args.push("--gnmi-plaintext");
+    }
+    let datastore = dir.join("datastore");
+    match log {
+        Some(log) => Daemon::start_logging(&datastore, &args, log),
+        None => Daemon::start(&datastore, &args),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().unwrap()
+}
+
+async fn channel(daemon: &Daemon) -> Channel {
+    let address = format!("http://{}", daemon.gnmi.clone().unwrap());
+    Channel::from_shared(address)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+fn with_password<T>(message: T, user: &str, password: &str) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("username", user.parse().unwrap());
+    request
+        .metadata_mut()
+        .insert("password", password.parse().unwrap());
+    request
+}
+
+async fn get(channel: &Channel, user: &str, password: &str) -> Result<(), Status> {
+    GNmiClient::new(channel.clone())
+        .get(with_password(GetRequest::default(), user, password))
+        .await
+        .map(|_| ())
+}
+
+/// A STREAM subscription of the whole tree (ON_CHANGE), as `user`: the response stream,
+/// unread.
+async fn subscribe(channel: &Channel, user: &str) -> Result<Streaming<SubscribeResponse>, Status> {
+    let list = SubscriptionList {
+        subscription: vec![Subscription {
+            path: Some(GnmiPath::default()),
+            ..Subscription::default()
+        }],
+        ..SubscriptionList::default()
+    };
+    let first = SubscribeRequest {
+        request: Some(subscribe_request::Request::Subscribe(list)),
+        ..SubscribeRequest::default()
+    };
+    let mut client = GNmiClient::new(channel.clone());
+    let stream = client
+        .subscribe(authed(tokio_stream::iter(vec![first]), user))
+        .await?;
+    Ok(stream.into_inner())
+}
+
+/// Reads up to the first sync_response: the subscription is served.
+async fn synced(stream: &mut Streaming<SubscribeResponse>) {
+    loop {
+        let m = stream.message().await.unwrap().unwrap();
+        if matches!(
+            m.response,
+            Some(subscribe_response::Response::SyncResponse(true))
+        ) {
+            return;
+        }
+    }
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+#[test]
+fn wrong_passwords_in_bulk_run_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = "[gnmi]\npassword_checks = 2\nlogin_failures = 0\n";
+    let daemon = started(dir.path(), settings, false, None);
+    let rt = runtime();
+    let connection = rt.block_on(channel(&daemon));
+    rt.block_on(get(&connection, "viewer", "viewer")).unwrap();
+    let before = resident_kib(daemon.pid());
+    // 30 clients at once, each its own connection, admin and viewer with wrong passwords.
+    let refused = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for i in 0..30 {
+            let connection = channel(&daemon).await;
+            let user = if i % 2 == 0 { "admin" } else { "viewer" };
+            tasks.push(tokio::spawn(async move {
+                get(&connection, user, &format!("guess{i}")).await
+            }));
+        }
+        let mut refused = 0;
+        for task in tasks {
+            let err = task.await.unwrap().unwrap_err();
+            assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+            refused += 1;
+        }
+        refused
+    });
+    assert_eq!(refused, 30);
+    let (peak, after) = (peak_resident_kib(daemon.pid()), resident_kib(daemon.pid()));
+    // Two checks at a time, 19 MiB each: about 40 MiB more, not one 19 MiB per client.
+    let bound = 100 * 1024;
+    assert!(
+        peak < before + bound,
+        "peak resident memory {peak} KiB from {before} KiB before"
+    );
+    assert!(
+        after < before + bound,
+        "{after} KiB after, {before} KiB before"
+    );
+    assert!(daemon.stop());
+}
+
+#[test]
+fn failed_logins_are_limited_per_peer_and_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("efbd.log");
+    let settings = "[gnmi]\nlogin_failures = 3\nlogin_window_s = 60\n";
+    let daemon = started(dir.path(), settings, false, Some(&log));
+    let rt = runtime();
+    let connection = rt.block_on(channel(&daemon));
+    for guess in ["a", "b", "c"] {
+        let err = rt.block_on(get(&connection, "admin", guess)).unwrap_err();
+        assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    }
+    // Now even the right password is refused, without a check, saying when to retry.
+    let err = rt.block_on(get(&connection, "admin", "admin")).unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert!(
+        err.message().contains("127.0.0.1") && err.message().contains("retry in"),
+        "{}",
+        err.message()
+    );
+    assert!(daemon.stop());
+    let log = std::fs::read_to_string(&log).unwrap();
+    let failures: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("gNMI login failed"))
+        .collect();
+    assert_eq!(failures.len(), 3, "{log}");
+    assert!(
+        failures[0].contains("user=\"admin\"") && failures[0].contains("peer=127.0.0.1"),
+        "{}",
+        failures[0]
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("WARN") && l.contains("logins from this peer refused")),
+        "{log}"
+    );
+}
+
+#[test]
+fn unknown_names_take_as_long_to_refuse_as_wrong_passwords() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = started(dir.path(), "[gnmi]\nlogin_failures = 0\n", false, None);
+    let rt = runtime();
+    let (known, unknown) = rt.block_on(async {
+        let connection = channel(&daemon).await;
+        let timed = |user: String| {
+            let connection = connection.clone();
+            async move {
+                let started = Instant::now();
+                let err = get(&connection, &user, "not-the-password")
+                    .await
+                    .unwrap_err();
+                assert_eq!(err.code(), Code::Unauthenticated);
+                started.elapsed()
+            }
+        };
+        let (mut known, mut unknown) = (Vec::new(), Vec::new());
+        // Alternating, so that whatever else the machine does weighs on both alike.
+        for i in 0..7 {
+            known.push(timed("admin".to_string()).await);
+            unknown.push(timed(format!("nobody{i}")).await);
+        }
+        (median(known), median(unknown))
+    });
+    let ratio = known.as_secs_f64() / unknown.as_secs_f64();
+    assert!(
+        (0.4..2.5).contains(&ratio),
+        "a wrong password is refused in {known:?}, an unknown name in {unknown:?}"
+    );
+    assert!(daemon.stop());
+}
+
+#[test]
+fn subscriptions_past_their_caps_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = "[gnmi]\nmax_subscriptions = 4\nmax_subscriptions_per_user = 2\n";
+    let daemon = started(dir.path(), settings, false, None);
+    let rt = runtime();
+    rt.block_on(async {
+        let connection = channel(&daemon).await;
+        let mut viewer = Vec::new();
+        for _ in 0..2 {
+            let mut stream = subscribe(&connection, "viewer").await.unwrap();
+            synced(&mut stream).await;
+            viewer.push(stream);
+        }
+        let err = subscribe(&connection, "viewer").await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+        assert!(
+            err.message()
+                .contains("gnmi.max_subscriptions_per_user = 2"),
+            "{}",
+            err.message()
+        );
+        let mut operator = Vec::new();
+        for _ in 0..2 {
+            operator.push(subscribe(&connection, "operator").await.unwrap());
+        }
+        let err = subscribe(&connection, "admin").await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+        assert!(
+            err.message().contains("gnmi.max_subscriptions = 4"),
+            "{}",
+            err.message()
+        );
+        // A subscription that ends gives its place back.
+        drop(viewer.pop());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match subscribe(&connection, "viewer").await {
+                Ok(_) => break,
+                Err(e) if Instant::now() < deadline => {
+                    assert_eq!(e.code(), Code::ResourceExhausted);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("the place did not come back: {e:?}"),
+            }
+        }
+    });
+    assert!(daemon.stop());
+}
+
+/// Commits one change through the shell; how long it took.
+fn commit(daemon: &Daemon, n: usize) -> Duration {
+    let started = Instant::now();
+    let (code, out, err) = daemon.cli(
+        &[],
+        &format!("edit\nset ports port p1 description change{n}\ncommit\n"),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("commit complete"), "{out}");
+    started.elapsed()
+}
+
+#[test]
+fn commits_do_not_wait_for_subscribers() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = "[gnmi]\nmax_subscriptions = 1000\nmax_subscriptions_per_user = 1000\n";
+    let daemon = started(dir.path(), settings, false, None);
+    let example = repo().join("examples/one-filter-site.json");
+    let (code, out, err) = daemon.cli(
+        &[],
+        &format!("edit\nload override {}\ncommit\n", example.display()),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let rt = runtime();
+    // 200 whole-tree subscriptions logging in at once, never read.
+    let connection = rt.block_on(channel(&daemon));
+    let tasks: Vec<_> = (0..200)
+        .map(|_| {
+            let connection = connection.clone();
+            rt.spawn(async move { subscribe(&connection, "viewer").await })
+        })
+        .collect();
+    let during = commit(&daemon, 1);
+    let streams: Vec<_> = rt.block_on(async {
+        let mut streams = Vec::new();
+        for task in tasks {
+            streams.push(task.await.unwrap().unwrap());
+        }
+        streams
+    });
+    let after = commit(&daemon, 2);
+    let bound = Duration::from_secs(2);
+    assert!(
+        during < bound && after < bound,
+        "commits took {during:?} while 200 subscribers logged in and {after:?} with them unread"
+    );
+    drop(streams);
+    assert!(daemon.stop());
+}
+
+/// True when the peer closed `stream` (end of file or reset) within `within`.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    stream.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 256];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            // What the server sends first (its HTTP/2 settings) is not an answer.
+            Ok(_) => continue,
+            Err(e) => {
+                return !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn connections_that_never_handshake_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = "[gnmi.connections]\nhandshake_timeout_s = 1\n\
+                    [management.connections]\nhandshake_timeout_s = 1\n";
+    let daemon = started(dir.path(), settings, true, None);
+    let gnmi = daemon.gnmi.clone().unwrap();
+    // No TLS ClientHello on gNMI; nothing, then half an HTTP/2 preface, on the
+    // management API.
+    let mut silent_tls = TcpStream::connect(&gnmi).unwrap();
+    let mut silent = TcpStream::connect(&daemon.address).unwrap();
+    let mut half = TcpStream::connect(&daemon.address).unwrap();
+    half.write_all(b"PRI * HTTP/2.0\r\n").unwrap();
+    let within = Duration::from_secs(10);
+    assert!(
+        closed_within(&mut silent_tls, within),
+        "gNMI kept a silent connection"
+    );
+    assert!(
+        closed_within(&mut silent, within),
+        "the management API kept a silent connection"
+    );
+    assert!(
+        closed_within(&mut half, within),
+        "the management API kept half a handshake"
+    );
+    // Real clients are served as before.
+    let (code, out, err) = daemon.cli(&["-c", "show system status"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(daemon.stop());
+}
+
+#[test]
+fn connections_past_the_cap_are_closed_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = "[gnmi.connections]\nmax = 3\nhandshake_timeout_s = 60\n\
+                    [management.connections]\nmax = 2\nhandshake_timeout_s = 60\n";
+    let daemon = started(dir.path(), settings, false, None);
+    let gnmi = daemon.gnmi.clone().unwrap();
+    let mut held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(&gnmi).unwrap()).collect();
+    let held_mgmt: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(&daemon.address).unwrap())
+        .collect();
+    let mut extra = TcpStream::connect(&gnmi).unwrap();
+    let mut extra_mgmt = TcpStream::connect(&daemon.address).unwrap();
+    let within = Duration::from_secs(5);
+    assert!(
+        closed_within(&mut extra, within),
+        "a 4th gNMI connection was kept"
+    );
+    assert!(
+        closed_within(&mut extra_mgmt, within),
+        "a 3rd management connection was kept"
+    );
+    assert!(
+        !closed_within(&mut held[0], Duration::from_millis(200)),
+        "the connections within the cap stay"
+    );
+    // A place given back is taken by the next client.
+    held.pop();
+    let rt = runtime();
+    rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let served = match Channel::from_shared(format!("http://{gnmi}"))
+                .unwrap()
+                .connect()
+                .await
+            {
+                Ok(connection) => get(&connection, "viewer", "viewer").await.is_ok(),
+                Err(_) => false,
+            };
+            if served {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no gNMI client served after a place came back"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    drop(held_mgmt);
+    assert!(daemon.stop());
+}
