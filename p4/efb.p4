@@ -240,10 +240,10 @@ struct ig_metadata_t {
     bit<32>   hash;
     bit<16>   bucket;
     bit<8>    core;
-    bit<128>  lo_addr;
-    bit<128>  hi_addr;
-    bit<16>   lo_port;
-    bit<16>   hi_port;
+    /* The symmetric key of MODEL.md version 2: source XOR destination. */
+    bit<32>   xor_v4;
+    bit<128>  xor_v6;
+    bit<16>   xor_port;
 }
 
 struct eg_metadata_t {
@@ -523,7 +523,7 @@ control EfbIngress(inout headers_t hdr,
     DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) flow_counter;
 
     /* CRC-32/ISO-HDLC (zlib): reflected 0x04C11DB7, init and final xor 0xFFFFFFFF.
-     * Keys are ordered by the program itself (not @symmetric, a different function). */
+     * The key is symmetric by construction (XOR), as MODEL.md version 2 defines it. */
     CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32) hash_v4_l3;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32) hash_v4_l4;
@@ -761,44 +761,29 @@ control EfbIngress(inout headers_t hdr,
         units.apply();
         if (md.unit_id == 0) { exit; }
 
-        /* The symmetric key of MODEL.md: the two addresses (with their ports for
-         * layer-4) ordered as unsigned big-endian strings, then CRC-32. */
+        /* The symmetric key of MODEL.md version 2: A XOR B (and PA XOR PB), the same in
+         * both directions without any comparison, then CRC-32 over the field list.
+         * Protocols without ports leave l4 invalid and the ports 0. */
+        md.xor_port = md.lkp.l4_src_port ^ md.lkp.l4_dst_port;
         if (md.lkp.ip_version == 4) {
-            if (md.lkp.ipv4_src < md.lkp.ipv4_dst ||
-                (md.lkp.ipv4_src == md.lkp.ipv4_dst && md.lkp.l4_src_port <= md.lkp.l4_dst_port)) {
-                md.lo_addr = (bit<128>)md.lkp.ipv4_src; md.hi_addr = (bit<128>)md.lkp.ipv4_dst;
-                md.lo_port = md.lkp.l4_src_port;       md.hi_port = md.lkp.l4_dst_port;
-            } else {
-                md.lo_addr = (bit<128>)md.lkp.ipv4_dst; md.hi_addr = (bit<128>)md.lkp.ipv4_src;
-                md.lo_port = md.lkp.l4_dst_port;       md.hi_port = md.lkp.l4_src_port;
-            }
+            md.xor_v4 = md.lkp.ipv4_src ^ md.lkp.ipv4_dst;
             if (md.method == METHOD_LAYER4) {
-                md.hash = hash_v4_l4.get({ md.lo_addr[31:0], md.hi_addr[31:0], md.lkp.ip_proto, md.lo_port, md.hi_port });
+                md.hash = hash_v4_l4.get({ md.xor_v4, md.lkp.ip_proto, md.xor_port });
             } else if (md.method == METHOD_DST_IP) {
                 md.hash = hash_v4_dst.get({ md.lkp.ipv4_dst });
             } else {
-                md.hash = hash_v4_l3.get({ md.lo_addr[31:0], md.hi_addr[31:0], md.lkp.ip_proto });
+                md.hash = hash_v4_l3.get({ md.xor_v4, md.lkp.ip_proto });
             }
         } else {
-            /* 128-bit comparison, done by the compiler over 32-bit words. */
-            if (md.lkp.ipv6_src < md.lkp.ipv6_dst ||
-                (md.lkp.ipv6_src == md.lkp.ipv6_dst && md.lkp.l4_src_port <= md.lkp.l4_dst_port)) {
-                md.lo_addr = md.lkp.ipv6_src; md.hi_addr = md.lkp.ipv6_dst;
-                md.lo_port = md.lkp.l4_src_port; md.hi_port = md.lkp.l4_dst_port;
-            } else {
-                md.lo_addr = md.lkp.ipv6_dst; md.hi_addr = md.lkp.ipv6_src;
-                md.lo_port = md.lkp.l4_dst_port; md.hi_port = md.lkp.l4_src_port;
-            }
+            md.xor_v6 = md.lkp.ipv6_src ^ md.lkp.ipv6_dst;
             if (md.method == METHOD_LAYER4) {
-                md.hash = hash_v6_l4.get({ md.lo_addr, md.hi_addr, md.lkp.ip_proto, md.lo_port, md.hi_port });
+                md.hash = hash_v6_l4.get({ md.xor_v6, md.lkp.ip_proto, md.xor_port });
             } else if (md.method == METHOD_DST_IP) {
                 md.hash = hash_v6_dst.get({ md.lkp.ipv6_dst });
             } else {
-                md.hash = hash_v6_l3.get({ md.lo_addr, md.hi_addr, md.lkp.ip_proto });
+                md.hash = hash_v6_l3.get({ md.xor_v6, md.lkp.ip_proto });
             }
         }
-        /* For layer-3, lo/hi ports are ordered too but not hashed: ordering by
-         * (address, port) and by address alone agree whenever the addresses differ. */
         md.bucket = md.hash[15:0] & md.bucket_mask;
 
         buckets.apply();

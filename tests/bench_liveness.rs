@@ -22,14 +22,33 @@ fn lanes(n: u32) -> [String; 4] {
     [0, 1, 2, 3].map(|l| format!("p{n}-{l}"))
 }
 
-/// One link on p1-0/p1-1, then pairs on every other lane: 63 pairs.
-fn site(interval_ms: u32) -> (String, Vec<(String, String)>) {
+/// The unit under test: how many pairs (at most 63), cores, and whether dead pairs'
+/// buckets are rebalanced.
+#[derive(Clone, Copy)]
+struct Shape {
+    pairs: usize,
+    cores: u16,
+    rebalance: bool,
+}
+
+/// The largest site the box can cable: 63 pairs of 16 cores, no rebalance.
+const LARGEST: Shape = Shape {
+    pairs: 63,
+    cores: 16,
+    rebalance: false,
+};
+
+/// One link on p1-0/p1-1, then pairs on every other lane (up to 63).
+fn site(interval_ms: u32, shape: Shape) -> (String, Vec<(String, String)>) {
     let mut lines = vec![
         "set ecofilter-balancer link l1 lan-port p1-0 wan-port p1-1".to_string(),
         format!(
             "set liveness profile bench initial-delay 200 interval {interval_ms} probes-down-count 3 probes-up-count 3 active-pairs 1"
         ),
-        "set ecofilter-balancer ecofilter-unit u1 cores 16 liveness-profile bench".to_string(),
+        format!(
+            "set ecofilter-balancer ecofilter-unit u1 cores {} rebalance {} liveness-profile bench",
+            shape.cores, shape.rebalance
+        ),
     ];
     let mut pairs = Vec::new();
     for n in 1..=32u32 {
@@ -44,6 +63,7 @@ fn site(interval_ms: u32) -> (String, Vec<(String, String)>) {
         }
         pairs.push((c, d));
     }
+    pairs.truncate(shape.pairs);
     for (i, (lan, wan)) in pairs.iter().enumerate() {
         lines.push(format!(
             "set ecofilter-balancer ecofilter-unit u1 pair q{i} lan-port {lan} wan-port {wan}"
@@ -60,7 +80,7 @@ struct Running {
     log: std::path::PathBuf,
 }
 
-fn start(interval_ms: u32) -> (Running, Vec<(String, String)>) {
+fn start(interval_ms: u32, shape: Shape) -> (Running, Vec<(String, String)>) {
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&["--capture-limit", "0"]);
     let log = dir.path().join("efbd.log");
@@ -71,7 +91,7 @@ fn start(interval_ms: u32) -> (Running, Vec<(String, String)>) {
     );
     let mut client = Client::connect(&daemon.address, "bench").unwrap();
     wait(|| client.status().unwrap().chip.starts_with("in sync"));
-    let (lines, pairs) = site(interval_ms);
+    let (lines, pairs) = site(interval_ms, shape);
     client.edit_lines(&lines).unwrap();
     client.commit(CommitRequest::default()).unwrap();
     let running = Running {
@@ -115,7 +135,7 @@ fn cpu_share(pid: u32, window: Duration) -> f64 {
 }
 
 fn keepalive_cpu(interval_ms: u32, window: Duration) {
-    let (mut run, pairs) = start(interval_ms);
+    let (mut run, pairs) = start(interval_ms, LARGEST);
     // Every pair probed and up (init counts as live too: wait for the first verdicts).
     std::thread::sleep(Duration::from_millis(200 + u64::from(interval_ms) * 5));
     wait(|| up_pairs(&mut run.client) == pairs.len());
@@ -149,9 +169,9 @@ fn idle_cpu(window: Duration) {
 }
 
 /// Kills and revives one filter `rounds` times; reads efbd's log for the time from each
-/// verdict to the chip's acknowledgement of the write.
-fn verdict_to_chip(rounds: usize) {
-    let (mut run, pairs) = start(20);
+/// verdict to the chip's acknowledgement of the write, and the entries each wrote.
+fn verdict_to_chip(label: &str, shape: Shape, rounds: usize) {
+    let (mut run, pairs) = start(20, shape);
     // Past the initial delay and the first verdicts (init counts as live already).
     std::thread::sleep(Duration::from_millis(200 + 20 * 5));
     wait(|| up_pairs(&mut run.client) == pairs.len());
@@ -174,22 +194,41 @@ fn verdict_to_chip(rounds: usize) {
         wait(|| up_pairs(&mut run.client) == pairs.len());
     }
     let log = std::fs::read_to_string(&run.log).unwrap();
-    let times: Vec<Duration> = log
+    let field = |line: &str, name: &str| -> Option<u64> {
+        line.split(&format!("{name}="))
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    let programmed: Vec<(u64, Duration)> = log
         .lines()
         .filter(|l| l.contains("liveness programmed"))
-        .filter_map(|l| l.split("verdict_to_chip_us=").nth(1))
-        .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .map(Duration::from_micros)
+        .filter_map(|l| {
+            Some((
+                field(l, "written")?,
+                Duration::from_micros(field(l, "verdict_to_chip_us")?),
+            ))
+        })
         .collect();
-    // The first batch is the 63 pairs' first verdict (init -> up).
+    // The first batch is the pairs' first verdict (init -> up).
     assert!(
-        times.len() > 2 * rounds,
+        programmed.len() > 2 * rounds,
         "{} timings in the log",
-        times.len()
+        programmed.len()
+    );
+    let last = &programmed[programmed.len() - 2 * rounds..];
+    let writes: Vec<u64> = last.iter().map(|(w, _)| *w).collect();
+    println!(
+        "{:<52} entries written per change: min {} max {}",
+        label,
+        writes.iter().min().unwrap(),
+        writes.iter().max().unwrap()
     );
     summary(
-        &format!("verdict to chip write acknowledged, 63 pairs ({rounds}x down+up)"),
-        times[times.len() - 2 * rounds..].to_vec(),
+        &format!("{label}: verdict to chip write acknowledged ({rounds}x down+up)"),
+        last.iter().map(|(_, t)| *t).collect(),
     );
 }
 
@@ -205,5 +244,12 @@ fn main() {
     if !quick {
         keepalive_cpu(63, window);
     }
-    verdict_to_chip(if quick { 2 } else { 20 });
+    let rounds = if quick { 2 } else { 20 };
+    verdict_to_chip("63 pairs x 16 cores", LARGEST, rounds);
+    let rebalanced = Shape {
+        pairs: 16,
+        cores: 32,
+        rebalance: true,
+    };
+    verdict_to_chip("16 pairs x 32 cores, rebalance", rebalanced, rounds);
 }

@@ -124,7 +124,7 @@ fn configure_the_one_filter_site_from_scratch_and_find_it_after_a_restart() {
     run(
         &mut sh,
         "show ecofilter-balancer balancing-config-hash",
-        "136b80371059c9bb448bafdf0ae0408998cf2234d88c7af7cbd00ec16b43c7cd",
+        "64351d629194d2923340e38a3f94e497ab22e318cf93a2408867c469990c014f",
     );
     run(&mut sh, "exit", "");
 }
@@ -418,7 +418,7 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
         ],
         "",
     );
-    assert!(out.contains("pair") && out.contains("f1-te3-te4"), "{out}");
+    assert!(out.contains("pair") && out.contains("f1-te7-te8"), "{out}");
     let (code, _, _) = daemon.cli(
         &[
             "-c",

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 /// *what* differs between two balancers. Local port names are left out on purpose: crossed
 /// balancers cable the same filters to different ports.
 pub fn config_hash_text(config: &Config) -> String {
-    let mut text = String::from("efb-balancing-v1\n");
+    let mut text = String::from("efb-balancing-v2\n");
     // Writing to a String cannot fail.
     let _ = writeln!(text, "method {}", config.balancing_method.as_str());
     // BTreeMap<String, _> iterates in byte order of the names, as MODEL.md requires.

@@ -47,8 +47,11 @@ fn addr_bytes(addr: IpAddr) -> Vec<u8> {
     }
 }
 
-/// The key bytes of MODEL.md step 1. Exposed, not only hashed, so that tests and the
-/// offline tool can show what went into the hash.
+/// The key bytes of MODEL.md step 1 (version 2). Exposed, not only hashed, so that tests
+/// and the offline tool can show what went into the hash.
+///
+/// Symmetric without any comparison: A XOR B (and PA XOR PB) is the same both ways, which is
+/// what lets the chip build the key (Tofino cannot compare two variables in one step).
 pub fn session_key(method: BalancingMethod, s: &Session) -> Result<Vec<u8>, BalancingError> {
     if s.src.is_ipv4() != s.dst.is_ipv4() {
         return Err(BalancingError::MixedFamilies {
@@ -58,33 +61,25 @@ pub fn session_key(method: BalancingMethod, s: &Session) -> Result<Vec<u8>, Bala
     }
     let (a, b) = (addr_bytes(s.src), addr_bytes(s.dst));
     Ok(match method {
-        BalancingMethod::Layer3 => layer3_key(a, b, s.ip_proto),
-        BalancingMethod::Layer4 => layer4_key(a, b, s),
+        BalancingMethod::Layer3 => {
+            let mut key = xor(&a, &b);
+            key.push(s.ip_proto);
+            key
+        }
+        BalancingMethod::Layer4 => {
+            let (pa, pb) = s.effective_ports();
+            let mut key = xor(&a, &b);
+            key.push(s.ip_proto);
+            key.extend_from_slice(&(pa ^ pb).to_be_bytes());
+            key
+        }
         BalancingMethod::DstIp => b,
     })
 }
 
-fn layer3_key(a: Vec<u8>, b: Vec<u8>, proto: u8) -> Vec<u8> {
-    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    let mut key = lo;
-    key.extend_from_slice(&hi);
-    key.push(proto);
-    key
-}
-
-fn layer4_key(a: Vec<u8>, b: Vec<u8>, s: &Session) -> Vec<u8> {
-    let (a_port, b_port) = s.effective_ports();
-    let ((lo, lo_port), (hi, hi_port)) = if (&a, a_port) <= (&b, b_port) {
-        ((a, a_port), (b, b_port))
-    } else {
-        ((b, b_port), (a, a_port))
-    };
-    let mut key = lo;
-    key.extend_from_slice(&hi);
-    key.push(s.ip_proto);
-    key.extend_from_slice(&lo_port.to_be_bytes());
-    key.extend_from_slice(&hi_port.to_be_bytes());
-    key
+/// Byte by byte; both are of one family, so of one length.
+fn xor(a: &[u8], b: &[u8]) -> Vec<u8> {
+    a.iter().zip(b).map(|(x, y)| x ^ y).collect()
 }
 
 /// CRC-32/ISO-HDLC because the chip's hash unit computes exactly that, and Python's

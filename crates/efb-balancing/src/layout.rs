@@ -55,8 +55,8 @@ impl UnitLayout {
         if self.slot_live(home, live) {
             return Some(home);
         }
-        // Only a dead home slot needs the live-slot list, so a lookup pays for it only then.
-        self.resolve(bucket, live, rebalance, &self.live_slots(live))
+        // Only a dead home slot needs the slot lists, so a lookup pays for them only then.
+        self.resolve(bucket, live, rebalance, &Slots::of(self, live))
     }
 
     fn resolve(
@@ -64,13 +64,13 @@ impl UnitLayout {
         bucket: usize,
         live: &[bool],
         rebalance: bool,
-        live_slots: &[usize],
+        slots: &Slots,
     ) -> Option<usize> {
         let home = self.home_slot(bucket)?;
         if self.slot_live(home, live) {
             Some(home)
         } else if rebalance {
-            self.rebalanced_slot(bucket, live_slots)
+            self.rebalanced_slot(bucket, home, slots)
         } else {
             None
         }
@@ -84,26 +84,49 @@ impl UnitLayout {
         live.get(self.pair_core(slot).0).copied().unwrap_or(false)
     }
 
-    fn live_slots(&self, live: &[bool]) -> Vec<usize> {
-        (0..self.slots())
-            .filter(|&s| self.slot_live(s, live))
-            .collect()
-    }
-
-    /// Picks from the live slots by the bucket's "round" (b / S) so that a dead slot's
-    /// buckets go to different live slots while live slots keep theirs.
-    fn rebalanced_slot(&self, bucket: usize, live_slots: &[usize]) -> Option<usize> {
+    /// MODEL.md step 6: the dead slots' buckets are dealt round-robin over the live slots.
+    /// Bucket b of dead slot number j gets ordinal n = (b / S) * D + j, so consecutive rounds
+    /// of the D dead slots take consecutive live slots: no live slot gets more than
+    /// ceil(dead buckets / L) of them.
+    fn rebalanced_slot(&self, bucket: usize, home: usize, slots: &Slots) -> Option<usize> {
+        let j = slots.dead_rank.get(home).copied().flatten()?;
         let round = bucket.checked_div(self.slots())?;
-        let index = round.checked_rem(live_slots.len())?;
-        live_slots.get(index).copied()
+        let n = round.checked_mul(slots.dead)?.checked_add(j)?;
+        slots.live.get(n.checked_rem(slots.live.len())?).copied()
     }
 }
 
-/// The whole table at once, for the chip compiler: the live slots are listed once, not once
+/// The live slots in slot order, and each dead slot's number among the dead ones.
+struct Slots {
+    live: Vec<usize>,
+    dead_rank: Vec<Option<usize>>,
+    dead: usize,
+}
+
+impl Slots {
+    fn of(layout: &UnitLayout, live: &[bool]) -> Slots {
+        let mut slots = Slots {
+            live: Vec::new(),
+            dead_rank: vec![None; layout.slots()],
+            dead: 0,
+        };
+        for s in 0..layout.slots() {
+            if layout.slot_live(s, live) {
+                slots.live.push(s);
+            } else {
+                slots.dead_rank[s] = Some(slots.dead);
+                slots.dead += 1;
+            }
+        }
+        slots
+    }
+}
+
+/// The whole table at once, for the chip compiler: the slot lists are made once, not once
 /// per bucket.
 pub fn bucket_table(layout: UnitLayout, live: &[bool], rebalance: bool) -> Vec<Option<usize>> {
-    let live_slots = layout.live_slots(live);
+    let slots = Slots::of(&layout, live);
     (0..layout.buckets())
-        .map(|bucket| layout.resolve(bucket, live, rebalance, &live_slots))
+        .map(|bucket| layout.resolve(bucket, live, rebalance, &slots))
         .collect()
 }

@@ -11,68 +11,77 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-// python3 -c 'import zlib; k=bytes.fromhex("0a000001c000020706"); print(hex(zlib.crc32(k)))'
-// -> 0xf4c842d2 (10.0.0.1 < 192.0.2.7, then protocol 6)
+// Version 2 keys: X = A XOR B, then the protocol, then (layer-4) PA XOR PB, big-endian.
+// python3 -c 'import zlib,ipaddress as i; a=i.ip_address("192.0.2.7").packed;
+//   b=i.ip_address("10.0.0.1").packed; k=bytes(x^y for x,y in zip(a,b))+bytes([6]);
+//   print(k.hex(), hex(zlib.crc32(k)))'
+// -> ca00020606 0xd93ad1ba
 #[test]
 fn layer3_ipv4() {
     let s = session("192.0.2.7", "10.0.0.1", 6, 443, 40000);
-    assert_eq!(hex(&session_key(Layer3, &s).unwrap()), "0a000001c000020706");
-    assert_eq!(session_hash(Layer3, &s).unwrap(), 0xf4c8_42d2);
+    assert_eq!(hex(&session_key(Layer3, &s).unwrap()), "ca00020606");
+    assert_eq!(session_hash(Layer3, &s).unwrap(), 0xd93a_d1ba);
 }
 
-// python3 -c 'import zlib; print(hex(zlib.crc32(bytes.fromhex("0a000001c0000207069c4001bb"))))'
-// -> 0xa550147a ((10.0.0.1, 40000) < (192.0.2.7, 443): lo_port 0x9c40, hi_port 0x01bb)
+// python3 -c 'import zlib; k=bytes.fromhex("ca00020606")+(443^40000).to_bytes(2,"big");
+//   print(k.hex(), hex(zlib.crc32(k)))'
+// -> ca000206069dfb 0x40a7b076
 #[test]
 fn layer4_ipv4_tcp() {
     let s = session("192.0.2.7", "10.0.0.1", 6, 443, 40000);
-    assert_eq!(
-        hex(&session_key(Layer4, &s).unwrap()),
-        "0a000001c0000207069c4001bb"
-    );
-    assert_eq!(session_hash(Layer4, &s).unwrap(), 0xa550_147a);
+    assert_eq!(hex(&session_key(Layer4, &s).unwrap()), "ca000206069dfb");
+    assert_eq!(session_hash(Layer4, &s).unwrap(), 0x40a7_b076);
 }
 
-// python3 -c 'import zlib; print(hex(zlib.crc32(bytes.fromhex("0a000001c00002070100000000"))))'
-// -> 0xd5d440f3 (ICMP has no ports: both count as 0 whatever the session says)
+// python3 -c 'import zlib; k=bytes.fromhex("ca000206010000"); print(hex(zlib.crc32(k)))'
+// -> 0xab687930 (ICMP has no ports: both count as 0 whatever the session says)
+// python3 -c 'import zlib; print(hex(zlib.crc32(bytes.fromhex("ca00020601"))))' -> 0x475e4419
 #[test]
-fn layer4_icmp_ports_are_zero() {
+fn icmp_ports_are_zero() {
     let s = session("10.0.0.1", "192.0.2.7", 1, 1234, 80);
-    assert_eq!(
-        hex(&session_key(Layer4, &s).unwrap()),
-        "0a000001c00002070100000000"
-    );
-    assert_eq!(session_hash(Layer4, &s).unwrap(), 0xd5d4_40f3);
+    assert_eq!(hex(&session_key(Layer4, &s).unwrap()), "ca000206010000");
+    assert_eq!(session_hash(Layer4, &s).unwrap(), 0xab68_7930);
+    assert_eq!(hex(&session_key(Layer3, &s).unwrap()), "ca00020601");
+    assert_eq!(session_hash(Layer3, &s).unwrap(), 0x475e_4419);
 }
 
-// python3 -c 'import zlib; print(hex(zlib.crc32(bytes.fromhex("c6336409c63364091100351388"))))'
-// -> 0xa81cc3cc (same address both ends: the ports decide the order, 53 before 5000)
+// python3 -c 'import zlib; k=bytes(4)+bytes([17])+(5000^53).to_bytes(2,"big");
+//   print(k.hex(), hex(zlib.crc32(k)))'
+// -> 000000001113bd 0x54b7989a (same address both ends: X is all zeros, the ports remain)
 #[test]
-fn layer4_same_address_orders_by_port() {
+fn layer4_same_address() {
     let s = session("198.51.100.9", "198.51.100.9", 17, 5000, 53);
-    assert_eq!(
-        hex(&session_key(Layer4, &s).unwrap()),
-        "c6336409c63364091100351388"
-    );
-    assert_eq!(session_hash(Layer4, &s).unwrap(), 0xa81c_c3cc);
+    assert_eq!(hex(&session_key(Layer4, &s).unwrap()), "000000001113bd");
+    assert_eq!(session_hash(Layer4, &s).unwrap(), 0x54b7_989a);
 }
 
-// python3 -c 'import zlib,ipaddress as i; a=i.ip_address("2001:db8::1").packed;
-//   b=i.ip_address("2001:db8::2").packed; print(hex(zlib.crc32(a+b+bytes([17]))))'
-// -> 0xe92a151c
+// python3 -c 'import zlib,ipaddress as i; a=i.ip_address("2001:db8::2").packed;
+//   b=i.ip_address("2001:db8::1").packed; k=bytes(x^y for x,y in zip(a,b))+bytes([17]);
+//   print(k.hex(), hex(zlib.crc32(k)))'
+// -> 0000000000000000000000000000000311 0x8872828c
 #[test]
 fn layer3_ipv6() {
     let s = session("2001:db8::2", "2001:db8::1", 17, 1, 2);
-    assert_eq!(session_hash(Layer3, &s).unwrap(), 0xe92a_151c);
+    assert_eq!(
+        hex(&session_key(Layer3, &s).unwrap()),
+        "0000000000000000000000000000000311"
+    );
+    assert_eq!(session_hash(Layer3, &s).unwrap(), 0x8872_828c);
 }
 
-// python3 -c 'import zlib,ipaddress as i; a=i.ip_address("2001:db8::1").packed;
-//   b=i.ip_address("2001:db8:ffff::53").packed;
-//   print(hex(zlib.crc32(a+b+bytes([17])+(51000).to_bytes(2,"big")+(53).to_bytes(2,"big"))))'
-// -> 0xd293b22b
+// python3 -c 'import zlib,ipaddress as i; a=i.ip_address("2001:db8:ffff::53").packed;
+//   b=i.ip_address("2001:db8::1").packed;
+//   k=bytes(x^y for x,y in zip(a,b))+bytes([17])+(53^51000).to_bytes(2,"big");
+//   print(k.hex(), hex(zlib.crc32(k)))'
+// -> 00000000ffff0000000000000000005211c70d 0x7f39fbee
 #[test]
 fn layer4_ipv6_udp() {
     let s = session("2001:db8:ffff::53", "2001:db8::1", 17, 53, 51000);
-    assert_eq!(session_hash(Layer4, &s).unwrap(), 0xd293_b22b);
+    assert_eq!(
+        hex(&session_key(Layer4, &s).unwrap()),
+        "00000000ffff0000000000000000005211c70d"
+    );
+    assert_eq!(session_hash(Layer4, &s).unwrap(), 0x7f39_fbee);
 }
 
 // python3 -c 'import zlib,ipaddress as i;
@@ -99,7 +108,7 @@ fn mixed_families_are_refused() {
     }
 }
 
-const EXPECTED_TEXT: &str = "efb-balancing-v1\n\
+const EXPECTED_TEXT: &str = "efb-balancing-v2\n\
 method layer-4\n\
 unit Zeta cores 3 pairs 1 rebalance true\n\
 pair Zeta-p0\n\
@@ -108,12 +117,12 @@ unit edge cores 7 pairs 2 rebalance false\n\
 pair edge-p0\n\
 pair edge-p1\n";
 
-// python3 -c 'import hashlib; t="efb-balancing-v1\nmethod layer-4\nunit Zeta cores 3 pairs 1
+// python3 -c 'import hashlib; t="efb-balancing-v2\nmethod layer-4\nunit Zeta cores 3 pairs 1
 //   rebalance true\npair Zeta-p0\nunit core cores 1 pairs 0 rebalance false\nunit edge cores 7
 //   pairs 2 rebalance false\npair edge-p0\npair edge-p1\n";
 //   print(hashlib.sha256(t.encode()).hexdigest())'
 // (one line per `\n`; "Zeta" sorts before "core" in byte order)
-const EXPECTED_HASH: &str = "4bc16c9f90cd1ab544cb85e47bfd6f3236ca9476f36e883a43c5f8fe82f9f9b5";
+const EXPECTED_HASH: &str = "03bee51cd3a4b623926c1d963f096e31793d2ae0df3d8a377fde26405bd76f8a";
 
 fn hash_config() -> efb_model::Config {
     let mut c = config(
@@ -135,14 +144,14 @@ fn config_hash_known_answer() {
     assert_eq!(config_hash(&c), EXPECTED_HASH);
 }
 
-// python3 -c 'import hashlib; print(hashlib.sha256(b"efb-balancing-v1\nmethod layer-3\n").hexdigest())'
+// python3 -c 'import hashlib; print(hashlib.sha256(b"efb-balancing-v2\nmethod layer-3\n").hexdigest())'
 #[test]
 fn config_hash_of_empty_config() {
     let c = efb_model::Config::default();
-    assert_eq!(config_hash_text(&c), "efb-balancing-v1\nmethod layer-3\n");
+    assert_eq!(config_hash_text(&c), "efb-balancing-v2\nmethod layer-3\n");
     assert_eq!(
         config_hash(&c),
-        "89736e915609b99f5af5eba68274aab264818f9d72f8d9ef38a09e6e961526d8"
+        "32b0cfe81639bc016481f7a1fd93b3d3d22a01f60128cd0fec697525771c6073"
     );
 }
 

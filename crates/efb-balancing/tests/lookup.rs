@@ -348,8 +348,9 @@ fn a_dead_pair_with_rebalance_moves_to_a_live_slot() {
     let s = session_on_pair(&c, "u", 1);
     let l = lookup_session(&c, &s, &down(&[("u", "u-p1")])).unwrap();
     let bucket = l.bucket.unwrap() as usize;
-    // Live slots [0, 1, 4, 5]; S = 6.
-    let slot = [0, 1, 4, 5][(bucket / 6) % 4];
+    // Live slots [0, 1, 4, 5]; S = 6; dead slots 2 (number 0) and 3 (number 1): D = 2.
+    let j = bucket % 6 - 2;
+    let slot = [0, 1, 4, 5][((bucket / 6) * 2 + j) % 4];
     assert_eq!(l.slot, Some(slot as u32));
     assert_eq!(l.pair, Some(format!("u-p{}", slot / 2)));
     assert_eq!(l.lan_egress_port, Some(format!("u-lan{}", slot / 2)));

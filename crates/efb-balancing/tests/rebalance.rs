@@ -20,10 +20,13 @@ fn expected(layout: UnitLayout, live: &[bool], rebalance: bool, b: usize) -> Opt
         return Some(home);
     }
     let live_slots: Vec<usize> = (0..s).filter(|&x| live[x / layout.cores]).collect();
+    let dead_slots: Vec<usize> = (0..s).filter(|&x| !live[x / layout.cores]).collect();
     if !rebalance || live_slots.is_empty() {
         return None;
     }
-    Some(live_slots[(b / s) % live_slots.len()])
+    let j = dead_slots.iter().position(|&x| x == home).unwrap();
+    let n = (b / s) * dead_slots.len() + j;
+    Some(live_slots[n % live_slots.len()])
 }
 
 fn check(layout: UnitLayout, dead: &[usize]) {
@@ -72,13 +75,14 @@ fn dead_pairs_move_only_their_buckets() {
 
 #[test]
 fn exact_remap_on_a_small_layout() {
-    // 3 pairs x 2 cores: S = 6, M = 256. Pair 1 (slots 2, 3) dead; live slots [0, 1, 4, 5].
+    // 3 pairs x 2 cores: S = 6, M = 256. Pair 1 (slots 2, 3) dead: D = 2 (slot 2 is dead
+    // number 0, slot 3 number 1); live slots [0, 1, 4, 5], L = 4. n = (b / 6) * 2 + j.
     let layout = UnitLayout { pairs: 3, cores: 2 };
     let live = [true, false, true];
-    // Bucket 2: home slot 2, round 0 -> live slot 0. Bucket 9: home 3, round 1 -> slot 1.
-    // Bucket 14: home 2, round 2 -> slot 4. Bucket 21: home 3, round 3 -> slot 5.
-    // Bucket 26: home 2, round 4 -> slot 0 again.
-    for (bucket, slot) in [(2, 0), (9, 1), (14, 4), (21, 5), (26, 0), (7, 1)] {
+    // Bucket 2: round 0, j 0 -> n 0 -> slot 0. Bucket 3: round 0, j 1 -> n 1 -> slot 1.
+    // Bucket 8: round 1, j 0 -> n 2 -> slot 4. Bucket 9: n 3 -> slot 5. Bucket 14: n 4 ->
+    // slot 0 again. Bucket 7 is live slot 1's own.
+    for (bucket, slot) in [(2, 0), (3, 1), (8, 4), (9, 5), (14, 0), (15, 1), (7, 1)] {
         assert_eq!(
             layout.slot_for_bucket(bucket, &live, true),
             Some(slot),
@@ -87,6 +91,48 @@ fn exact_remap_on_a_small_layout() {
     }
     assert_eq!(layout.slot_for_bucket(2, &live, false), None);
     assert_eq!(layout.slot_for_bucket(7, &live, false), Some(1));
+}
+
+/// MODEL.md's promise for 16 pairs x 32 cores: with 1 to 15 pairs dead (the first ones, the
+/// last ones, every other one), no live slot takes more than ceil(dead buckets / L) extra.
+#[test]
+fn dead_buckets_spread_evenly_over_the_live_slots() {
+    let layout = UnitLayout {
+        pairs: 16,
+        cores: 32,
+    };
+    for dead_count in 1..16 {
+        let first: Vec<usize> = (0..dead_count).collect();
+        let last: Vec<usize> = (16 - dead_count..16).collect();
+        let spread: Vec<usize> = (0..16)
+            .step_by(2)
+            .chain((1..16).step_by(2))
+            .take(dead_count)
+            .collect();
+        for dead in [first, last, spread] {
+            let mut live = vec![true; 16];
+            for &d in &dead {
+                live[d] = false;
+            }
+            let all = bucket_table(layout, &[true; 16], false);
+            let moved = bucket_table(layout, &live, true);
+            let mut extra = vec![0usize; layout.slots()];
+            let mut dead_buckets = 0usize;
+            for (home, now) in all.iter().zip(&moved) {
+                if home != now {
+                    dead_buckets += 1;
+                    extra[now.unwrap()] += 1;
+                }
+            }
+            let live_slots = (16 - dead.len()) * 32;
+            let bound = dead_buckets.div_ceil(live_slots);
+            let most = extra.iter().max().copied().unwrap();
+            assert!(
+                most <= bound,
+                "dead {dead:?}: a live slot took {most} extra buckets, bound {bound}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -300,7 +300,8 @@ pub fn reported_hash_difference(name: &str, computed: &str, reported: &str) -> O
         value: Some(reported.to_string()),
         message: format!(
             "{name} reports balancing-config-hash {reported}, but its configuration hashes to {computed} here: \
-             efbd and efb-config compute the hash differently (different software versions?)"
+             its efbd balances by another algorithm version than this efb-config (version 2): a balancer \
+             still on version 1 sends sessions to other filters and cores; upgrade it"
         ),
     })
 }
@@ -320,7 +321,7 @@ mod tests {
     /// Builds the hash text the same way MODEL.md does, so that the tests cover the
     /// "empty exactly when the inputs are equal" promise.
     fn balancing(method: &str, units: &[(&str, UnitBalancing)]) -> Balancing {
-        let mut text = format!("efb-balancing-v1\nmethod {method}\n");
+        let mut text = format!("efb-balancing-v2\nmethod {method}\n");
         let units: BTreeMap<String, UnitBalancing> = units
             .iter()
             .map(|(n, u)| (n.to_string(), u.clone()))
@@ -507,12 +508,12 @@ mod tests {
     #[test]
     fn a_hash_input_difference_nothing_else_names_still_shows() {
         let mut other = site();
-        other.text = other.text.replace("efb-balancing-v1", "efb-balancing-v2");
+        other.text = other.text.replace("efb-balancing-v2", "efb-balancing-v1");
         let diffs = differences("a", &site(), "b", &other);
         let d = only(&diffs);
         assert_eq!(d.kind, DifferenceKind::Other);
         assert!(
-            d.message.contains("line 1") && d.message.contains("efb-balancing-v2"),
+            d.message.contains("line 1") && d.message.contains("efb-balancing-v1"),
             "{}",
             d.message
         );

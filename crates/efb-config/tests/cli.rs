@@ -105,11 +105,11 @@ fn validate_reports_malformed_json_and_wrong_types() {
 fn hash_is_sha256_of_the_balancing_text() {
     let (code, out, _) = run(&["hash", example("one-filter-site.json").to_str().unwrap()]);
     assert_eq!(code, 0);
-    // python3: hashlib.sha256(("efb-balancing-v1\nmethod layer-3\nunit ef1 cores 17 pairs 8 rebalance false\n"
+    // python3: hashlib.sha256(("efb-balancing-v2\nmethod layer-3\nunit ef1 cores 17 pairs 8 rebalance false\n"
     //   + "".join("pair f1-te%d-te%d\n" % (i, i + 1) for i in range(1, 17, 2))).encode()).hexdigest()
     assert_eq!(
         out,
-        "136b80371059c9bb448bafdf0ae0408998cf2234d88c7af7cbd00ec16b43c7cd\n"
+        "64351d629194d2923340e38a3f94e497ab22e318cf93a2408867c469990c014f\n"
     );
     // Port names do not count; pair order does.
     let dir = tempfile::tempdir().unwrap();
@@ -153,15 +153,16 @@ fn lookup_says_where_a_session_goes() {
     let (code, out, err) = run(&args);
     assert_eq!(code, 0, "{err}");
     let found: serde_json::Value = serde_json::from_str(&out).unwrap();
-    // python3: zlib.crc32(socket.inet_aton("8.8.8.8") + socket.inet_aton("10.1.2.3") + bytes([6])) & 4095 == 3157;
-    // 3157 % 136 == 29 -> pair 29 // 17 == 1, core 29 % 17 == 12
+    // python3: k = bytes(a ^ b for a, b in zip(socket.inet_aton("8.8.8.8"),
+    //   socket.inet_aton("10.1.2.3"))) + bytes([6]); zlib.crc32(k) & 4095 == 735;
+    // 735 % 136 == 55 -> pair 55 // 17 == 3, core 55 % 17 == 4
     assert_eq!(found["action"], "to-ecofilter");
     assert_eq!(found["flow"], "to-filters");
     assert_eq!(found["unit"], "ef1");
-    assert_eq!(found["bucket"], 3157);
-    assert_eq!(found["slot"], 29);
-    assert_eq!(found["pair"], "f1-te3-te4");
-    assert_eq!(found["core"], 12);
+    assert_eq!(found["bucket"], 735);
+    assert_eq!(found["slot"], 55);
+    assert_eq!(found["pair"], "f1-te7-te8");
+    assert_eq!(found["core"], 4);
     assert_eq!(found["software-bypass"], false);
     // The reverse direction lands on the same pair and core.
     let reverse = [
@@ -187,7 +188,7 @@ fn lookup_says_where_a_session_goes() {
     );
     // With its pair down (rebalance off) the session is bypassed in software.
     let mut down = args.to_vec();
-    down.extend(["--down", "f1-te3-te4"]);
+    down.extend(["--down", "f1-te7-te8"]);
     let bypassed: serde_json::Value = serde_json::from_str(&run(&down).1).unwrap();
     assert_eq!(bypassed["software-bypass"], true);
     // BGP is bypassed by its flow.

@@ -5,7 +5,6 @@
 
 use std::net::IpAddr;
 
-use efb_balancing::{Session, session_hash};
 use efb_model::BalancingMethod;
 use efb_p4info::names::{
     actions as a, counters, drop_reasons, ethertypes, fields as f, tables as t,
@@ -354,7 +353,7 @@ impl Program {
             return None;
         }
         let mask = param32(&params, 0);
-        let hash = session_hash(self.method(objects), &session(ip)).ok()?;
+        let hash = key_hash(self.method(objects), ip);
         let bucket = hash & mask;
         let (action, params) = self.exact(
             objects,
@@ -439,16 +438,27 @@ impl Program {
     }
 }
 
-fn session(ip: &packet::IpHeader) -> Session {
-    let (src_port, dst_port) = ip.ports.unwrap_or((0, 0));
-    Session {
-        src: ip.src,
-        dst: ip.dst,
-        ip_proto: ip.proto,
-        src_port,
-        dst_port,
-        link: None,
+/// What efb.p4's `Hash.get` computes: CRC-32 over the field list the program builds, the
+/// source and destination XORed (MODEL.md version 2). Written from the P4 program, not
+/// taken from efb-balancing, so that a test through the target checks the library.
+fn key_hash(method: BalancingMethod, ip: &packet::IpHeader) -> u32 {
+    let octets = |a: IpAddr| match a {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
+    };
+    let (src, dst) = (octets(ip.src), octets(ip.dst));
+    // The parser fills the ports only for protocols that have them; otherwise they are 0.
+    let (sport, dport) = ip.ports.unwrap_or((0, 0));
+    let mut fields: Vec<u8> = src.iter().zip(&dst).map(|(a, b)| a ^ b).collect();
+    match method {
+        BalancingMethod::DstIp => fields = dst,
+        BalancingMethod::Layer3 => fields.push(ip.proto),
+        BalancingMethod::Layer4 => {
+            fields.push(ip.proto);
+            fields.extend_from_slice(&(sport ^ dport).to_be_bytes());
+        }
     }
+    crc32fast::hash(&fields)
 }
 
 fn direct(value: &ActionValue) -> Option<(u32, Vec<u128>)> {
