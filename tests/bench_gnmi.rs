@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use efb_tests::figures::{resident_kib, site_with_flows, summary};
-use efb_tests::gnmi_io::{authed, path};
+use efb_tests::gnmi_io::{authed, connect, path};
 use efb_tests::{Daemon, repo};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
@@ -153,15 +153,6 @@ fn main() {
     let pid = daemon.pid();
     rt.block_on(memory(&daemon, size.memory_subscribers, pid));
     assert!(daemon.stop());
-}
-
-async fn connect(daemon: &Daemon) -> Channel {
-    let address = format!("http://{}", daemon.gnmi.clone().unwrap());
-    Channel::from_shared(address)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
 }
 
 async fn memory(daemon: &Daemon, count: usize, pid: u32) {

@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use efb_tests::gnmi_io::authed;
 use efb_tests::{Daemon, repo, venv_tool};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
     CapabilityRequest, Path as GnmiPath, PathElem, SubscribeRequest, Subscription,
     SubscriptionList, subscribe_request, subscribe_response,
 };
-use tonic::Request;
 
 fn users_file() -> PathBuf {
     repo().join("examples/users.demo.toml")
@@ -95,17 +95,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
-}
-
-fn authed<T>(message: T, user: &str) -> Request<T> {
-    let mut request = Request::new(message);
-    request
-        .metadata_mut()
-        .insert("username", user.parse().unwrap());
-    request
-        .metadata_mut()
-        .insert("password", user.parse().unwrap());
-    request
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use efb_tests::figures::{peak_resident_kib, resident_kib};
-use efb_tests::gnmi_io::authed;
+use efb_tests::gnmi_io::{authed, connect, with_password};
 use efb_tests::{Daemon, repo};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
@@ -19,7 +19,7 @@ use gnmi_proto::gnmi::{
     SubscriptionList, subscribe_request, subscribe_response,
 };
 use tonic::transport::Channel;
-use tonic::{Code, Request, Status, Streaming};
+use tonic::{Code, Status, Streaming};
 
 /// efbd with the demo users (standard Argon2 cost), plain-text gNMI unless `tls`, and
 /// `settings` as its TOML settings file; its log (level info) in `log` if given.
@@ -45,26 +45,6 @@ fn started(dir: &Path, settings: &str, tls: bool, log: Option<&Path>) -> Daemon 
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Runtime::new().unwrap()
-}
-
-async fn channel(daemon: &Daemon) -> Channel {
-    let address = format!("http://{}", daemon.gnmi.clone().unwrap());
-    Channel::from_shared(address)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
-}
-
-fn with_password<T>(message: T, user: &str, password: &str) -> Request<T> {
-    let mut request = Request::new(message);
-    request
-        .metadata_mut()
-        .insert("username", user.parse().unwrap());
-    request
-        .metadata_mut()
-        .insert("password", password.parse().unwrap());
-    request
 }
 
 async fn get(channel: &Channel, user: &str, password: &str) -> Result<(), Status> {
@@ -119,14 +99,14 @@ fn wrong_passwords_in_bulk_run_in_bounded_memory() {
     let settings = "[gnmi]\npassword_checks = 2\nlogin_failures = 0\n";
     let daemon = started(dir.path(), settings, false, None);
     let rt = runtime();
-    let connection = rt.block_on(channel(&daemon));
+    let connection = rt.block_on(connect(&daemon));
     rt.block_on(get(&connection, "viewer", "viewer")).unwrap();
     let before = resident_kib(daemon.pid());
     // 30 clients at once, each its own connection, admin and viewer with wrong passwords.
     let refused = rt.block_on(async {
         let mut tasks = Vec::new();
         for i in 0..30 {
-            let connection = channel(&daemon).await;
+            let connection = connect(&daemon).await;
             let user = if i % 2 == 0 { "admin" } else { "viewer" };
             tasks.push(tokio::spawn(async move {
                 get(&connection, user, &format!("guess{i}")).await
@@ -162,7 +142,7 @@ fn failed_logins_are_limited_per_peer_and_logged() {
     let settings = "[gnmi]\nlogin_failures = 3\nlogin_window_s = 60\n";
     let daemon = started(dir.path(), settings, false, Some(&log));
     let rt = runtime();
-    let connection = rt.block_on(channel(&daemon));
+    let connection = rt.block_on(connect(&daemon));
     for guess in ["a", "b", "c"] {
         let err = rt.block_on(get(&connection, "admin", guess)).unwrap_err();
         assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
@@ -200,7 +180,7 @@ fn unknown_names_take_as_long_to_refuse_as_wrong_passwords() {
     let daemon = started(dir.path(), "[gnmi]\nlogin_failures = 0\n", false, None);
     let rt = runtime();
     let (known, unknown) = rt.block_on(async {
-        let connection = channel(&daemon).await;
+        let connection = connect(&daemon).await;
         let timed = |user: String| {
             let connection = connection.clone();
             async move {
@@ -235,7 +215,7 @@ fn subscriptions_past_their_caps_are_refused() {
     let daemon = started(dir.path(), settings, false, None);
     let rt = runtime();
     rt.block_on(async {
-        let connection = channel(&daemon).await;
+        let connection = connect(&daemon).await;
         let mut viewer = Vec::new();
         for _ in 0..2 {
             let mut stream = subscribe(&connection, "viewer").await.unwrap();
@@ -303,7 +283,7 @@ fn commits_do_not_wait_for_subscribers() {
     assert_eq!(code, 0, "{out}{err}");
     let rt = runtime();
     // 200 whole-tree subscriptions logging in at once, never read.
-    let connection = rt.block_on(channel(&daemon));
+    let connection = rt.block_on(connect(&daemon));
     let tasks: Vec<_> = (0..200)
         .map(|_| {
             let connection = connection.clone();
