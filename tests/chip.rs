@@ -11,7 +11,7 @@ use std::time::Duration;
 use efb_balancing::{LiveState, Session};
 use efb_target::frames;
 use efb_tests::chip_io::{Chip, PAIR_LAN_PORTS, configure, wait_reconciled};
-use efb_tests::{Daemon, Target, repo};
+use efb_tests::{Daemon, Target, mgmt_io, repo};
 use rand::{Rng, SeedableRng};
 
 #[test]
@@ -265,27 +265,43 @@ fn a_commit_the_chip_refuses_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // Room for the 4 096 buckets, not for 4 500 flows.
     let target = Target::start(&["--table-size-limit", "4100"]);
+    let users = repo().join("examples/users.demo.toml");
     let daemon = Daemon::start(
         &dir.path().join("datastore"),
-        &["--p4runtime", &target.address],
+        &[
+            "--p4runtime",
+            &target.address,
+            "--gnmi-plaintext",
+            "--gnmi-users",
+            users.to_str().unwrap(),
+        ],
     );
     configure(&daemon, "");
     let (_, before, _) = daemon.cli(&["-c", "show configuration | display set"], "");
-    let mut many = String::from("edit\n");
-    for i in 0..4500 {
-        many.push_str(&format!(
-            "set ecofilter-balancer flow many{i} priority {} match ip-proto 6 dst-port {}\n",
-            1000 + i,
-            i + 1
-        ));
-    }
-    many.push_str("commit\n");
-    let (code, _, err) = daemon.cli(&[], &many);
+    let many: String = (0..4500)
+        .map(|i| {
+            format!(
+                "set ecofilter-balancer flow many{i} priority {} match ip-proto 6 dst-port {}\n",
+                1000 + i,
+                i + 1
+            )
+        })
+        .collect();
+    let (code, _, err) = daemon.cli(&[], &format!("edit\n{many}commit\n"));
     assert_eq!(code, 1);
     assert!(
-        err.contains("the chip refused") && err.contains("flow[name='many") && err.contains("full"),
+        err.contains("the chip refused") && err.contains("flow[name='many"),
         "{err}"
     );
+    // Programs know a full table by its code, the same from both APIs.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut mgmt = mgmt_io::connect(&rt, &daemon);
+    let err = mgmt_io::commit_lines(&rt, &mut mgmt, &many).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    assert!(err.message().contains("flow[name='many"), "{err:?}");
+    let err = gnmi_set_flows(&rt, &daemon, 4500).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    assert!(err.message().contains("flow[name='many"), "{err:?}");
     let (_, after, _) = daemon.cli(&["-c", "show configuration | display set"], "");
     assert_eq!(after, before, "running unchanged");
     let status = wait_reconciled(&daemon, "in sync");
@@ -298,6 +314,48 @@ fn a_commit_the_chip_refuses_changes_nothing() {
         &["--p4runtime", &target.address],
     );
     wait_reconciled(&daemon, "wrote 0 entries");
+}
+
+/// A gNMI Set of `count` flows as the shell's `many` lines make them.
+fn gnmi_set_flows(
+    rt: &tokio::runtime::Runtime,
+    daemon: &Daemon,
+    count: u32,
+) -> Result<gnmi_proto::gnmi::SetResponse, tonic::Status> {
+    use efb_tests::gnmi_io::{authed, connect, path};
+    use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
+    use gnmi_proto::gnmi::{SetRequest, TypedValue, Update, typed_value};
+
+    let flows: Vec<serde_json::Value> = (0..count)
+        .map(|i| {
+            serde_json::json!({
+                "name": format!("many{i}"),
+                "priority": 1000 + i,
+                "match": {"ip-proto": 6, "dst-port": i + 1},
+            })
+        })
+        .collect();
+    let set = SetRequest {
+        update: vec![Update {
+            path: Some(path(&[("ecofilter-balancer", None)])),
+            val: Some(TypedValue {
+                value: Some(typed_value::Value::JsonIetfVal(
+                    serde_json::json!({ "flow": flows })
+                        .to_string()
+                        .into_bytes(),
+                )),
+            }),
+            ..Update::default()
+        }],
+        ..SetRequest::default()
+    };
+    rt.block_on(async {
+        let mut client = GNmiClient::new(connect(daemon).await);
+        client
+            .set(authed(set, "admin"))
+            .await
+            .map(tonic::Response::into_inner)
+    })
 }
 
 #[test]
@@ -328,6 +386,15 @@ fn reconcile_after_restarts_of_efbd_and_of_the_chip() {
         err.contains("not reachable") && err.contains("commit offline"),
         "{err}"
     );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut mgmt = mgmt_io::connect(&rt, &daemon);
+    let err = mgmt_io::commit_lines(
+        &rt,
+        &mut mgmt,
+        "set ecofilter-balancer flow late priority 5",
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unavailable, "{err:?}");
     let (code, out, err) = daemon.cli(
         &[],
         "edit\nset ecofilter-balancer flow late priority 5\ncommit offline\n",

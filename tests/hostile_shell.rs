@@ -11,40 +11,23 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use efb_mgmt_proto::v1::management_client::ManagementClient;
 use efb_mgmt_proto::v1::{
     CommitRequest, CompareRequest, EditLinesRequest, Empty, GetRequest, LoadRequest,
     OpenSessionRequest, RollbackRequest,
 };
 use efb_tests::gnmi_io::{authed, path};
+use efb_tests::mgmt_io::{connect as mgmt, open};
 use efb_tests::{Daemon, binary, repo};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{SetRequest, TypedValue, Update, typed_value};
 use gnmi_proto::gnmi_ext::{self, commit, extension};
 use tonic::Code;
-use tonic::transport::Channel;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
-}
-
-/// A management API client of `daemon`, as programs (and the shell) use it.
-fn mgmt(rt: &tokio::runtime::Runtime, daemon: &Daemon) -> ManagementClient<Channel> {
-    rt.block_on(ManagementClient::connect(format!(
-        "http://{}",
-        daemon.address
-    )))
-    .unwrap()
-}
-
-fn open(rt: &tokio::runtime::Runtime, client: &mut ManagementClient<Channel>, user: &str) -> u64 {
-    rt.block_on(client.open_session(OpenSessionRequest { user: user.into() }))
-        .unwrap()
-        .into_inner()
-        .session
 }
 
 /// efbd with a settings file holding `settings` (TOML).

@@ -4,6 +4,7 @@
 pub mod chip_io;
 pub mod figures;
 pub mod gnmi_io;
+pub mod mgmt_io;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

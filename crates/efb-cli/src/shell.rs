@@ -7,7 +7,7 @@ use efb_mgmt_proto::v1::{CommitRequest, Datastore, Format, LoadMode};
 use efb_yang::input::{self, Limit};
 use efb_yang::schema::Schema;
 use efb_yang::setlines::{self, Verb};
-use efb_yang::{DataPath, diff, json};
+use efb_yang::{DataPath, Segment, diff, json};
 use serde_json::Value as Json;
 
 use crate::client::{Client, ClientError};
@@ -219,7 +219,10 @@ impl Shell {
         let Some(get) = &command.get else {
             return fail("internal: not a get command");
         };
-        let mut path = get.path.clone();
+        // The grammar's path, read against the schema once; the request names it in
+        // libyang's form.
+        let at = DataPath::parse(self.schema, &get.path).map_err(|e| ShellError(e.to_string()))?;
+        let mut path = at.clone();
         let mut render = command.render.clone();
         let mut rest = rest;
         if let Some((last, before)) = rest.split_last()
@@ -230,7 +233,7 @@ impl Shell {
         }
         match (rest, &get.arg) {
             ([], _) => {}
-            ([name], Some(_)) => path.push_str(&self.key_predicate(&get.path, name)?),
+            ([name], Some(_)) => path = self.entry(&at, name)?,
             _ => {
                 return fail(format!(
                     "{}: unexpected \"{}\"; expected {}",
@@ -247,10 +250,12 @@ impl Shell {
             "running" => Datastore::Running,
             _ => Datastore::Operational,
         };
-        let text = self.client().get(datastore, &path, Format::Json, true)?;
+        let text = self
+            .client()
+            .get(datastore, &path.display(self.schema), Format::Json, true)?;
         let doc: Json = serde_json::from_str(&text)
             .map_err(|e| ShellError(format!("efbd sent bad JSON: {e}")))?;
-        let names = view::member_names(&get.path);
+        let names = view::member_names(self.schema, &at);
         let found = view::at(&doc, &names);
         let lines = match render.as_deref() {
             Some("value") => vec![
@@ -264,7 +269,7 @@ impl Shell {
                     .and_then(Json::as_array)
                     .map(|a| a.iter().collect())
                     .unwrap_or_default();
-                self.in_natural_order(&get.path, &mut entries);
+                self.in_natural_order(&at, &mut entries);
                 if entries.is_empty() {
                     if let [name] = rest {
                         return fail(format!("{} {name}: no such entry", command.words));
@@ -289,12 +294,8 @@ impl Shell {
 
     /// Entries of a list the system orders, sorted by their first key as people count
     /// (`p2` before `p10`); a list the user orders keeps the user's order.
-    fn in_natural_order(&self, list_path: &str, entries: &mut [&Json]) {
-        let Some(list) = DataPath::parse(self.schema, list_path)
-            .ok()
-            .and_then(|p| p.node())
-            .map(|id| self.schema.node(id))
-        else {
+    fn in_natural_order(&self, list: &DataPath, entries: &mut [&Json]) {
+        let Some(list) = list.node().map(|id| self.schema.node(id)) else {
             return;
         };
         let Some(key) = list.keys.first().map(|k| self.schema.node(*k).name.clone()) else {
@@ -307,13 +308,13 @@ impl Shell {
         entries.sort_by(|a, b| efb_table::natural_cmp(&key_of(a), &key_of(b)));
     }
 
-    /// `[name='x']` for the first key of the list at `list_path`, the value checked.
-    fn key_predicate(&self, list_path: &str, value: &str) -> Result<String> {
-        let path =
-            DataPath::parse(self.schema, list_path).map_err(|e| ShellError(e.to_string()))?;
-        let list = path.node().map(|id| self.schema.node(id));
-        let Some(key) = list.and_then(|l| l.keys.first()).copied() else {
-            return fail(format!("{list_path} is not a list"));
+    /// The entry of the list at `list` whose first key is `value`, the value checked.
+    fn entry(&self, list: &DataPath, value: &str) -> Result<DataPath> {
+        let found = list
+            .node()
+            .and_then(|id| Some((id, *self.schema.node(id).keys.first()?)));
+        let Some((id, key)) = found else {
+            return fail(format!("{} is not a list", list.display(self.schema)));
         };
         let checked = self.schema.value(key, value).map_err(|e| {
             ShellError(format!(
@@ -321,11 +322,7 @@ impl Shell {
                 self.schema.node(key).accepts()
             ))
         })?;
-        Ok(format!(
-            "[{}={}]",
-            self.schema.node(key).name,
-            efb_yang::path::quote(checked.as_str())
-        ))
+        Ok(list.parent().child(Segment::with_keys(id, vec![checked])))
     }
 
     fn run_rpc(&mut self, command: &Command, rest: &[String]) -> Result<Output> {

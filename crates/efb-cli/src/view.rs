@@ -2,6 +2,7 @@
 //! configuration in the familiar curly-brace form, both driven by the schema.
 
 use efb_table::Side;
+use efb_yang::DataPath;
 use efb_yang::schema::{NodeKind, Schema, SchemaId};
 use serde_json::Value as Json;
 
@@ -15,25 +16,21 @@ pub fn at<'a>(doc: &'a Json, names: &[String]) -> Option<&'a Json> {
     names.iter().try_fold(doc, |node, name| node.get(name))
 }
 
-/// Member names of a data path without predicates: "/efb:a/b[k='v']/c" -> ["efb:a", "b", "c"].
-pub fn member_names(path: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut depth = 0;
-    let mut current = String::new();
-    for c in path.chars() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            '/' if depth == 0 && !current.is_empty() => names.push(std::mem::take(&mut current)),
-            '/' if depth == 0 => {}
-            _ if depth == 0 => current.push(c),
-            _ => {}
-        }
-    }
-    if !current.is_empty() {
-        names.push(current);
-    }
-    names
+/// The JSON member names along a data path: module-qualified at the top, as RFC 7951
+/// prints them; list keys select nothing here.
+pub fn member_names(schema: &Schema, path: &DataPath) -> Vec<String> {
+    path.segments
+        .iter()
+        .enumerate()
+        .map(|(i, segment)| {
+            let node = schema.node(segment.node);
+            if i == 0 {
+                format!("{}:{}", node.module, node.name)
+            } else {
+                node.name.clone()
+            }
+        })
+        .collect()
 }
 
 /// One JSON value as a word: numbers and strings as they are, leaf-lists joined, `[null]`
@@ -315,8 +312,14 @@ mod tests {
 
     #[test]
     fn member_names_drop_predicates() {
+        let schema = Schema::load().unwrap();
+        let path = DataPath::parse(
+            &schema,
+            "/ecofilter-balancer:ecofilter-balancer/flow[name='a/b']/match",
+        )
+        .unwrap();
         assert_eq!(
-            member_names("/ecofilter-balancer:ecofilter-balancer/flow[name='a/b']/match"),
+            member_names(&schema, &path),
             vec!["ecofilter-balancer:ecofilter-balancer", "flow", "match"]
         );
     }

@@ -5,219 +5,31 @@
 //! its own. Every method leaves running and startup either as they were or completely
 //! changed, in memory and on disk.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use efb_model::Config;
-use efb_model::validation::{Report, Validated, Validator};
+use efb_model::validation::{Report, Validator};
 use efb_yang::diff::{self, Change, RecordKey};
 use efb_yang::input::{self, Format, InputError, Limit};
 use efb_yang::json::{self, Check};
 use efb_yang::validate::Scope;
-use efb_yang::{DataPath, DataTree, Problem, Schema, Value, setlines};
+use efb_yang::{DataTree, Problem, Schema, setlines};
 use tracing::{info, info_span, warn};
 
 use crate::error::DatastoreError;
+use crate::limits::check_request;
+use crate::sessions::{Session, SessionId, SessionLimits, Sessions};
 use crate::southbound::{NoChip, Southbound};
 use crate::store::{self, CommitKind, HistoryEntry, PendingConfirm, RecordChange, Store};
+use crate::types::{
+    CommitInfo, CommitOutcome, CommitRequest, Edit, LoadMode, LoadOutcome, OpenOptions, Running,
+};
 
 /// Commits kept in history (`rollback 0` to `rollback 49`).
 pub const HISTORY_LENGTH: usize = 50;
-/// `commit confirmed` without minutes waits this long (Junos' default).
-pub const DEFAULT_CONFIRM_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-/// The longest `commit confirmed` wait: 65 535 minutes, as Junos takes.
-pub const MAX_CONFIRM_TIMEOUT: Duration = Duration::from_secs(65_535 * 60);
-/// Characters of a user name at most (Junos' limit for login names).
-pub const MAX_USER_CHARS: usize = 64;
-/// Characters of a commit comment at most.
-pub const MAX_COMMENT_CHARS: usize = 512;
-/// Expired sessions remembered, so that their clients are told why their session is gone.
-const EXPIRED_REMEMBERED: usize = 1024;
-
-/// Where and how to open a datastore.
-#[derive(Clone, Debug)]
-pub struct OpenOptions {
-    /// The datastore directory; the database lives in `<dir>/db`.
-    pub dir: PathBuf,
-    /// Loaded when there is no startup configuration; `<dir>/factory-default.json` by
-    /// default, and an empty configuration when that file does not exist either.
-    pub factory_default: Option<PathBuf>,
-    /// Identity of this boot of the machine. A running configuration written during another
-    /// boot is replaced by startup, as a device does when it reboots; within one boot (efbd
-    /// restarted) running is kept. Read from the kernel when not given.
-    pub boot_id: Option<String>,
-    /// The largest configuration read: the factory default file, a load's content.
-    pub max_input: Limit,
-}
-
-impl OpenOptions {
-    pub fn new(dir: impl Into<PathBuf>) -> OpenOptions {
-        OpenOptions {
-            dir: dir.into(),
-            factory_default: None,
-            boot_id: None,
-            max_input: Limit::mib(input::DEFAULT_MAX_INPUT_MIB, "max_input_mib"),
-        }
-    }
-}
-
-/// A client's handle on its candidate.
-pub type SessionId = u64;
-
-/// How many client sessions may be open, and how long one may stay idle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SessionLimits {
-    /// Sessions [`Datastore::open_client_session`] opens at most at one time.
-    pub max_sessions: usize,
-    /// A session without a request for longer is closed, its candidate dropped; `None`:
-    /// never.
-    pub idle_timeout: Option<Duration>,
-}
-
-impl Default for SessionLimits {
-    /// No limit: the library's callers choose theirs (efbd from its settings).
-    fn default() -> SessionLimits {
-        SessionLimits {
-            max_sessions: usize::MAX,
-            idle_timeout: None,
-        }
-    }
-}
-
-/// The running configuration, with its typed view.
-#[derive(Clone, Debug)]
-pub struct Running {
-    pub tree: DataTree,
-    pub config: Arc<Config>,
-    /// The commit that made it.
-    pub commit_id: u64,
-}
-
-struct Session {
-    user: String,
-    /// Running when the candidate was started: the base its edits apply to.
-    base: DataTree,
-    base_id: u64,
-    candidate: DataTree,
-    /// The candidate as a complete load validated it whole (libyang and the rules), kept
-    /// so that a commit of it unchanged does not validate 100 000 flows again.
-    loaded: Option<(DataTree, Validated)>,
-    /// The last request that named it.
-    last_used: Instant,
-}
-
-/// One edit of a candidate.
-#[derive(Clone, Debug)]
-pub enum Edit {
-    /// Merge-set one node (a leaf's value, a leaf-list item, a list entry).
-    Set {
-        path: DataPath,
-        value: Option<Value>,
-    },
-    /// Merge `data` (a tree holding the node at `path` and its ancestors) at `path`.
-    Merge { path: DataPath, data: DataTree },
-    /// Replace the node at `path` with what `data` holds there.
-    Replace { path: DataPath, data: DataTree },
-    /// Create the node at `path` from `data`; an error if it exists.
-    Create { path: DataPath, data: DataTree },
-    /// Remove the node at `path`; an error if it does not exist.
-    Delete { path: DataPath },
-    /// Remove the node at `path` if it exists.
-    Remove { path: DataPath },
-}
-
-/// How a load treats the candidate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoadMode {
-    /// Merge the file into the candidate.
-    Merge,
-    /// The file becomes the candidate.
-    Override,
-}
-
-/// What a load did.
-#[derive(Clone, Debug, Default)]
-pub struct LoadOutcome {
-    /// Problems the loaded configuration still has (a commit would be refused until they
-    /// are fixed): after `load override`, everything a commit checks (YANG and the rules
-    /// of MODEL.md); after `load merge`, nothing (the merged candidate is checked at commit).
-    pub incomplete: Vec<Problem>,
-}
-
-/// What to commit.
-#[derive(Clone, Debug, Default)]
-pub struct CommitRequest {
-    pub comment: Option<String>,
-    /// `commit confirmed`: roll back by itself unless confirmed within this time.
-    pub confirm_timeout: Option<Duration>,
-    /// `commit check`: validate and report, change nothing.
-    pub check_only: bool,
-    /// Commit even when the chip cannot be reached (it is programmed when it can be).
-    pub offline: bool,
-}
-
-/// What a commit (or commit check) did.
-#[derive(Clone, Debug)]
-pub struct CommitOutcome {
-    /// The new commit; `None` for a check, or when there was nothing to commit.
-    pub commit_id: Option<u64>,
-    pub warnings: Vec<Problem>,
-    /// How much of the configuration libyang validated.
-    pub scope: Scope,
-    /// When a `commit confirmed` rolls back unless confirmed.
-    pub confirm_deadline: Option<SystemTime>,
-    /// This commit confirmed a pending `commit confirmed`.
-    pub confirmed: Option<u64>,
-    /// What the chip was (or, for a check, would be) written.
-    pub chip: Vec<String>,
-    /// The configuration before and after (snapshots: free to keep).
-    before: DataTree,
-    after: DataTree,
-    schema: Arc<Schema>,
-}
-
-impl CommitOutcome {
-    fn new(schema: Arc<Schema>, before: DataTree, after: DataTree, scope: Scope) -> CommitOutcome {
-        CommitOutcome {
-            commit_id: None,
-            warnings: Vec::new(),
-            scope,
-            confirm_deadline: None,
-            confirmed: None,
-            chip: Vec::new(),
-            before,
-            after,
-            schema,
-        }
-    }
-
-    /// The path-level changes, worked out when asked for: a commit of 100 000 new flows
-    /// need not list 700 000 changes nobody reads.
-    pub fn changes(&self) -> Vec<Change> {
-        diff::diff(&self.schema, &self.before, &self.after)
-    }
-
-    pub fn has_changes(&self) -> bool {
-        self.before != self.after
-    }
-}
-
-/// A commit as `show system commit` lists it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommitInfo {
-    /// `rollback N` number: 0 is the running configuration.
-    pub index: usize,
-    pub id: u64,
-    pub time: String,
-    pub user: String,
-    pub comment: Option<String>,
-    pub kind: CommitKind,
-    pub records: usize,
-    /// Still waiting for confirmation.
-    pub pending_confirm: bool,
-}
 
 /// Candidate, running and startup configuration, and commit history.
 pub struct Datastore {
@@ -225,12 +37,8 @@ pub struct Datastore {
     store: Store,
     dir: PathBuf,
     running: Running,
-    sessions: BTreeMap<SessionId, Session>,
-    next_session: SessionId,
+    sessions: Sessions,
     max_input: Limit,
-    session_limits: SessionLimits,
-    /// Sessions closed for being idle, and how long they had been: their clients are told.
-    expired: BTreeMap<SessionId, Duration>,
     pending: Option<PendingConfirm>,
     /// History metadata, newest first (the changes stay on disk until asked for).
     history: VecDeque<CommitInfo>,
@@ -257,11 +65,8 @@ impl Datastore {
             },
             validator,
             dir: options.dir.clone(),
-            sessions: BTreeMap::new(),
-            next_session: 1,
+            sessions: Sessions::default(),
             max_input: options.max_input.clone(),
-            session_limits: SessionLimits::default(),
-            expired: BTreeMap::new(),
             pending: store.pending()?,
             history: VecDeque::new(),
             southbound: Box::new(NoChip),
@@ -392,97 +197,42 @@ impl Datastore {
     /// sessions (a gNMI Set, a boot, a rollback), opened and closed in one step: clients
     /// get theirs from [`Datastore::open_client_session`].
     pub fn open_session(&mut self, user: &str) -> SessionId {
-        let id = self.next_session;
-        self.next_session += 1;
-        self.sessions.insert(
-            id,
-            Session {
-                user: user.to_string(),
-                base: self.running.tree.clone(),
-                base_id: self.running.commit_id,
-                candidate: self.running.tree.clone(),
-                loaded: None,
-                last_used: Instant::now(),
-            },
-        );
-        id
+        self.sessions.open(user, &self.running)
     }
 
     /// A session for a client that keeps it across requests: its user name checked
-    /// ([`check_user`]), idle sessions closed first, refused when
+    /// ([`crate::check_user`]), idle sessions closed first, refused when
     /// [`SessionLimits::max_sessions`] are open.
     pub fn open_client_session(&mut self, user: &str) -> Result<SessionId, DatastoreError> {
-        check_user(user).inspect_err(|e| warn!(%e, "session refused"))?;
-        self.expire_idle_sessions();
-        let max = self.session_limits.max_sessions;
-        if self.sessions.len() >= max {
-            warn!(open = self.sessions.len(), max, user = %user.escape_debug(), "session refused: too many sessions");
-            return Err(DatastoreError::TooManySessions { max });
-        }
-        Ok(self.open_session(user))
+        self.sessions.open_client(user, &self.running)
     }
 
     pub fn set_session_limits(&mut self, limits: SessionLimits) {
-        self.session_limits = limits;
+        self.sessions.set_limits(limits);
     }
 
     /// A request named `session`: it is not idle.
     pub fn touch(&mut self, session: SessionId) {
-        if let Some(s) = self.sessions.get_mut(&session) {
-            s.last_used = Instant::now();
-        }
+        self.sessions.touch(session);
     }
 
     /// Closes the sessions idle for longer than [`SessionLimits::idle_timeout`], dropping
     /// their candidates; returns how many. Their clients are told so at their next request
     /// ([`DatastoreError::SessionExpired`]).
     pub fn expire_idle_sessions(&mut self) -> usize {
-        let Some(timeout) = self.session_limits.idle_timeout else {
-            return 0;
-        };
-        let idle: Vec<(SessionId, Duration)> = self
-            .sessions
-            .iter()
-            .map(|(id, s)| (*id, s.last_used.elapsed()))
-            .filter(|(_, idle)| *idle > timeout)
-            .collect();
-        for (id, for_how_long) in &idle {
-            if let Some(s) = self.sessions.remove(id) {
-                let changes = s.base != s.candidate;
-                info!(session = id, user = %s.user.escape_debug(), idle_s = for_how_long.as_secs(), uncommitted_changes = changes, "idle session expired");
-            }
-            self.expired.insert(*id, *for_how_long);
-        }
-        while self.expired.len() > EXPIRED_REMEMBERED {
-            self.expired.pop_first();
-        }
-        idle.len()
+        self.sessions.expire_idle()
     }
 
     pub fn close_session(&mut self, session: SessionId) {
-        self.sessions.remove(&session);
+        self.sessions.close(session);
     }
 
     fn session(&self, session: SessionId) -> Result<&Session, DatastoreError> {
-        self.sessions
-            .get(&session)
-            .ok_or_else(|| self.gone(session))
+        self.sessions.get(session)
     }
 
     fn session_mut(&mut self, session: SessionId) -> Result<&mut Session, DatastoreError> {
-        let gone = self.gone(session);
-        self.sessions.get_mut(&session).ok_or(gone)
-    }
-
-    /// Why a session is not there: expired, or never opened (or closed).
-    fn gone(&self, session: SessionId) -> DatastoreError {
-        match self.expired.get(&session) {
-            Some(idle) => DatastoreError::SessionExpired {
-                session,
-                idle: Duration::from_secs(idle.as_secs()),
-            },
-            None => DatastoreError::UnknownSession(session),
-        }
+        self.sessions.get_mut(session)
     }
 
     pub fn candidate(&self, session: SessionId) -> Result<&DataTree, DatastoreError> {
@@ -589,12 +339,10 @@ impl Datastore {
 
     /// Drops the candidate's changes: it becomes running again.
     pub fn discard(&mut self, session: SessionId) -> Result<(), DatastoreError> {
-        let running = self.running.clone();
-        let s = self.session_mut(session)?;
-        s.base = running.tree.clone();
-        s.base_id = running.commit_id;
-        s.candidate = running.tree;
-        s.loaded = None;
+        let running = &self.running;
+        self.sessions
+            .get_mut(session)?
+            .reset_to(running, running.tree.clone());
         Ok(())
     }
 
@@ -614,8 +362,7 @@ impl Datastore {
     }
 
     pub fn has_changes(&self, session: SessionId) -> Result<bool, DatastoreError> {
-        let s = self.session(session)?;
-        Ok(s.base != s.candidate)
+        Ok(self.session(session)?.has_changes())
     }
 
     /// Loads the configuration of commit `index` (0: running, 1: the one before...) into
@@ -623,12 +370,9 @@ impl Datastore {
     pub fn rollback(&mut self, session: SessionId, index: usize) -> Result<(), DatastoreError> {
         self.session(session)?;
         let tree = self.configuration_at(index)?;
-        let running = self.running.clone();
-        let s = self.session_mut(session)?;
-        s.base = running.tree;
-        s.base_id = running.commit_id;
-        s.candidate = tree;
-        s.loaded = None;
+        self.sessions
+            .get_mut(session)?
+            .reset_to(&self.running, tree);
         Ok(())
     }
 
@@ -808,7 +552,7 @@ impl Datastore {
             .map(|p| UNIX_EPOCH + Duration::from_millis(p.deadline_ms));
         self.pending = pending;
         self.running = next;
-        self.after_commit(session);
+        self.sessions.after_commit(session, &self.running);
         info!(id = self.running.commit_id, ?scope, "committed");
         Ok(outcome)
     }
@@ -934,11 +678,7 @@ impl Datastore {
         }
         let mut rebased = running.tree.clone();
         diff::apply(&schema, &mut rebased, &mine)?;
-        let s = self.session_mut(session)?;
-        s.base = running.tree;
-        s.base_id = running.commit_id;
-        s.candidate = rebased;
-        s.loaded = None;
+        self.session_mut(session)?.reset_to(&running, rebased);
         Ok(())
     }
 
@@ -950,24 +690,6 @@ impl Datastore {
             .map(|c| format!("{} by {}", c.id, c.user))
             .collect();
         later.join(", ")
-    }
-
-    fn after_commit(&mut self, committer: SessionId) {
-        let running = self.running.clone();
-        if let Some(s) = self.sessions.get_mut(&committer) {
-            s.base = running.tree.clone();
-            s.base_id = running.commit_id;
-            s.candidate = running.tree.clone();
-            s.loaded = None;
-        }
-        // Sessions without edits simply follow running.
-        for s in self.sessions.values_mut() {
-            if s.base == s.candidate && s.base_id != running.commit_id {
-                s.base = running.tree.clone();
-                s.base_id = running.commit_id;
-                s.candidate = running.tree.clone();
-            }
-        }
     }
 
     fn history_entry(
@@ -1016,67 +738,6 @@ impl Datastore {
         }
         Ok(())
     }
-}
-
-/// A user name as the history records it: 1 to [`MAX_USER_CHARS`] characters, none of
-/// them a control character (a name is shown to every other user: ESC or a newline in it
-/// would act on their terminals).
-pub fn check_user(user: &str) -> Result<(), DatastoreError> {
-    check_text("user name", user, MAX_USER_CHARS)?;
-    if user.is_empty() {
-        return Err(DatastoreError::Refused(format!(
-            "user name: empty; give 1 to {MAX_USER_CHARS} printable characters"
-        )));
-    }
-    Ok(())
-}
-
-/// A commit comment: at most [`MAX_COMMENT_CHARS`] characters, no control characters.
-pub fn check_comment(comment: &str) -> Result<(), DatastoreError> {
-    check_text("commit comment", comment, MAX_COMMENT_CHARS)
-}
-
-/// A `commit confirmed` wait: at most 65 535 minutes, as Junos takes (the shell asks in
-/// whole minutes; programs may ask for seconds).
-pub fn check_confirm_timeout(timeout: Duration) -> Result<(), DatastoreError> {
-    if timeout.is_zero() || timeout > MAX_CONFIRM_TIMEOUT {
-        return Err(DatastoreError::Refused(format!(
-            "commit confirmed: a wait of {} seconds is out of range; it is 1 second to 65535 minutes ({} seconds)",
-            efb_yang::text::grouped(timeout.as_secs() as usize),
-            efb_yang::text::grouped(MAX_CONFIRM_TIMEOUT.as_secs() as usize)
-        )));
-    }
-    Ok(())
-}
-
-fn check_request(user: &str, request: &CommitRequest) -> Result<(), DatastoreError> {
-    check_user(user)?;
-    if let Some(comment) = &request.comment {
-        check_comment(comment)?;
-    }
-    if let Some(timeout) = request.confirm_timeout {
-        check_confirm_timeout(timeout)?;
-    }
-    Ok(())
-}
-
-/// Text other users will see: bounded, without control characters or characters that
-/// reorder what follows (bidirectional overrides).
-fn check_text(what: &str, text: &str, max: usize) -> Result<(), DatastoreError> {
-    let chars = text.chars().count();
-    if chars > max {
-        return Err(DatastoreError::Refused(format!(
-            "{what}: {} characters; at most {max} are accepted",
-            efb_yang::text::grouped(chars)
-        )));
-    }
-    if let Some(c) = text.chars().find(|c| efb_table::unsafe_char(*c)) {
-        return Err(DatastoreError::Refused(format!(
-            "{what}: contains the control character {:?}; only printable characters are accepted",
-            c
-        )));
-    }
-    Ok(())
 }
 
 fn apply_edit(schema: &Schema, tree: &mut DataTree, edit: &Edit) -> Result<(), DatastoreError> {

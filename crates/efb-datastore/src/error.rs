@@ -1,4 +1,5 @@
-//! Errors of the datastore, each saying what went wrong and what is left unchanged.
+//! Errors of the datastore and of the chip behind it, each saying what went wrong and what
+//! is left unchanged, and the kind of each (what a protocol makes a code of).
 
 use efb_yang::Problem;
 
@@ -48,7 +49,50 @@ pub enum DatastoreError {
     Storage(String),
     /// The southbound (the chip) refused the configuration: nothing was committed.
     #[error("the chip refused the configuration: {0}")]
-    Southbound(String),
+    Southbound(ChipError),
+}
+
+/// What kind of failure an error is, whatever the protocol that reports it: the one table
+/// that gives each a gRPC code is `efb_gnmi::errors::code`, used by gNMI and by efbd's
+/// management API alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The configuration, an edit or an input beyond a limit is refused: nothing changed.
+    Invalid,
+    /// Others committed changes to the same paths meanwhile.
+    Conflict,
+    /// A session, a commit or a rollback number that is not there (any more).
+    NotFound,
+    /// As many sessions are open as allowed.
+    TooMany,
+    /// The datastore is held by another process.
+    Locked,
+    /// The datastore's database could not be read or written.
+    Storage,
+    /// The chip cannot be reached, or the connection to it failed under way.
+    ChipUnreachable,
+    /// A table of the chip has no room for the configuration.
+    ChipFull,
+    /// The chip refused the configuration for another reason (the path says which part).
+    ChipRefused,
+}
+
+impl DatastoreError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            DatastoreError::Invalid { .. }
+            | DatastoreError::Edit(_)
+            | DatastoreError::Refused(_) => ErrorKind::Invalid,
+            DatastoreError::Conflict { .. } => ErrorKind::Conflict,
+            DatastoreError::UnknownSession(_)
+            | DatastoreError::SessionExpired { .. }
+            | DatastoreError::NotFound(_) => ErrorKind::NotFound,
+            DatastoreError::TooManySessions { .. } => ErrorKind::TooMany,
+            DatastoreError::Locked { .. } => ErrorKind::Locked,
+            DatastoreError::Storage(_) => ErrorKind::Storage,
+            DatastoreError::Southbound(e) => e.kind(),
+        }
+    }
 }
 
 fn lines(problems: &[Problem]) -> String {
@@ -85,5 +129,84 @@ impl From<efb_yang::Error> for DatastoreError {
 impl From<efb_yang::EditError> for DatastoreError {
     fn from(e: efb_yang::EditError) -> DatastoreError {
         DatastoreError::Edit(vec![e.into()])
+    }
+}
+
+/// Why the chip does not hold what was asked; what was written for it has been undone.
+#[derive(Debug, thiserror::Error)]
+pub enum ChipError {
+    /// No connection as the primary controller (none, or another controller holds the
+    /// chip): nothing was written.
+    #[error("the chip is not reachable (P4Runtime {address}): {message}")]
+    Unreachable { address: String, message: String },
+    /// The connection failed under way (a read or a write got no answer).
+    #[error("{0}")]
+    Lost(String),
+    /// The chip refused a whole write, before looking at its updates: what it said.
+    #[error("the chip refused the write: {0}")]
+    WriteRefused(String),
+    /// The chip refused updates for a reason other than room.
+    #[error("{0}")]
+    Refused(Refusals),
+    /// A table had no room for the updates (the chip's messages give its capacity: the
+    /// P4Info's size is only the most a chip may hold).
+    #[error("{refusals}")]
+    TableFull { table: String, refusals: Refusals },
+    /// The configuration cannot be made into entries for this chip (a port the platform
+    /// does not have, ids used up).
+    #[error(transparent)]
+    Compile(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ChipError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ChipError::Unreachable { .. } | ChipError::Lost(_) => ErrorKind::ChipUnreachable,
+            ChipError::TableFull { .. } => ErrorKind::ChipFull,
+            ChipError::WriteRefused(_) | ChipError::Refused(_) | ChipError::Compile(_) => {
+                ErrorKind::ChipRefused
+            }
+        }
+    }
+}
+
+/// One update the chip refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The configuration path the entry comes from.
+    pub path: String,
+    /// `insert`, `modify` or `delete`.
+    pub update: String,
+    pub table: String,
+    /// The chip's status code, as gRPC names it (`ResourceExhausted`).
+    pub code: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} in table {} refused ({}): {}",
+            self.path, self.update, self.table, self.code, self.message
+        )
+    }
+}
+
+/// The first refused updates of a write, and how many more there were: a full table
+/// would otherwise give a line per flow.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Refusals {
+    pub shown: Vec<Refusal>,
+    pub more: usize,
+}
+
+impl std::fmt::Display for Refusals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut lines: Vec<String> = self.shown.iter().map(ToString::to_string).collect();
+        if self.more > 0 {
+            lines.push(format!("... and {} more updates refused", self.more));
+        }
+        f.write_str(&lines.join("\n"))
     }
 }

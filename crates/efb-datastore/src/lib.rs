@@ -11,15 +11,21 @@
 
 mod datastore;
 mod error;
+mod limits;
+mod sessions;
 mod southbound;
 mod store;
+mod types;
 
-pub use datastore::{
-    CommitInfo, CommitOutcome, CommitRequest, DEFAULT_CONFIRM_TIMEOUT, Datastore, Edit,
-    HISTORY_LENGTH, LoadMode, LoadOutcome, MAX_COMMENT_CHARS, MAX_CONFIRM_TIMEOUT, MAX_USER_CHARS,
-    OpenOptions, Running, SessionId, SessionLimits, check_comment, check_confirm_timeout,
-    check_user,
+pub use datastore::{Datastore, HISTORY_LENGTH};
+pub use error::{ChipError, DatastoreError, ErrorKind, Refusal, Refusals};
+pub use limits::{
+    DEFAULT_CONFIRM_TIMEOUT, MAX_COMMENT_CHARS, MAX_CONFIRM_TIMEOUT, MAX_USER_CHARS, check_comment,
+    check_confirm_timeout, check_user,
 };
-pub use error::DatastoreError;
+pub use sessions::{SessionId, SessionLimits};
 pub use southbound::{NoChip, Southbound};
 pub use store::CommitKind;
+pub use types::{
+    CommitInfo, CommitOutcome, CommitRequest, Edit, LoadMode, LoadOutcome, OpenOptions, Running,
+};

@@ -1,12 +1,13 @@
 //! What stands between a validated candidate and running: the chip. A commit only becomes
 //! running once the southbound has applied it; if the southbound refuses, nothing changes.
 
-use crate::datastore::Running;
+use crate::error::ChipError;
+use crate::types::Running;
 
 /// Programs the configuration into the data plane.
 pub trait Southbound: Send {
     /// Makes the data plane hold `next` instead of `current`. On error the data plane must
-    /// be left as it was, and the message says what was refused and why (the configuration
+    /// be left as it was, and the error says what was refused and why (the configuration
     /// path). `offline_ok`: when the data plane cannot be reached, accept anyway and program
     /// it when it can. Returns lines for the committer (what was written).
     fn apply(
@@ -14,7 +15,7 @@ pub trait Southbound: Send {
         current: &Running,
         next: &Running,
         offline_ok: bool,
-    ) -> Result<Vec<String>, String>;
+    ) -> Result<Vec<String>, ChipError>;
 
     /// What `apply` would write, for `commit check`; writes nothing.
     fn preview(&mut self, current: &Running, next: &Running) -> Vec<String>;
@@ -29,7 +30,7 @@ impl Southbound for NoChip {
         _current: &Running,
         _next: &Running,
         _offline_ok: bool,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, ChipError> {
         Ok(Vec::new())
     }
 

@@ -71,6 +71,7 @@ fn crash_child() {
     let start: u64 = std::env::var(START_ENV).unwrap().parse().unwrap();
     let mut ds = open(&dir);
     let s = ds.open_session("crash");
+    say(&format!("{MARK}open"));
     for i in start.. {
         ds.load_json(s, LoadMode::Override, "{}").unwrap();
         ds.edit_lines(s, &config_lines(i)).unwrap();
@@ -115,21 +116,33 @@ fn kill_at_random_points_of_commits() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.random_range(20..160)));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        // The kill lands at a random moment of the commits, not of the start-up: a loaded
+        // machine may take longer to open the database than the whole window.
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut begun = None;
         let mut done = None;
-        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let mut report = |line: std::io::Result<String>| {
             let line = line.unwrap();
             let Some((_, report)) = line.split_once(MARK) else {
-                continue;
+                return false;
             };
             if let Some(i) = report.strip_prefix("begin ") {
                 begun = Some(i.parse::<u64>().unwrap());
             } else if let Some(i) = report.strip_prefix("done ") {
                 done = Some(i.parse::<u64>().unwrap());
             }
+            report == "open"
+        };
+        for line in lines.by_ref() {
+            if report(line) {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(rng.random_range(20..160)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for line in lines {
+            report(line);
         }
         let before = done.unwrap_or(state);
         let ds = open(&dir_text);

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use efb_datastore::Edit;
+use efb_datastore::{DatastoreError, Edit};
 use efb_yang::{DataTree, Problem, Schema};
 use tokio::sync::broadcast;
 
@@ -47,17 +47,27 @@ pub enum BackendError {
     /// The edits or the resulting configuration are not valid; nothing changed.
     #[error("{}", lines(.0))]
     Invalid(Vec<Problem>),
-    /// Something else holds what is asked for (a pending commit confirmed, a conflict).
+    /// Something else holds what is asked for (a pending commit confirmed).
     #[error("{0}")]
     Precondition(String),
-    /// A request beyond a limit (a user name too long for the history): nothing changed.
-    #[error("{0}")]
-    Refused(String),
-    #[error("{0}")]
-    NotFound(String),
-    /// The daemon is stopping, or storage failed.
+    /// The datastore or the chip refused: its kind says the code.
+    #[error(transparent)]
+    Datastore(DatastoreError),
+    /// The daemon is stopping.
     #[error("{0}")]
     Unavailable(String),
+}
+
+impl From<DatastoreError> for BackendError {
+    /// A configuration that is not valid lists its problems as gNMI says them; every other
+    /// refusal keeps its kind.
+    fn from(e: DatastoreError) -> BackendError {
+        match e {
+            DatastoreError::Invalid { errors, .. } => BackendError::Invalid(errors),
+            DatastoreError::Edit(problems) => BackendError::Invalid(problems),
+            e => BackendError::Datastore(e),
+        }
+    }
 }
 
 fn lines(problems: &[Problem]) -> String {

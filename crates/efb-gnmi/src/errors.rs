@@ -1,4 +1,5 @@
-//! Every refusal of the gNMI server becomes a gRPC status here, in one place.
+//! Every refusal of the gNMI server becomes a gRPC status here, in one place; so do the
+//! datastore's and the chip's refusals of efbd's management API ([`code`]).
 //!
 //! | what                                              | code                |
 //! |---------------------------------------------------|---------------------|
@@ -7,20 +8,21 @@
 //! | a path that cannot be read, origins that disagree | INVALID_ARGUMENT    |
 //! | a node the schema does not have, data not there   | NOT_FOUND           |
 //! | a value of the wrong type or shape                | INVALID_ARGUMENT    |
-//! | a configuration the commit finds not valid        | INVALID_ARGUMENT    |
 //! | an encoding or extension not supported            | UNIMPLEMENTED       |
-//! | a commit confirmed waiting, a commit conflict     | FAILED_PRECONDITION |
+//! | a commit confirmed waiting                        | FAILED_PRECONDITION |
 //! | a wrong commit confirmed id                       | INVALID_ARGUMENT    |
 //! | a subscriber that fell behind                     | RESOURCE_EXHAUSTED  |
 //! | too many subscriptions, too many failed logins    | RESOURCE_EXHAUSTED  |
-//! | efbd stopping, storage failing                    | UNAVAILABLE         |
+//! | efbd stopping                                     | UNAVAILABLE         |
+//! | the datastore's and the chip's refusals           | see [`code`]        |
 //!
-//! Every status an RPC returns passes through [`bounded`] (in [`crate::service`]): a
+//! Every status an RPC returns passes through [`bounded`] (the service calls it on every reply): a
 //! message quoting a 10 MB value is cut to a few KiB, saying how long it was, so that the
 //! client gets the reason and not a protocol error about an oversized header.
 
+use efb_datastore::ErrorKind;
 use efb_yang::text::{self, MESSAGE_BYTES};
-use tonic::Status;
+use tonic::{Code, Status};
 
 use crate::backend::BackendError;
 use crate::decode::DecodeError;
@@ -47,9 +49,41 @@ pub fn backend(e: BackendError) -> Status {
             "the configuration would not be valid; nothing was changed:\n{e}"
         )),
         BackendError::Precondition(m) => Status::failed_precondition(m),
-        BackendError::Refused(m) => Status::invalid_argument(m),
-        BackendError::NotFound(m) => Status::not_found(m),
+        BackendError::Datastore(e) => Status::new(code(e.kind()), e.to_string()),
         BackendError::Unavailable(m) => Status::unavailable(m),
+    }
+}
+
+/// The code of each kind of the datastore's and the chip's refusals, for gNMI and for
+/// efbd's management API alike (gNMI specification 3.4.7, and the gRPC codes' meaning):
+///
+/// | kind                                                   | code                |
+/// |--------------------------------------------------------|---------------------|
+/// | a configuration, an edit or an input that is not valid | INVALID_ARGUMENT    |
+/// | others committed to the same paths meanwhile           | ABORTED             |
+/// | a session, a commit, a rollback number not there       | NOT_FOUND           |
+/// | as many sessions as allowed are open                   | RESOURCE_EXHAUSTED  |
+/// | the datastore held by another process                  | UNAVAILABLE         |
+/// | the datastore's database failing                       | INTERNAL            |
+/// | the chip not reachable, its connection lost            | UNAVAILABLE         |
+/// | a table of the chip without room                       | RESOURCE_EXHAUSTED  |
+/// | the chip refusing an update (the path in the message)  | FAILED_PRECONDITION |
+///
+/// A conflict is ABORTED: the client may start again from the new running
+/// configuration. Storage is INTERNAL, not UNAVAILABLE: a disk that fails a write is not
+/// mended by sending the request again, and nothing was committed. The chip refusing a
+/// valid configuration is FAILED_PRECONDITION: the configuration is not at fault, what the
+/// chip holds or can hold is (INVALID_ARGUMENT would say the request is wrong whatever the
+/// state).
+pub fn code(kind: ErrorKind) -> Code {
+    match kind {
+        ErrorKind::Invalid => Code::InvalidArgument,
+        ErrorKind::Conflict => Code::Aborted,
+        ErrorKind::NotFound => Code::NotFound,
+        ErrorKind::TooMany | ErrorKind::ChipFull => Code::ResourceExhausted,
+        ErrorKind::Locked | ErrorKind::ChipUnreachable => Code::Unavailable,
+        ErrorKind::Storage => Code::Internal,
+        ErrorKind::ChipRefused => Code::FailedPrecondition,
     }
 }
 

@@ -3,7 +3,6 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use efb_yang::Schema;
 use futures::{Stream, StreamExt};
@@ -11,7 +10,6 @@ use gnmi_proto::gnmi::{
     self, CapabilityRequest, CapabilityResponse, GetRequest, GetResponse, ModelData, Notification,
     SetRequest, SetResponse, SubscribeRequest, SubscribeResponse, Update, get_request,
 };
-use gnmi_proto::gnmi_ext::extension::Ext;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::{Instrument, info_span};
@@ -19,21 +17,20 @@ use tracing::{Instrument, info_span};
 use crate::ServerConfig;
 use crate::auth::Caller;
 use crate::backend::Backend;
-use crate::encode::{Encoder, Encoding, Filter};
+use crate::encode::{Encoder, Filter};
 use crate::errors;
+use crate::message::{check_models, check_read_extensions, encoding, typed};
 use crate::path::{Pattern, to_gnmi};
+use crate::set::SetState;
+use crate::subscribe::Subscriptions;
 
 /// The gNMI service of one efbd.
 pub struct GnmiService {
-    pub(crate) backend: Arc<dyn Backend>,
-    pub(crate) schema: Arc<Schema>,
-    pub(crate) config: ServerConfig,
-    /// Turns true when efbd stops: subscriptions end.
-    pub(crate) stop: watch::Receiver<bool>,
-    /// The commit confirmed made over gNMI that waits, and the client's id for it.
-    pub(crate) waiting: tokio::sync::Mutex<Option<crate::set::Waiting>>,
-    /// Subscribe RPCs under way, per user.
-    pub(crate) subscriptions: Arc<crate::subscribe::Count>,
+    backend: Arc<dyn Backend>,
+    schema: Arc<Schema>,
+    config: ServerConfig,
+    set: SetState,
+    subscriptions: Subscriptions,
 }
 
 impl GnmiService {
@@ -44,14 +41,10 @@ impl GnmiService {
     ) -> GnmiService {
         GnmiService {
             schema: backend.schema(),
+            set: SetState::new(backend.clone()),
+            subscriptions: Subscriptions::new(backend.clone(), &config, stop),
             backend,
-            subscriptions: Arc::new(crate::subscribe::Count::new(
-                config.max_subscriptions,
-                config.max_subscriptions_per_user,
-            )),
             config,
-            stop,
-            waiting: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -62,66 +55,6 @@ impl GnmiService {
             .await
             .map_err(errors::bounded)
     }
-}
-
-pub(crate) fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
-/// JSON or JSON_IETF; anything else refused as the specification says.
-pub(crate) fn encoding(number: i32) -> Result<Encoding, Status> {
-    match gnmi::Encoding::try_from(number) {
-        Ok(gnmi::Encoding::Json) => Ok(Encoding::Json),
-        Ok(gnmi::Encoding::JsonIetf) => Ok(Encoding::JsonIetf),
-        _ => Err(errors::encoding(number)),
-    }
-}
-
-/// A JSON value in the field its encoding calls for.
-pub(crate) fn typed(encoding: Encoding, json: String) -> gnmi::TypedValue {
-    use gnmi::typed_value::Value;
-    gnmi::TypedValue {
-        value: Some(match encoding {
-            Encoding::Json => Value::JsonVal(json.into_bytes()),
-            Encoding::JsonIetf => Value::JsonIetfVal(json.into_bytes()),
-        }),
-    }
-}
-
-/// `use_models` may only name the model this target serves.
-pub(crate) fn check_models(schema: &Schema, models: &[ModelData]) -> Result<(), Status> {
-    let module = &schema.module().name;
-    match models.iter().find(|m| m.name != *module) {
-        Some(other) => Err(Status::invalid_argument(format!(
-            "use_models: this target serves model {module} only, not {}",
-            other.name
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// Extensions a read RPC cannot honour are refused rather than ignored.
-pub(crate) fn check_read_extensions(
-    extensions: &[gnmi_proto::gnmi_ext::Extension],
-) -> Result<(), Status> {
-    for ext in extensions {
-        match &ext.ext {
-            Some(Ext::Depth(_)) => {
-                return Err(Status::unimplemented(
-                    "the depth extension is not supported",
-                ));
-            }
-            Some(Ext::History(_)) => {
-                return Err(Status::unimplemented(
-                    "the history extension is not supported",
-                ));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 type SubscribeStream = Pin<Box<dyn Stream<Item = Result<SubscribeResponse, Status>> + Send>>;
@@ -162,7 +95,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         let caller = self.caller(&request).await?;
         let span =
             info_span!("gnmi", rpc = "Set", user = %caller.user, role = caller.role.as_str());
-        crate::set::set(self, &caller, request.into_inner())
+        crate::set::set(&self.set, &caller, request.into_inner())
             .instrument(span)
             .await
             .map_err(errors::bounded)
@@ -176,7 +109,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
     ) -> Result<Response<Self::SubscribeStream>, Status> {
         let caller = self.caller(&request).await?;
         let span = info_span!("gnmi", rpc = "Subscribe", user = %caller.user);
-        let stream = crate::subscribe::start(self, &caller, request.into_inner())
+        let stream = crate::subscribe::start(&self.subscriptions, &caller, request.into_inner())
             .instrument(span)
             .await
             .map_err(errors::bounded)?;

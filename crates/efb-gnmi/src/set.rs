@@ -8,31 +8,53 @@
 //! means 10 minutes, at most 65 535 minutes as Junos), `confirm` keeps it, `cancel` rolls it back; while one waits, other
 //! Sets are refused with FAILED_PRECONDITION, and a wrong id with INVALID_ARGUMENT.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use efb_datastore::{DEFAULT_CONFIRM_TIMEOUT, Edit, MAX_CONFIRM_TIMEOUT, check_confirm_timeout};
+use efb_yang::Schema;
 use gnmi_proto::gnmi::{self, SetRequest, SetResponse, UpdateResult, update_result::Operation};
 use gnmi_proto::gnmi_ext::{self, commit::Action, extension::Ext};
+use tokio::sync::Mutex;
 use tonic::metadata::MetadataValue;
 use tonic::{Response, Status};
 use tracing::{info, warn};
 
 use crate::auth::Caller;
-use crate::backend::{Committed, pending_message};
+use crate::backend::{Backend, Committed, pending_message};
 use crate::decode::fragment;
 use crate::errors;
-use crate::path::Pattern;
-use crate::service::{GnmiService, now_ns};
+use crate::message::now_ns;
+use crate::path::{PathError, Pattern};
 
-/// A commit confirmed made over gNMI, waiting for its confirmation.
+/// What Set needs: the backend, and the commit confirmed made over gNMI that waits.
+pub(crate) struct SetState {
+    backend: Arc<dyn Backend>,
+    schema: Arc<Schema>,
+    waiting: Mutex<Option<Waiting>>,
+}
+
+/// A commit confirmed made over gNMI, waiting for its confirmation, and the client's id
+/// for it.
 #[derive(Clone, Debug)]
-pub(crate) struct Waiting {
-    pub id: String,
-    pub commit_id: u64,
+struct Waiting {
+    id: String,
+    commit_id: u64,
+}
+
+impl SetState {
+    pub(crate) fn new(backend: Arc<dyn Backend>) -> SetState {
+        SetState {
+            schema: backend.schema(),
+            backend,
+            waiting: Mutex::new(None),
+        }
+    }
 }
 
 pub(crate) async fn set(
-    service: &GnmiService,
+    state: &SetState,
     caller: &Caller,
     request: SetRequest,
 ) -> Result<Response<SetResponse>, Status> {
@@ -49,12 +71,12 @@ pub(crate) async fn set(
         ));
     }
     let commit = commit_extension(&request.extension)?;
-    let (edits, results) = edits(service, &request).await?;
+    let (edits, results) = edits(state, &request).await?;
     // One Set at a time decides about the waiting commit confirmed.
-    let mut waiting = service.waiting.lock().await;
+    let mut waiting = state.waiting.lock().await;
     let outcome = match commit {
-        None => plain(service, caller, edits, &mut waiting).await?,
-        Some(commit) => confirmed(service, caller, edits, commit, &mut waiting).await?,
+        None => plain(state, caller, edits, &mut waiting).await?,
+        Some(commit) => confirmed(state, caller, edits, commit, &mut waiting).await?,
     };
     drop(waiting);
     let mut response = Response::new(SetResponse {
@@ -103,27 +125,28 @@ fn commit_extension(
 
 /// The edits of the request, in the order the specification sets, and one result each.
 async fn edits(
-    service: &GnmiService,
+    state: &SetState,
     request: &SetRequest,
 ) -> Result<(Vec<Edit>, Vec<UpdateResult>), Status> {
-    let schema = &service.schema;
+    let schema = &state.schema;
     let prefix = request.prefix.as_ref();
     let mut edits = Vec::new();
     let mut results = Vec::new();
     for path in &request.delete {
-        let context = format!("delete {}: ", shown(path));
+        let doing = Doing {
+            verb: "delete",
+            path,
+        };
         let pattern =
-            Pattern::parse(schema, prefix, Some(path)).map_err(|e| errors::path(&context, e))?;
+            Pattern::parse(schema, prefix, Some(path)).map_err(|e| doing.path_error(e))?;
         if pattern.has_wildcards() {
             // What the wildcards select now; the commit rebases onto anything newer.
-            let snapshot = service.backend.snapshot().await.map_err(errors::backend)?;
+            let snapshot = state.backend.snapshot().await.map_err(errors::backend)?;
             for data_path in pattern.expand(schema, &snapshot.running) {
                 edits.push(Edit::Remove { path: data_path });
             }
         } else {
-            let data_path = pattern
-                .data_path(schema)
-                .map_err(|e| errors::path(&context, e))?;
+            let data_path = pattern.data_path(schema).map_err(|e| doing.path_error(e))?;
             edits.push(Edit::Remove { path: data_path });
         }
         results.push(result(path, Operation::Delete));
@@ -139,22 +162,20 @@ async fn edits(
             } else {
                 "update"
             };
-            let context = format!("{verb} {}: ", shown(&path));
-            let pattern = Pattern::parse(schema, prefix, Some(&path))
-                .map_err(|e| errors::path(&context, e))?;
-            let data_path = pattern
-                .data_path(schema)
-                .map_err(|e| errors::path(&context, e))?;
+            let doing = Doing { verb, path: &path };
+            let pattern =
+                Pattern::parse(schema, prefix, Some(&path)).map_err(|e| doing.path_error(e))?;
+            let data_path = pattern.data_path(schema).map_err(|e| doing.path_error(e))?;
             if let Some(id) = data_path.node()
                 && !schema.node(id).config
             {
                 return Err(Status::invalid_argument(format!(
-                    "{context}{} is state (config false): it cannot be set",
+                    "{doing}{} is state (config false): it cannot be set",
                     data_path.display(schema)
                 )));
             }
             let data = fragment(schema, &data_path, update.val.as_ref())
-                .map_err(|e| errors::decode(&context, e))?;
+                .map_err(|e| errors::decode(&doing.to_string(), e))?;
             edits.push(match op {
                 Operation::Replace => Edit::Replace {
                     path: data_path,
@@ -179,26 +200,39 @@ fn result(path: &gnmi::Path, op: Operation) -> UpdateResult {
     }
 }
 
-/// A gNMI path for messages: `/a/b[k=v]`.
-fn shown(path: &gnmi::Path) -> String {
-    let mut out = String::new();
-    if !path.origin.is_empty() {
-        out.push_str(&path.origin);
-        out.push(':');
+/// What a Set does to one path, opening its error messages (`update /a/b[k=v]: `); the
+/// path stays the client's message until a message needs it written out.
+struct Doing<'a> {
+    verb: &'static str,
+    path: &'a gnmi::Path,
+}
+
+impl Doing<'_> {
+    fn path_error(&self, e: PathError) -> Status {
+        errors::path(&self.to_string(), e)
     }
-    for elem in &path.elem {
-        out.push('/');
-        out.push_str(&elem.name);
-        let mut keys: Vec<_> = elem.key.iter().collect();
-        keys.sort();
-        for (k, v) in keys {
-            out.push_str(&format!("[{k}={v}]"));
+}
+
+impl fmt::Display for Doing<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ", self.verb)?;
+        let path = self.path;
+        if !path.origin.is_empty() {
+            write!(f, "{}:", path.origin)?;
         }
+        for elem in &path.elem {
+            write!(f, "/{}", elem.name)?;
+            let mut keys: Vec<_> = elem.key.iter().collect();
+            keys.sort();
+            for (k, v) in keys {
+                write!(f, "[{k}={v}]")?;
+            }
+        }
+        if path.elem.is_empty() {
+            f.write_str("/")?;
+        }
+        f.write_str(": ")
     }
-    if path.elem.is_empty() {
-        out.push('/');
-    }
-    out
 }
 
 /// How long a commit confirmed waits: the default (10 minutes) for none or 0, else what
@@ -222,10 +256,10 @@ fn rollback_wait(asked: Option<prost_types::Duration>) -> Result<Duration, Statu
 /// The gNMI commit confirmed that waits, if it still does (it may have been rolled back by
 /// its timer, or confirmed from the shell).
 async fn current(
-    service: &GnmiService,
+    state: &SetState,
     waiting: &mut Option<Waiting>,
 ) -> Result<Option<crate::backend::Pending>, Status> {
-    let pending = service.backend.pending().await.map_err(errors::backend)?;
+    let pending = state.backend.pending().await.map_err(errors::backend)?;
     if waiting
         .as_ref()
         .is_some_and(|w| pending.as_ref().is_none_or(|p| p.commit_id != w.commit_id))
@@ -236,15 +270,15 @@ async fn current(
 }
 
 async fn plain(
-    service: &GnmiService,
+    state: &SetState,
     caller: &Caller,
     edits: Vec<Edit>,
     waiting: &mut Option<Waiting>,
 ) -> Result<Committed, Status> {
-    if let Some(pending) = current(service, waiting).await? {
+    if let Some(pending) = current(state, waiting).await? {
         return Err(Status::failed_precondition(pending_message(&pending)));
     }
-    service
+    state
         .backend
         .commit_unless_pending(&caller.user, edits, None)
         .await
@@ -252,7 +286,7 @@ async fn plain(
 }
 
 async fn confirmed(
-    service: &GnmiService,
+    state: &SetState,
     caller: &Caller,
     edits: Vec<Edit>,
     commit: gnmi_ext::Commit,
@@ -261,14 +295,14 @@ async fn confirmed(
     if commit.id.is_empty() {
         return Err(Status::invalid_argument("the commit extension needs an id"));
     }
-    let pending = current(service, waiting).await?;
+    let pending = current(state, waiting).await?;
     match commit.action {
         Some(Action::Commit(request)) => {
             if let Some(pending) = pending {
                 return Err(Status::failed_precondition(pending_message(&pending)));
             }
             let wait = rollback_wait(request.rollback_duration)?;
-            let outcome = service
+            let outcome = state
                 .backend
                 .commit_unless_pending(&caller.user, edits, Some(wait))
                 .await
@@ -310,9 +344,9 @@ async fn confirmed(
             }
             let confirm = matches!(commit.action, Some(Action::Confirm(_)));
             let done = if confirm {
-                service.backend.confirm().await
+                state.backend.confirm().await
             } else {
-                service.backend.cancel().await
+                state.backend.cancel().await
             }
             .map_err(errors::backend)?;
             info!(id = %commit.id, commit_id = ?done, confirm, "commit confirmed ended");
@@ -337,6 +371,39 @@ mod tests {
             seconds: m * 60,
             nanos: 0,
         })
+    }
+
+    #[test]
+    fn an_error_opens_with_what_was_done_to_which_path() {
+        let elem = |name: &str, keys: &[(&str, &str)]| gnmi::PathElem {
+            name: name.into(),
+            key: keys
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let path = gnmi::Path {
+            origin: "ecofilter-balancer".into(),
+            elem: vec![
+                elem("ports", &[]),
+                elem("port", &[("name", "p1"), ("b", "x/y")]),
+            ],
+            ..gnmi::Path::default()
+        };
+        let doing = Doing {
+            verb: "update",
+            path: &path,
+        };
+        assert_eq!(
+            doing.to_string(),
+            "update ecofilter-balancer:/ports/port[b=x/y][name=p1]: "
+        );
+        let root = gnmi::Path::default();
+        let doing = Doing {
+            verb: "delete",
+            path: &root,
+        };
+        assert_eq!(doing.to_string(), "delete /: ");
     }
 
     #[test]

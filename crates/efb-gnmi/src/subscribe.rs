@@ -27,12 +27,13 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
 use tracing::{Instrument, Span, debug, info, warn};
 
+use crate::ServerConfig;
 use crate::auth::Caller;
 use crate::backend::{Backend, Snapshot};
 use crate::encode::{Encoder, Encoding, Filter, LeafValue, leaves};
 use crate::errors;
+use crate::message::{check_models, check_read_extensions, encoding, now_ns, typed};
 use crate::path::{Pattern, Relation, Style, to_gnmi};
-use crate::service::{GnmiService, check_models, check_read_extensions, encoding, now_ns, typed};
 
 type Out = mpsc::Sender<Result<SubscribeResponse, Status>>;
 
@@ -65,8 +66,42 @@ struct Session {
     per_notification: usize,
 }
 
+/// What Subscribe needs: the backend, the settings, the Subscribe RPCs under way, and
+/// the signal that efbd stops.
+pub(crate) struct Subscriptions {
+    backend: Arc<dyn Backend>,
+    schema: Arc<Schema>,
+    count: Arc<Count>,
+    /// Turns true when efbd stops: subscriptions end.
+    stop: watch::Receiver<bool>,
+    subscriber_queue: usize,
+    updates_per_notification: usize,
+    min_sample_interval: Duration,
+}
+
+impl Subscriptions {
+    pub(crate) fn new(
+        backend: Arc<dyn Backend>,
+        config: &ServerConfig,
+        stop: watch::Receiver<bool>,
+    ) -> Subscriptions {
+        Subscriptions {
+            schema: backend.schema(),
+            backend,
+            count: Arc::new(Count::new(
+                config.max_subscriptions,
+                config.max_subscriptions_per_user,
+            )),
+            stop,
+            subscriber_queue: config.subscriber_queue,
+            updates_per_notification: config.updates_per_notification,
+            min_sample_interval: config.min_sample_interval,
+        }
+    }
+}
+
 /// Subscribe RPCs under way, in all and per user, within their maximums.
-pub(crate) struct Count {
+struct Count {
     max: usize,
     per_user: usize,
     /// In all, and per user.
@@ -74,7 +109,7 @@ pub(crate) struct Count {
 }
 
 impl Count {
-    pub fn new(max: usize, per_user: usize) -> Count {
+    fn new(max: usize, per_user: usize) -> Count {
         Count {
             max,
             per_user,
@@ -144,11 +179,11 @@ impl Drop for Slot {
 
 /// Reads the subscription list, then runs the subscription in a task of its own.
 pub(crate) async fn start(
-    service: &GnmiService,
+    state: &Subscriptions,
     caller: &Caller,
     mut inbound: Streaming<SubscribeRequest>,
 ) -> Result<ReceiverStream<Result<SubscribeResponse, Status>>, Status> {
-    let slot = service.subscriptions.admit(&caller.user)?;
+    let slot = state.count.admit(&caller.user)?;
     let first = inbound
         .message()
         .await?
@@ -165,11 +200,11 @@ pub(crate) async fn start(
     let mode = subscription_list::Mode::try_from(list.mode).map_err(|_| {
         Status::invalid_argument(format!("unknown subscription mode {}", list.mode))
     })?;
-    let subs = subscriptions(service, &list, mode)?;
-    let (out, responses) = mpsc::channel(service.config.subscriber_queue.max(1));
+    let subs = subscriptions(state, &list, mode)?;
+    let (out, responses) = mpsc::channel(state.subscriber_queue.max(1));
     let session = Session {
-        backend: service.backend.clone(),
-        schema: service.schema.clone(),
+        backend: state.backend.clone(),
+        schema: state.schema.clone(),
         encoding: encoding(list.encoding)?,
         style: subs
             .first()
@@ -177,10 +212,10 @@ pub(crate) async fn start(
             .unwrap_or_default(),
         subs,
         out,
-        per_notification: service.config.updates_per_notification.max(1),
+        per_notification: state.updates_per_notification.max(1),
     };
     let updates_only = list.updates_only;
-    let stop = service.stop.clone();
+    let stop = state.stop.clone();
     let inbound = forward(inbound);
     info!(
         ?mode,
@@ -212,20 +247,20 @@ pub(crate) async fn start(
 }
 
 fn subscriptions(
-    service: &GnmiService,
+    state: &Subscriptions,
     list: &SubscriptionList,
     mode: subscription_list::Mode,
 ) -> Result<Vec<Sub>, Status> {
-    check_models(&service.schema, &list.use_models)?;
+    check_models(&state.schema, &list.use_models)?;
     if list.subscription.is_empty() {
         return Err(Status::invalid_argument(
             "the subscription list has no subscription",
         ));
     }
-    let min = service.config.min_sample_interval;
+    let min = state.min_sample_interval;
     let mut subs = Vec::new();
     for s in &list.subscription {
-        let pattern = Pattern::parse(&service.schema, list.prefix.as_ref(), s.path.as_ref())
+        let pattern = Pattern::parse(&state.schema, list.prefix.as_ref(), s.path.as_ref())
             .map_err(|e| errors::path("", e))?;
         let trigger = match SubscriptionMode::try_from(s.mode) {
             _ if mode != subscription_list::Mode::Stream => Trigger::OnChange,

@@ -171,6 +171,10 @@ impl ModelIds {
     pub fn flow_list(&self) -> SchemaId {
         self.flow
     }
+
+    pub fn port_list(&self) -> SchemaId {
+        self.port
+    }
 }
 
 /// Reads leaves of one inner node, falling back to schema defaults.

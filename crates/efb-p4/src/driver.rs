@@ -15,17 +15,18 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, SystemTime};
 
 use efb_balancing::LiveState;
-use efb_datastore::{Running, Southbound};
+use efb_datastore::{ChipError, Refusal, Refusals, Running, Southbound};
 use efb_model::Config;
 use efb_p4info::{P4InfoIndex, PortMap};
 use p4runtime_proto::p4::config::v1::P4Info;
+use p4runtime_proto::p4::v1::TableEntry;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::{Mutex, mpsc};
 use tracing::{error, info, warn};
 
 use crate::client::{ClientError, Connection, Opened, PacketSender, StreamEvent, WriteFailure};
-use crate::compile::{Compiled, Compiler, Group};
+use crate::compile::{Compiled, Compiler, Desired, Group};
 use crate::entry::{EntryKey, normalized};
 use crate::ids::Ids;
 use crate::plan::{Op, Plan, Tables};
@@ -339,10 +340,10 @@ impl Driver {
                 });
                 Ok(())
             }
-            Err(message) => {
-                warn!(%message, "reconcile failed");
+            Err(e) => {
+                warn!(%e, "reconcile failed");
                 self.inner.lock().await.conn = None;
-                Err(ClientError::NotPrimary(message))
+                Err(ClientError::NotPrimary(e.to_string()))
             }
         }
     }
@@ -350,14 +351,11 @@ impl Driver {
     /// Programs the chip for the unit state in `live` (bypass modes, pair liveness): only
     /// the entries that state changes are written.
     /// On failure the chip and the driver keep the previous state.
-    pub fn set_live(&self, live: LiveState) -> Result<usize, String> {
+    pub fn set_live(&self, live: LiveState) -> Result<usize, ChipError> {
         self.runtime.block_on(async {
             let mut inner = self.inner.lock().await;
             if inner.conn.as_ref().is_none_or(|c| !c.is_primary()) {
-                return Err(format!(
-                    "the chip is not reachable (P4Runtime {}): nothing was changed",
-                    inner.settings.target
-                ));
+                return Err(inner.unreachable("nothing was changed"));
             }
             let previous = std::mem::replace(&mut inner.live, live);
             let config = inner.config.clone();
@@ -372,7 +370,7 @@ impl Driver {
     /// Takes the pairs liveness found down into account. Unlike [`Driver::set_live`] the
     /// state is kept when the chip cannot be written: it is what is true, and the next
     /// reconcile programs it.
-    pub fn set_liveness(&self, live: LiveState) -> Result<usize, String> {
+    pub fn set_liveness(&self, live: LiveState) -> Result<usize, ChipError> {
         let result = self.runtime.block_on(async {
             let mut inner = self.inner.lock().await;
             inner.live = live;
@@ -396,47 +394,18 @@ impl Driver {
     /// read of the whole flow table).
     pub fn flow_counters(&self, only: Option<&[String]>) -> Option<BTreeMap<String, (u64, u64)>> {
         self.runtime.block_on(async {
-            let mut inner = self.inner.lock().await;
-            let (sources, entries) = match only {
-                Some(names) => {
-                    let mut sources = BTreeMap::new();
-                    let mut wanted = Vec::new();
-                    for name in names {
-                        for d in inner.programmed.group(&Group::Flow(name.clone())) {
-                            sources.insert(EntryKey::of(&d.entry), d.source.clone());
-                            wanted.push(d.entry.clone());
-                        }
-                    }
-                    let read = inner.conn.as_mut()?.read_counters_of(&wanted).await;
-                    (sources, read.ok()?)
+            let mut guard = self.inner.lock().await;
+            let inner = &mut *guard;
+            let flow_of = flows_by_entry(&inner.programmed, only);
+            let conn = inner.conn.as_mut()?;
+            let entries = match only {
+                Some(_) => {
+                    let wanted: Vec<_> = flow_of.values().map(|(_, e)| (*e).clone()).collect();
+                    conn.read_counters_of(&wanted).await.ok()?
                 }
-                None => {
-                    let flows = inner.tables.flows;
-                    let sources: BTreeMap<EntryKey, String> = inner
-                        .programmed
-                        .by_key()
-                        .into_iter()
-                        .map(|(k, d)| (k, d.source.clone()))
-                        .collect();
-                    (
-                        sources,
-                        inner.conn.as_mut()?.read_counters(flows).await.ok()?,
-                    )
-                }
+                None => conn.read_counters(inner.tables.flows).await.ok()?,
             };
-            let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-            for entry in entries {
-                let Some(data) = entry.counter_data else {
-                    continue;
-                };
-                let key = EntryKey::of(&normalized(&entry));
-                if let Some(name) = sources.get(&key).and_then(|path| flow_name(path)) {
-                    let counts = out.entry(name).or_default();
-                    counts.0 += u64::try_from(data.packet_count).unwrap_or(0);
-                    counts.1 += u64::try_from(data.byte_count).unwrap_or(0);
-                }
-            }
-            Some(out)
+            Some(sum_by_flow(&flow_of, entries))
         })
     }
 
@@ -477,17 +446,55 @@ impl Driver {
     }
 }
 
-fn flow_name(path: &str) -> Option<String> {
-    let rest = path.split("/flow[name=").nth(1)?;
-    let quote = rest.chars().next()?;
-    let body = &rest[1..];
-    body.find(quote).map(|end| body[..end].to_string())
+/// The programmed entries of the named flows (of every flow: `None`), each with the flow
+/// whose group holds it.
+fn flows_by_entry<'a>(
+    programmed: &'a Compiled,
+    only: Option<&'a [String]>,
+) -> BTreeMap<EntryKey, (&'a str, &'a TableEntry)> {
+    let flows: Vec<(&str, &[Desired])> = match only {
+        Some(names) => names
+            .iter()
+            .map(|name| (name.as_str(), programmed.group(&Group::Flow(name.clone()))))
+            .collect(),
+        None => programmed
+            .groups()
+            .filter_map(|(group, entries)| match group {
+                Group::Flow(name) => Some((name.as_str(), entries.as_slice())),
+                _ => None,
+            })
+            .collect(),
+    };
+    flows
+        .into_iter()
+        .flat_map(|(name, entries)| entries.iter().map(move |d| (name, &d.entry)))
+        .map(|(name, entry)| (EntryKey::of(entry), (name, entry)))
+        .collect()
+}
+
+/// Packets and bytes per flow of the entries read, summed over each flow's entries.
+fn sum_by_flow(
+    flow_of: &BTreeMap<EntryKey, (&str, &TableEntry)>,
+    read: Vec<TableEntry>,
+) -> BTreeMap<String, (u64, u64)> {
+    let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for entry in read {
+        let Some(data) = entry.counter_data else {
+            continue;
+        };
+        if let Some((name, _)) = flow_of.get(&EntryKey::of(&normalized(&entry))) {
+            let counts = out.entry(name.to_string()).or_default();
+            counts.0 += u64::try_from(data.packet_count).unwrap_or(0);
+            counts.1 += u64::try_from(data.byte_count).unwrap_or(0);
+        }
+    }
+    out
 }
 
 impl Inner {
     /// Reads what the target holds and writes only the difference. Returns the number of
     /// entries written and the number the chip holds.
-    async fn reconcile(&mut self) -> Result<(usize, usize), String> {
+    async fn reconcile(&mut self) -> Result<(usize, usize), ChipError> {
         let config = self.config.clone();
         let compiled = self
             .compiler
@@ -496,13 +503,16 @@ impl Inner {
                 &self.live,
                 &Compiled::with_ids(self.saved.ids.clone()),
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ChipError::Compile(Box::new(e)))?;
         let tables: Vec<u32> = self.tables.all().to_vec();
-        let conn = self.conn.as_mut().ok_or("not connected")?;
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| ChipError::Lost("not connected".into()))?;
         let actual: BTreeMap<EntryKey, _> = conn
             .read_tables(&tables)
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| ChipError::Lost(e.to_string()))?
             .iter()
             .map(|e| {
                 let n = normalized(e);
@@ -511,7 +521,7 @@ impl Inner {
             .collect();
         let plan = Plan::reconcile(&self.tables, &actual, &compiled);
         let written = plan.len();
-        self.write_plan(&plan).await.map_err(|e| e.to_string())?;
+        self.write_plan(&plan).await?;
         let entries = compiled.len();
         self.saved.ids = compiled.ids.clone();
         self.programmed = compiled;
@@ -521,19 +531,22 @@ impl Inner {
 
     /// Makes the chip hold `config`: compile, plan, write. On refusal, undoes what it wrote.
     /// Without a connection: an error, unless `offline_ok` (then the chip is out of sync).
-    async fn program(&mut self, config: &Arc<Config>, offline_ok: bool) -> Result<usize, String> {
+    async fn program(
+        &mut self,
+        config: &Arc<Config>,
+        offline_ok: bool,
+    ) -> Result<usize, ChipError> {
         let compiled = self
             .compiler
             .compile(config, &self.live, &self.programmed)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ChipError::Compile(Box::new(e)))?;
         if self.conn.as_ref().is_none_or(|c| !c.is_primary()) {
             if offline_ok {
                 self.config = config.clone();
                 return Ok(0);
             }
-            return Err(format!(
-                "the chip is not reachable (P4Runtime {}): nothing was changed; commit offline to commit without programming it",
-                self.settings.target
+            return Err(self.unreachable(
+                "nothing was changed; commit offline to commit without programming it",
             ));
         }
         let plan = Plan::between(&self.tables, &self.programmed, &compiled);
@@ -546,6 +559,13 @@ impl Inner {
         Ok(written)
     }
 
+    fn unreachable(&self, message: &str) -> ChipError {
+        ChipError::Unreachable {
+            address: self.settings.target.clone(),
+            message: message.to_string(),
+        }
+    }
+
     fn save(&self) {
         if let Err(e) = save_state(&self.settings.state_file, &self.saved) {
             error!(%e, "could not save the driver's state");
@@ -555,7 +575,7 @@ impl Inner {
     /// Writes a plan phase by phase, in batches. If an update is refused, every update
     /// already applied is undone (in reverse order) and the refusal is returned, naming the
     /// configuration path of the entry.
-    async fn write_plan(&mut self, plan: &Plan) -> Result<(), String> {
+    async fn write_plan(&mut self, plan: &Plan) -> Result<(), ChipError> {
         let batch = self.settings.batch.max(1);
         let mut applied: Vec<Op> = Vec::new();
         for phase in &plan.phases {
@@ -563,14 +583,14 @@ impl Inner {
                 let conn = self
                     .conn
                     .as_mut()
-                    .ok_or("the connection to the chip was lost")?;
+                    .ok_or_else(|| ChipError::Lost("the connection to the chip was lost".into()))?;
                 match conn.write(chunk).await {
                     Ok(()) => applied.extend(chunk.iter().cloned()),
                     Err(failure) => {
-                        let (done, message) = describe_failure(&self.tables, chunk, failure);
+                        let (done, error) = describe_failure(&self.tables, chunk, failure);
                         applied.extend(done);
                         self.undo(applied).await;
-                        return Err(message);
+                        return Err(error);
                     }
                 }
             }
@@ -596,35 +616,71 @@ impl Inner {
     }
 }
 
-/// The updates of a failed batch that were applied, and what to tell the user about the
-/// ones that were not.
-fn describe_failure(tables: &Tables, chunk: &[Op], failure: WriteFailure) -> (Vec<Op>, String) {
+/// The updates of a failed batch that were applied, and why the others were not.
+fn describe_failure(tables: &Tables, chunk: &[Op], failure: WriteFailure) -> (Vec<Op>, ChipError) {
     if let Some(status) = failure.overall {
-        return (
-            Vec::new(),
-            format!("the chip refused the write: {}", status.message()),
-        );
+        return (Vec::new(), whole_write_failed(&status));
     }
     let mut done = Vec::new();
     let mut refused = Vec::new();
     for (op, outcome) in chunk.iter().zip(failure.errors) {
         match outcome {
             None => done.push(op.clone()),
-            Some((code, message)) => refused.push(format!(
-                "{}: {} in table {} refused ({code:?}): {message}",
-                op.entry().source,
-                op.kind(),
-                tables.name(op.entry().entry.table_id)
+            Some((code, message)) => refused.push((
+                code,
+                Refusal {
+                    path: op.entry().source.clone(),
+                    update: op.kind().to_string(),
+                    table: tables.name(op.entry().entry.table_id).to_string(),
+                    code: format!("{code:?}"),
+                    message,
+                },
             )),
         }
     }
+    (done, refusal_error(refused))
+}
+
+/// A full table when room is the only reason given: P4Runtime says RESOURCE_EXHAUSTED for
+/// a table without room, and ABORTED for the updates of an atomic batch left undone
+/// because of another.
+fn refusal_error(refused: Vec<(tonic::Code, Refusal)>) -> ChipError {
+    use tonic::Code;
+    let full = refused
+        .iter()
+        .find(|(code, _)| *code == Code::ResourceExhausted)
+        .map(|(_, r)| r.table.clone());
+    let other_reason = refused
+        .iter()
+        .any(|(code, _)| !matches!(code, Code::ResourceExhausted | Code::Aborted));
     // The first few say why; a full table would otherwise print a line per flow.
-    let more = refused.len().saturating_sub(REFUSALS_SHOWN);
-    refused.truncate(REFUSALS_SHOWN);
-    if more > 0 {
-        refused.push(format!("... and {more} more updates refused"));
+    let refusals = Refusals {
+        more: refused.len().saturating_sub(REFUSALS_SHOWN),
+        shown: refused
+            .into_iter()
+            .take(REFUSALS_SHOWN)
+            .map(|(_, r)| r)
+            .collect(),
+    };
+    match full {
+        Some(table) if !other_reason => ChipError::TableFull { table, refusals },
+        _ => ChipError::Refused(refusals),
     }
-    (done, refused.join("\n"))
+}
+
+/// A write the chip answered as a whole: the chip gone, or efbd no longer its primary
+/// controller, is not a refusal of the configuration (the words stay those of a refusal).
+fn whole_write_failed(status: &tonic::Status) -> ChipError {
+    let message = status.message().to_string();
+    match status.code() {
+        tonic::Code::Unavailable
+        | tonic::Code::DeadlineExceeded
+        | tonic::Code::Cancelled
+        | tonic::Code::PermissionDenied => {
+            ChipError::Lost(format!("the chip refused the write: {message}"))
+        }
+        _ => ChipError::WriteRefused(message),
+    }
 }
 
 /// Refused updates named in a commit's error.
@@ -636,14 +692,14 @@ impl Southbound for Driver {
         _current: &Running,
         next: &Running,
         offline_ok: bool,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, ChipError> {
         let driver = self.clone();
         let config = next.config.clone();
         let result = self.runtime.block_on(async move {
             let mut inner = driver.inner.lock().await;
             let written = inner.program(&config, offline_ok).await?;
             let entries = inner.programmed.len();
-            Ok::<_, String>((written, entries, inner.conn.is_some()))
+            Ok::<_, ChipError>((written, entries, inner.conn.is_some()))
         });
         let (written, entries, connected) = result?;
         self.set_status(|s| {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use efb_balancing::{LiveState, Session};
-use efb_datastore::{Running, Southbound};
+use efb_datastore::{ChipError, Running, Southbound};
 use efb_model::Config;
 use efb_model::validation::Validator;
 use efb_p4::{Driver, DriverSettings, DriverStatus};
@@ -107,7 +107,11 @@ async fn start_reconciled(
 }
 
 /// Runs a blocking southbound call off the runtime (efbd calls it from its owner thread).
-async fn apply(driver: &Driver, next: &Arc<Config>, offline: bool) -> Result<Vec<String>, String> {
+async fn apply(
+    driver: &Driver,
+    next: &Arc<Config>,
+    offline: bool,
+) -> Result<Vec<String>, ChipError> {
     let mut d = driver.clone();
     let next = running(next);
     tokio::task::spawn_blocking(move || d.apply(&next, &next, offline))
@@ -204,9 +208,10 @@ async fn a_refused_commit_leaves_the_target_as_it_was() {
     let big = config(&lines);
     let refused = apply(&driver, &big, false).await.unwrap_err();
     assert!(
-        refused.contains("flow[name='many") && refused.contains("full"),
-        "{refused}"
+        matches!(&refused, ChipError::TableFull { table, .. } if table == "flows"),
+        "{refused:?}"
     );
+    assert!(refused.to_string().contains("flow[name='many"), "{refused}");
     assert_eq!(
         entries_on_target(&servers).await,
         before,
@@ -233,9 +238,10 @@ async fn without_the_chip_a_commit_fails_unless_offline() {
     let changed = config("set ecofilter-balancer flow x priority 9");
     let err = apply(&driver, &changed, false).await.unwrap_err();
     assert!(
-        err.contains("not reachable") && err.contains("offline"),
-        "{err}"
+        matches!(&err, ChipError::Unreachable { address, .. } if address == "127.0.0.1:1"),
+        "{err:?}"
     );
+    assert!(err.to_string().contains("commit offline"), "{err}");
     let ok = apply(&driver, &changed, true).await.unwrap();
     assert!(ok[0].contains("NOT programmed"), "{ok:?}");
     assert!(!driver.status().in_sync);

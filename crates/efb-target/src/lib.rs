@@ -7,6 +7,7 @@
 
 pub mod arbitration;
 pub mod bytes;
+pub mod checks;
 pub mod control;
 pub mod device;
 pub mod error;

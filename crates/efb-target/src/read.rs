@@ -6,10 +6,11 @@
 use efb_p4info::TableInfo;
 use p4runtime_proto::p4::v1::{self as p4, entity};
 
+use crate::checks::check_key;
 use crate::device::{Device, Pipeline, State};
 use crate::error::{TargetError, batch_status};
 use crate::profile::Profile;
-use crate::tables::{Entry, Table, check_key};
+use crate::tables::{Entry, Table};
 
 /// Entities per ReadResponse message.
 const CHUNK: usize = 1000;

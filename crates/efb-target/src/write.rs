@@ -8,13 +8,11 @@ use efb_p4info::{P4InfoIndex, TableInfo};
 use p4runtime_proto::p4::v1::{self as p4, entity, update, write_request::Atomicity};
 use tonic::Code;
 
+use crate::checks::{self, ActionUse, check_action, check_key, check_table_action};
 use crate::device::{Device, State};
 use crate::error::{TargetError, batch_status};
 use crate::profile::Profile;
-use crate::tables::{
-    self, ActionUse, ActionValue, DefaultEntry, Entry, Group, Objects, check_action, check_key,
-    check_table_action,
-};
+use crate::tables::{self, ActionValue, DefaultEntry, Entry, Group, Objects};
 
 /// How to undo one applied update.
 enum Undo {
@@ -232,7 +230,7 @@ impl Batch<'_> {
         &mut self,
         table: &TableInfo,
         e: &p4::TableEntry,
-        key: tables::Key,
+        key: checks::Key,
     ) -> Result<(), TargetError> {
         let action = e
             .action
@@ -297,7 +295,7 @@ impl Batch<'_> {
         &mut self,
         table: &TableInfo,
         e: &p4::TableEntry,
-        key: tables::Key,
+        key: checks::Key,
     ) -> Result<(), TargetError> {
         let new_action = match &e.action {
             Some(a) => Some(check_table_action(
@@ -322,7 +320,7 @@ impl Batch<'_> {
         self.store(table, e, key.bytes, entry, Some(old))
     }
 
-    fn delete(&mut self, table: &TableInfo, key: tables::Key) -> Result<(), TargetError> {
+    fn delete(&mut self, table: &TableInfo, key: checks::Key) -> Result<(), TargetError> {
         let t = self.table_mut(table.id)?;
         let old = t
             .remove(&key.bytes)

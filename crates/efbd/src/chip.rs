@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use efb_model::Config;
+use efb_model::{Config, ModelIds, ReadError};
 use efb_p4::platform::PortCounters;
 use efb_p4::{Driver, DriverSettings, DriverStatus};
 use efb_p4info::{PortMap, PortName};
-use efb_yang::{DataPath, Schema};
+use efb_yang::{DataPath, Schema, Segment};
 
 /// Starts the driver for `running` (inside the runtime): it connects, reconciles and keeps
 /// the chip in sync from then on.
@@ -82,25 +82,62 @@ pub enum Flows {
     All,
 }
 
-/// The lists whose entries carry counters.
-pub const FLOW_LIST: &str = "/ecofilter-balancer:ecofilter-balancer/flow";
-pub const PORT_LIST: &str = "/ecofilter-balancer:ports/port";
+/// The lists whose entries carry counters, resolved once from the typed model's names.
+#[derive(Clone, Debug)]
+pub struct CounterLists {
+    flows: DataPath,
+    ports: DataPath,
+}
 
-impl Wanted {
+impl CounterLists {
+    pub fn of(schema: &Schema) -> Result<CounterLists, ReadError> {
+        let ids = ModelIds::new(schema)?;
+        let every_entry = |list| DataPath {
+            segments: schema.lineage(list).into_iter().map(Segment::new).collect(),
+        };
+        Ok(CounterLists {
+            flows: every_entry(ids.flow_list()),
+            ports: every_entry(ids.port_list()),
+        })
+    }
+
     /// The counters under `path` (or above it: the root wants all).
-    pub fn under(schema: &Schema, path: &DataPath) -> Wanted {
-        let list = |name: &str| DataPath::parse(schema, name).ok();
-        let overlaps = |name: &str| list(name).is_some_and(|l| l.overlaps(path));
-        let flows = match list(FLOW_LIST) {
-            Some(flows) if flows.overlaps(path) => one_flow(&flows, path)
+    pub fn under(&self, path: &DataPath) -> Wanted {
+        let flows = if self.flows.overlaps(path) {
+            one_flow(&self.flows, path)
                 .map(|name| Flows::Only(vec![name]))
-                .unwrap_or(Flows::All),
-            _ => Flows::None,
+                .unwrap_or(Flows::All)
+        } else {
+            Flows::None
         };
         Wanted {
             flows,
-            ports: overlaps(PORT_LIST),
+            ports: self.ports.overlaps(path),
         }
+    }
+
+    /// Every entry's counters of the lists `covers` accepts (gNMI patterns).
+    pub fn covered(&self, covers: impl Fn(&DataPath) -> bool) -> Wanted {
+        Wanted {
+            flows: if covers(&self.flows) {
+                Flows::All
+            } else {
+                Flows::None
+            },
+            ports: covers(&self.ports),
+        }
+    }
+}
+
+impl Wanted {
+    /// No counters: nothing to read from the chip.
+    pub const NOTHING: Wanted = Wanted {
+        flows: Flows::None,
+        ports: false,
+    };
+
+    pub fn is_nothing(&self) -> bool {
+        *self == Wanted::NOTHING
     }
 }
 
@@ -113,7 +150,7 @@ fn one_flow(flows: &DataPath, path: &DataPath) -> Option<String> {
 }
 
 /// Reads the counters (blocking: not to be called on the runtime's threads).
-pub fn counters(driver: &Driver, config: &Config, wanted: Wanted) -> Counters {
+pub fn counters(driver: &Driver, config: &Config, wanted: &Wanted) -> Counters {
     let mut out = Counters::default();
     // Some(None): every flow. Only configured names: counters for another would make it
     // appear.
@@ -162,7 +199,7 @@ mod tests {
     fn wanted(path: &str) -> Wanted {
         let schema = Schema::load().expect("schema");
         let path = DataPath::parse(&schema, path).expect("a path");
-        Wanted::under(&schema, &path)
+        CounterLists::of(&schema).expect("lists").under(&path)
     }
 
     #[test]
@@ -179,6 +216,22 @@ mod tests {
         let ports = wanted("/ecofilter-balancer:ports/port[name='p1']");
         assert_eq!((ports.flows, ports.ports), (Flows::None, true));
         let units = wanted("/ecofilter-balancer:ecofilter-balancer/ecofilter-unit");
-        assert_eq!((units.flows, units.ports), (Flows::None, false));
+        assert!(units.is_nothing());
+    }
+
+    #[test]
+    fn the_counter_lists_are_the_flow_and_port_lists() {
+        let schema = Schema::load().expect("schema");
+        let lists = CounterLists::of(&schema).expect("lists");
+        assert_eq!(
+            lists.flows.display(&schema),
+            "/ecofilter-balancer:ecofilter-balancer/flow"
+        );
+        assert_eq!(
+            lists.ports.display(&schema),
+            "/ecofilter-balancer:ports/port"
+        );
+        let covered = lists.covered(|list| list == &lists.ports);
+        assert_eq!((covered.flows, covered.ports), (Flows::None, true));
     }
 }

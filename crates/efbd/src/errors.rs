@@ -1,11 +1,16 @@
-//! The one place where our errors become gRPC statuses (and so the shell's messages).
-//! Every status the management API returns passes through [`bounded`]: its message never
-//! grows past [`MESSAGE_BYTES`], whatever input it quotes, so it always reaches the client.
+//! Where the management API's errors become gRPC statuses (and so the shell's messages).
+//! The code of each kind of error is gNMI's too: [`efb_gnmi::errors::code`] is the one
+//! table. Every status the management API returns passes through [`bounded`]: its message
+//! never grows past [`efb_yang::text::MESSAGE_BYTES`], whatever input it quotes, so it
+//! always reaches the client.
 
-use efb_datastore::DatastoreError;
+use efb_datastore::{ChipError, DatastoreError};
+use efb_gnmi::errors::code;
 use efb_yang::Problem;
-use efb_yang::text::{self, MESSAGE_BYTES};
+use efb_yang::text;
 use tonic::Status;
+
+pub use efb_gnmi::errors::bounded;
 
 use crate::owner::OwnerGone;
 
@@ -14,38 +19,21 @@ pub const MAX_SESSIONS_SETTING: &str = "management.max_sessions";
 pub const IDLE_TIMEOUT_SETTING: &str = "management.session_idle_timeout_s";
 
 pub fn status(e: DatastoreError) -> Status {
-    let message = e.to_string();
-    let status = match &e {
-        DatastoreError::Invalid { .. } | DatastoreError::Edit(_) | DatastoreError::Refused(_) => {
-            Status::invalid_argument(message)
-        }
-        DatastoreError::Conflict { .. } => Status::aborted(message),
-        DatastoreError::UnknownSession(_) | DatastoreError::NotFound(_) => {
-            Status::not_found(message)
-        }
-        DatastoreError::SessionExpired { .. } => {
-            Status::not_found(format!("{message} ({IDLE_TIMEOUT_SETTING})"))
-        }
-        DatastoreError::TooManySessions { .. } => {
-            Status::resource_exhausted(format!("{message} ({MAX_SESSIONS_SETTING})"))
-        }
-        DatastoreError::Locked { .. } => Status::unavailable(message),
-        DatastoreError::Southbound(_) => Status::failed_precondition(message),
-        DatastoreError::Storage(_) => Status::internal(message),
+    let message = match &e {
+        DatastoreError::SessionExpired { .. } => format!("{e} ({IDLE_TIMEOUT_SETTING})"),
+        DatastoreError::TooManySessions { .. } => format!("{e} ({MAX_SESSIONS_SETTING})"),
+        _ => e.to_string(),
     };
-    bounded(status)
+    bounded(Status::new(code(e.kind()), message))
+}
+
+/// The chip did not take a change of state (a bypass mode).
+pub fn chip(e: ChipError) -> Status {
+    bounded(Status::new(code(e.kind()), e.to_string()))
 }
 
 pub fn problems(code: tonic::Code, problems: &[Problem]) -> Status {
     bounded(Status::new(code, text::problem_lines(problems, "")))
-}
-
-/// `status` with its message cut to [`MESSAGE_BYTES`] (saying how long it was).
-pub fn bounded(status: Status) -> Status {
-    match text::bound(status.message(), MESSAGE_BYTES) {
-        std::borrow::Cow::Borrowed(_) => status,
-        std::borrow::Cow::Owned(message) => Status::new(status.code(), message),
-    }
 }
 
 impl From<OwnerGone> for Status {
@@ -56,6 +44,9 @@ impl From<OwnerGone> for Status {
 
 #[cfg(test)]
 mod tests {
+    use efb_datastore::Refusals;
+    use efb_yang::text::MESSAGE_BYTES;
+
     use super::*;
 
     #[test]
@@ -87,5 +78,64 @@ mod tests {
         });
         assert_eq!(expired.code(), tonic::Code::NotFound);
         assert!(expired.message().starts_with("session expired"));
+    }
+
+    /// One of each kind the datastore and the chip give.
+    fn every_kind() -> Vec<DatastoreError> {
+        vec![
+            DatastoreError::Edit(vec![Problem::new("/x", "bad")]),
+            DatastoreError::Refused("comment too long".into()),
+            DatastoreError::Conflict {
+                paths: vec!["/x".into()],
+                since: "2 by a".into(),
+            },
+            DatastoreError::UnknownSession(3),
+            DatastoreError::NotFound("rollback 9".into()),
+            DatastoreError::TooManySessions { max: 2 },
+            DatastoreError::Locked { path: "db".into() },
+            DatastoreError::Storage("disk".into()),
+            DatastoreError::Southbound(ChipError::Unreachable {
+                address: "chip:9559".into(),
+                message: "nothing was changed".into(),
+            }),
+            DatastoreError::Southbound(ChipError::Lost("gone".into())),
+            DatastoreError::Southbound(ChipError::TableFull {
+                table: "flows".into(),
+                refusals: Refusals::default(),
+            }),
+            DatastoreError::Southbound(ChipError::Refused(Refusals::default())),
+            DatastoreError::Southbound(ChipError::WriteRefused("no".into())),
+        ]
+    }
+
+    #[test]
+    fn gnmi_and_the_management_api_give_each_kind_the_same_code() {
+        use efb_gnmi::backend::BackendError;
+        use tonic::Code;
+
+        let management: Vec<Code> = every_kind().into_iter().map(|e| status(e).code()).collect();
+        let gnmi: Vec<Code> = every_kind()
+            .into_iter()
+            .map(|e| efb_gnmi::errors::backend(BackendError::from(e)).code())
+            .collect();
+        assert_eq!(management, gnmi);
+        assert_eq!(
+            management,
+            [
+                Code::InvalidArgument,
+                Code::InvalidArgument,
+                Code::Aborted,
+                Code::NotFound,
+                Code::NotFound,
+                Code::ResourceExhausted,
+                Code::Unavailable,
+                Code::Internal,
+                Code::Unavailable,
+                Code::Unavailable,
+                Code::ResourceExhausted,
+                Code::FailedPrecondition,
+                Code::FailedPrecondition,
+            ]
+        );
     }
 }

@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio::sync::broadcast;
 use tracing::{info, warn};
 
+use crate::chip::CounterLists;
 use crate::gnmi_backend::GnmiBackend;
 use crate::owner::Owner;
 use crate::settings::{Gnmi, Settings};
@@ -54,6 +55,7 @@ pub async fn prepare(
     owner: Owner,
     schema: Arc<Schema>,
     snapshots: broadcast::Sender<Arc<Snapshot>>,
+    counter_lists: CounterLists,
 ) -> Result<Option<Server>> {
     let gnmi = &settings.gnmi;
     if !gnmi.enabled {
@@ -107,6 +109,7 @@ pub async fn prepare(
         owner,
         schema,
         snapshots,
+        counter_lists,
     });
     Ok(Some(Server {
         listener,

@@ -1,5 +1,6 @@
 //! efbd, the EcoFilter Balancer daemon: it owns the datastore (one thread, see [`owner`])
-//! and serves the management API the shell uses ([`service`]) and gNMI ([`gnmi_server`]).
+//! and serves the management API the shell uses ([`service`]), the model's operations
+//! ([`rpcs`]) and gNMI ([`gnmi_server`]). The owner imports none of the servers.
 
 pub mod chip;
 pub mod errors;
@@ -7,6 +8,7 @@ pub mod gnmi_backend;
 pub mod gnmi_server;
 pub mod liveness;
 pub mod owner;
+pub mod rpcs;
 pub mod service;
 pub mod settings;
 pub mod state;

@@ -1,8 +1,8 @@
 //! efbd's side of liveness: a task that probes the pairs of every unit with a liveness
 //! profile (keep-alives out through the driver, back as packet-ins), and hands each status
-//! change to the configuration owner, which updates the live state, programs the chip and
-//! logs it. Probing never waits for the owner or for a commit: a 4-second commit must not
-//! make healthy filters look dead.
+//! change on (to the configuration owner, which updates the live state, programs the chip
+//! and logs it). Probing never waits for the owner or for a commit: a 4-second commit must
+//! not make healthy filters look dead.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,6 @@ use tokio::sync::{mpsc, watch};
 use tracing::{error, warn};
 
 use crate::chip;
-use crate::owner::Owner;
 
 /// Frames waiting between the driver and the probing task.
 const PACKET_IN_QUEUE: usize = 8192;
@@ -67,27 +66,22 @@ impl Liveness {
 }
 
 impl Task {
-    /// Runs until `stop` turns true. The returned task ends once nothing of liveness holds
-    /// the owner any more (efbd waits for it before it waits for the owner).
+    /// Runs until `stop` turns true, handing every batch of status changes to `changes`,
+    /// which must not wait. The returned task ends once `changes` is dropped (efbd waits for
+    /// it before it waits for the owner `changes` holds).
     pub fn spawn(
         self,
         driver: Driver,
-        owner: Owner,
+        changes: impl Fn(Vec<Change>) + Send + 'static,
         stop: watch::Receiver<bool>,
     ) -> tokio::task::JoinHandle<()> {
-        let (changes, pending) = mpsc::unbounded_channel();
-        let handing = tokio::spawn(hand_to_owner(owner, pending));
-        let probing = tokio::spawn(self.run(driver, changes, stop));
-        tokio::spawn(async move {
-            let _ = probing.await;
-            let _ = handing.await;
-        })
+        tokio::spawn(self.run(driver, changes, stop))
     }
 
     async fn run(
         mut self,
         driver: Driver,
-        changes: mpsc::UnboundedSender<Vec<Change>>,
+        changes: impl Fn(Vec<Change>),
         mut stop: watch::Receiver<bool>,
     ) {
         let (packet_ins, mut received) = mpsc::channel(PACKET_IN_QUEUE);
@@ -125,7 +119,7 @@ impl Task {
         self.engine.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn probe(&self, driver: &Driver, changes: &mpsc::UnboundedSender<Vec<Change>>) {
+    fn probe(&self, driver: &Driver, changes: &impl Fn(Vec<Change>)) {
         let (probes, found) = self.lock().tick(Instant::now(), SystemTime::now());
         let mut unsent = Vec::new();
         for probe in probes {
@@ -138,7 +132,7 @@ impl Task {
             engine.not_sent(&unit, &pair);
         }
         if !found.is_empty() {
-            let _ = changes.send(found);
+            changes(found);
         }
     }
 
@@ -196,20 +190,6 @@ fn specs(config: &Config, ids: &efb_p4::ids::Ids, map: &PortMap) -> Vec<PairSpec
         }
     }
     out
-}
-
-/// Hands changes to the owner one batch after the other, so that the probing task never
-/// waits for it.
-async fn hand_to_owner(owner: Owner, mut pending: mpsc::UnboundedReceiver<Vec<Change>>) {
-    while let Some(changes) = pending.recv().await {
-        if owner
-            .call(move |s| s.liveness_changed(changes))
-            .await
-            .is_err()
-        {
-            break;
-        }
-    }
 }
 
 fn rx_timestamp_field() -> Option<u32> {

@@ -11,7 +11,7 @@ use efb_datastore::{Datastore, DatastoreError, OpenOptions};
 use efb_gnmi::listen;
 use efb_mgmt_proto::v1::management_server::ManagementServer;
 use efb_yang::Schema;
-use efbd::chip;
+use efbd::chip::{self, CounterLists};
 use efbd::gnmi_server as gnmi;
 use efbd::liveness::Liveness;
 use efbd::owner::{Owner, OwnerState};
@@ -99,21 +99,27 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     );
     // Subscribers that fall this many snapshots behind are told so and dropped.
     let (snapshots, _) = tokio::sync::broadcast::channel(SNAPSHOT_QUEUE);
+    let counter_lists = CounterLists::of(&schema).context("the lists with counters")?;
     let mut state = OwnerState::new(datastore, snapshots.clone());
-    state
-        .datastore
-        .set_session_limits(settings.management.session_limits());
+    state.set_session_limits(settings.management.session_limits());
     let driver = start_driver(&settings, &state)?;
     let mut probing = None;
     if let Some(driver) = &driver {
         state.attach_driver(driver.clone());
-        let (liveness, task) = Liveness::new(state.datastore.running().config.clone());
-        state.liveness = Some(liveness);
+        let (liveness, task) = Liveness::new(state.running_config());
+        state.attach_liveness(liveness);
         probing = Some((task, driver.clone()));
     }
     let (owner, owner_thread) = Owner::start(state).context("starting the configuration owner")?;
     let (stop, stopped) = watch::channel(false);
-    let probing = probing.map(|(task, driver)| task.spawn(driver, owner.clone(), stopped.clone()));
+    let probing = probing.map(|(task, driver)| {
+        let owner = owner.clone();
+        // The owner gone, efbd is stopping: the changes do not matter any more.
+        let to_owner = move |changes| {
+            let _ = owner.liveness_changed(changes);
+        };
+        task.spawn(driver, to_owner, stopped.clone())
+    });
 
     let limits = settings
         .management
@@ -123,7 +129,14 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         .await
         .with_context(|| format!("listening on {}", settings.management.listen))?;
     let address = listener.local_addr()?;
-    let gnmi = gnmi::prepare(&settings, owner.clone(), schema.clone(), snapshots).await?;
+    let gnmi = gnmi::prepare(
+        &settings,
+        owner.clone(),
+        schema.clone(),
+        snapshots,
+        counter_lists.clone(),
+    )
+    .await?;
     // Scripts and tests read these lines to find ports chosen by the system; written at
     // once, before anything else goes to standard output.
     print!(
@@ -140,7 +153,12 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     });
     let gnmi_task = gnmi.map(|server| tokio::spawn(server.serve(until(stopped.clone()))));
 
-    let service = Service::new(owner, schema, settings.datastore.display().to_string());
+    let service = Service::new(
+        owner,
+        schema,
+        counter_lists,
+        settings.datastore.display().to_string(),
+    );
     let server = ManagementServer::new(service)
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE);
@@ -174,7 +192,7 @@ fn start_driver(settings: &Settings, state: &OwnerState) -> Result<Option<efb_p4
         info!("no data plane: commits change the configuration only");
         return Ok(None);
     }
-    let running = state.datastore.running().config.clone();
+    let running = state.running_config();
     chip::start(
         &p4runtime.target,
         p4runtime.device_id,

@@ -1,51 +1,80 @@
 //! The one owner of the configuration: a thread holding the datastore, running the jobs
 //! clients send it one after the other, and rolling back a `commit confirmed` when its time
 //! is up. Requests never share the data; commits are serialized without locks.
+//!
+//! The servers (management API, gNMI, the model's operations) see [`OwnerState`] only
+//! through its methods, named after what a client asks for; this module imports none of
+//! them.
 
+use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use std::sync::Arc;
-
-use std::collections::BTreeMap;
-
 use efb_balancing::LiveState;
-use efb_datastore::Datastore;
-use efb_gnmi::backend::Snapshot;
-use efb_liveness::Change;
+use efb_datastore::{
+    CommitInfo, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, LoadMode,
+    LoadOutcome, SessionId, SessionLimits,
+};
+use efb_gnmi::backend::{Pending, Snapshot};
+use efb_liveness::{Change, PairState};
+use efb_model::Config;
+use efb_yang::{DataTree, Schema};
 use tokio::sync::broadcast;
 use tracing::{error, info, warn};
 
-use crate::liveness::{self, Liveness};
-use crate::state;
+use crate::chip::{self, Wanted};
+use crate::liveness::Liveness;
+use crate::state::Known;
+
+mod live;
+
+pub use live::{BypassError, LookupError, SessionRoute};
 
 /// What the owner thread holds.
 pub struct OwnerState {
-    pub datastore: Datastore,
-    /// What the daemon knows of the data plane's state: bypass modes set by operators.
-    /// Pair liveness joins it once keep-alives run.
-    pub live: LiveState,
+    datastore: Datastore,
+    /// What the daemon knows of the data plane's state: bypass modes set by operators, and
+    /// pair liveness once keep-alives run.
+    live: LiveState,
     /// Bumped by every change of `live`.
-    pub state_version: u64,
-    pub started: Instant,
+    state_version: u64,
+    started: Instant,
     /// Where snapshots go after each change (to gNMI subscribers).
-    pub snapshots: broadcast::Sender<Arc<Snapshot>>,
+    snapshots: broadcast::Sender<Arc<Snapshot>>,
     /// The last snapshot published.
-    pub latest: Arc<Snapshot>,
+    latest: Arc<Snapshot>,
     /// The southbound driver, once attached: it programs the chip at every commit.
-    pub driver: Option<efb_p4::Driver>,
+    driver: Option<efb_p4::Driver>,
     /// Keep-alive probing, when there is a chip to probe through.
-    pub liveness: Option<Liveness>,
+    liveness: Option<Liveness>,
 }
 
+/// The daemon as `show system status` tells it.
+#[derive(Clone, Debug)]
+pub struct Status {
+    pub uptime: Duration,
+    pub running_commit_id: u64,
+    pub confirm_deadline: Option<SystemTime>,
+    pub sessions: usize,
+    /// The chip in one line.
+    pub chip: String,
+}
+
+/// Start-up: the datastore, and the chip and its keep-alives when there is one.
 impl OwnerState {
     pub fn new(datastore: Datastore, snapshots: broadcast::Sender<Arc<Snapshot>>) -> OwnerState {
-        let live = LiveState::all_up();
-        let latest = Arc::new(snapshot(&datastore, &live, &[], 0));
+        // Nothing known yet: no chip, nothing probed, every pair up.
+        let known = Known {
+            running: datastore.running().clone(),
+            live: LiveState::all_up(),
+            pairs: Vec::new(),
+            driver: None,
+        };
+        let latest = Arc::new(snapshot(datastore.schema(), &known, 0));
         OwnerState {
             datastore,
-            live,
+            live: known.live,
             state_version: 0,
             started: Instant::now(),
             snapshots,
@@ -55,63 +84,209 @@ impl OwnerState {
         }
     }
 
+    pub fn set_session_limits(&mut self, limits: SessionLimits) {
+        self.datastore.set_session_limits(limits);
+    }
+
+    pub fn running_config(&self) -> Arc<Config> {
+        self.datastore.running().config.clone()
+    }
+
     /// From now on every commit programs the chip through `driver` before it is accepted.
     pub fn attach_driver(&mut self, driver: efb_p4::Driver) {
         self.datastore.set_southbound(Box::new(driver.clone()));
         self.driver = Some(driver);
     }
 
-    /// Pushes a change of bypass modes to the chip.
-    pub fn program_live(&mut self) -> Result<usize, String> {
-        self.state_version += 1;
-        match &self.driver {
-            Some(driver) => driver.set_live(self.live.clone()),
-            None => Ok(0),
+    /// From now on probing follows every commit, and the state shows what it finds.
+    pub fn attach_liveness(&mut self, liveness: Liveness) {
+        self.liveness = Some(liveness);
+    }
+}
+
+/// Sessions and their candidates (the shell's configuration mode).
+impl OwnerState {
+    pub fn schema(&self) -> &Arc<Schema> {
+        self.datastore.schema()
+    }
+
+    /// A request arrived: idle sessions are closed; the request's own (when it names one,
+    /// not 0) is not idle any more.
+    pub fn note_request(&mut self, session: SessionId) {
+        self.datastore.expire_idle_sessions();
+        if session != 0 {
+            self.datastore.touch(session);
         }
     }
 
-    /// Pairs whose liveness changed: logged, the live state updated, the chip programmed
-    /// (only the entries the change touches), the units whose status follows logged too.
-    pub fn liveness_changed(&mut self, changes: Vec<Change>) {
-        let config = self.datastore.running().config.clone();
-        let before = liveness::unit_statuses(&config, &self.live);
-        for c in &changes {
-            let key = (c.unit.clone(), c.pair.clone());
-            if c.new.is_live() {
-                self.live.down_pairs.remove(&key);
-                info!(unit = %c.unit, pair = %c.pair, old = c.old.as_str(), new = c.new.as_str(), reason = %c.reason, "pair-state-change");
-            } else {
-                self.live.down_pairs.insert(key);
-                warn!(unit = %c.unit, pair = %c.pair, old = c.old.as_str(), new = c.new.as_str(), reason = %c.reason, "pair-state-change");
-            }
-        }
-        self.state_version += 1;
-        if let Some(driver) = &self.driver {
-            match driver.set_liveness(self.live.clone()) {
-                Ok(written) => {
-                    // From the verdict to the chip's acknowledgement: how long traffic still
-                    // went to a dead filter after liveness knew.
-                    let latency = changes.first().map(|c| c.at.elapsed()).unwrap_or_default();
-                    info!(
-                        written,
-                        verdict_to_chip_us = latency.as_micros() as u64,
-                        "liveness programmed"
-                    );
-                }
-                Err(e) => error!(%e, "a liveness change could not be written to the chip"),
-            }
-        }
-        let reason = match changes.as_slice() {
-            [one] => format!("pair {} {}", one.pair, one.new.as_str()),
-            many => format!("{} pairs changed", many.len()),
-        };
-        log_unit_changes(
-            &before,
-            &liveness::unit_statuses(&config, &self.live),
-            &reason,
-        );
+    pub fn open_session(&mut self, user: &str) -> Result<SessionId, DatastoreError> {
+        self.datastore.open_client_session(user)
     }
 
+    pub fn close_session(&mut self, session: SessionId) {
+        self.datastore.close_session(session);
+    }
+
+    pub fn edit_lines(&mut self, session: SessionId, lines: &str) -> Result<usize, DatastoreError> {
+        self.datastore.edit_lines(session, lines)
+    }
+
+    pub fn load_lines(
+        &mut self,
+        session: SessionId,
+        mode: LoadMode,
+        text: &str,
+    ) -> Result<usize, DatastoreError> {
+        self.datastore.load_lines(session, mode, text)
+    }
+
+    pub fn load_json(
+        &mut self,
+        session: SessionId,
+        mode: LoadMode,
+        text: &str,
+    ) -> Result<LoadOutcome, DatastoreError> {
+        self.datastore.load_json(session, mode, text)
+    }
+
+    pub fn discard(&mut self, session: SessionId) -> Result<(), DatastoreError> {
+        self.datastore.discard(session)
+    }
+
+    /// The session's candidate becomes the configuration of `index` commits ago.
+    pub fn rollback(&mut self, session: SessionId, index: usize) -> Result<(), DatastoreError> {
+        self.datastore.rollback(session, index)
+    }
+
+    /// What the session's candidate changes against running.
+    pub fn compare(&self, session: SessionId) -> Result<Vec<efb_yang::Change>, DatastoreError> {
+        self.datastore.compare(session)
+    }
+
+    pub fn candidate(&self, session: SessionId) -> Result<DataTree, DatastoreError> {
+        self.datastore.candidate(session).cloned()
+    }
+}
+
+/// Commits, from the shell and from gNMI.
+impl OwnerState {
+    /// Commits a session's candidate.
+    pub fn commit(
+        &mut self,
+        session: SessionId,
+        request: CommitRequest,
+    ) -> Result<CommitOutcome, DatastoreError> {
+        self.datastore.commit(session, request)
+    }
+
+    /// One gNMI Set: a session of its own, the edits, the commit; all or nothing.
+    pub fn gnmi_commit(
+        &mut self,
+        user: &str,
+        edits: &[Edit],
+        confirm: Option<Duration>,
+    ) -> Result<CommitOutcome, DatastoreError> {
+        let ds = &mut self.datastore;
+        let session = ds.open_session(user);
+        let result = ds.edit(session, edits).and_then(|()| {
+            ds.commit(
+                session,
+                CommitRequest {
+                    comment: Some("gNMI Set".to_string()),
+                    confirm_timeout: confirm,
+                    ..CommitRequest::default()
+                },
+            )
+        });
+        ds.close_session(session);
+        result
+    }
+
+    /// Confirms the pending `commit confirmed`; returns the commit it confirmed.
+    pub fn confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
+        self.datastore.confirm()
+    }
+
+    /// The pending `commit confirmed`, if any.
+    pub fn pending_confirm(&self) -> Option<Pending> {
+        self.datastore
+            .pending_confirm_deadline()
+            .map(|deadline| Pending {
+                commit_id: self.datastore.running().commit_id,
+                deadline,
+            })
+    }
+
+    /// Rolls the pending `commit confirmed` back now; returns the commit it undid.
+    pub fn cancel_pending_confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
+        let pending = self.pending_confirm().map(|p| p.commit_id);
+        self.datastore.cancel_pending_confirm().map(|_| pending)
+    }
+
+    /// Running becomes the startup configuration.
+    pub fn save(&mut self) -> Result<(), DatastoreError> {
+        self.datastore.save()
+    }
+}
+
+/// Reading the configuration, its history and the daemon.
+impl OwnerState {
+    pub fn running_tree(&self) -> DataTree {
+        self.datastore.running().tree.clone()
+    }
+
+    pub fn startup(&self) -> Result<Option<DataTree>, DatastoreError> {
+        self.datastore.startup()
+    }
+
+    pub fn history(&self) -> Vec<CommitInfo> {
+        self.datastore.history()
+    }
+
+    /// What the commit `index` commits ago changed.
+    pub fn commit_changes(&self, index: usize) -> Result<Vec<efb_yang::Change>, DatastoreError> {
+        self.datastore.commit_changes(index)
+    }
+
+    pub fn status(&self) -> Status {
+        Status {
+            uptime: self.started.elapsed(),
+            running_commit_id: self.datastore.running().commit_id,
+            confirm_deadline: self.datastore.pending_confirm_deadline(),
+            sessions: self.datastore.session_count(),
+            chip: self.driver.as_ref().map_or_else(
+                || "not programmed: efbd runs without a data plane".to_string(),
+                |d| chip::describe(&d.status()),
+            ),
+        }
+    }
+
+    /// The last snapshot published to gNMI.
+    pub fn latest_snapshot(&self) -> Arc<Snapshot> {
+        self.latest.clone()
+    }
+
+    /// What the daemon knows now, to build the operational tree from (with or without the
+    /// chip's counters) off this thread.
+    pub fn known(&self) -> Known {
+        Known {
+            running: self.datastore.running().clone(),
+            live: self.live.clone(),
+            pairs: self.pairs(),
+            driver: self.driver.clone(),
+        }
+    }
+
+    fn pairs(&self) -> Vec<PairState> {
+        self.liveness
+            .as_ref()
+            .map(Liveness::pairs)
+            .unwrap_or_default()
+    }
+}
+
+/// Publishing to gNMI.
+impl OwnerState {
     /// Publishes a new snapshot when a commit or a state change happened since the last
     /// one. Called after each job, so subscribers never see a change before it is committed.
     fn publish_if_changed(&mut self) {
@@ -122,69 +297,25 @@ impl OwnerState {
         if commit_id != self.latest.commit_id
             && let Some(liveness) = &self.liveness
         {
-            liveness.config_changed(self.datastore.running().config.clone());
+            liveness.config_changed(self.running_config());
         }
-        let pairs = self
-            .liveness
-            .as_ref()
-            .map(Liveness::pairs)
-            .unwrap_or_default();
-        let next = Arc::new(snapshot(
-            &self.datastore,
-            &self.live,
-            &pairs,
-            self.state_version,
-        ));
+        let next = Arc::new(snapshot(self.schema(), &self.known(), self.state_version));
         self.latest = next.clone();
         // No subscriber is not an error.
         let _ = self.snapshots.send(next);
     }
 }
 
-/// Logs every unit whose status differs between `before` and `after`.
-pub fn log_unit_changes(
-    before: &BTreeMap<String, (bool, usize)>,
-    after: &BTreeMap<String, (bool, usize)>,
-    reason: &str,
-) {
-    for (unit, (active, live_pairs)) in after {
-        let old = before.get(unit).map(|(a, _)| *a);
-        if old.is_some_and(|old| old != *active) {
-            warn!(
-                unit = %unit,
-                old = liveness::unit_status_name(!active),
-                new = liveness::unit_status_name(*active),
-                live_pairs,
-                reason,
-                "unit-state-change"
-            );
-        }
-    }
-}
-
-fn snapshot(
-    datastore: &Datastore,
-    live: &LiveState,
-    pairs: &[efb_liveness::PairState],
-    state_version: u64,
-) -> Snapshot {
-    let running = datastore.running();
+/// Configuration and state as `known`; counters are read when a client asks for them.
+fn snapshot(schema: &Schema, known: &Known, state_version: u64) -> Snapshot {
     Snapshot {
-        commit_id: running.commit_id,
+        commit_id: known.running.commit_id,
         state_version,
         timestamp_ns: SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64),
-        running: running.tree.clone(),
-        operational: state::operational_tree(
-            datastore.schema(),
-            running,
-            state::Known {
-                live,
-                counters: None,
-                pairs,
-            },
-        ),
+        running: known.running.tree.clone(),
+        operational: known.tree(schema, &Wanted::NOTHING),
     }
 }
 
@@ -224,6 +355,13 @@ impl Owner {
         });
         self.queue.send(job).map_err(|_| OwnerGone)?;
         answer.await.map_err(|_| OwnerGone)
+    }
+
+    /// Hands pair liveness changes to the owner without waiting for it: probing must never
+    /// wait for a commit. Changes are applied in the order they were handed.
+    pub fn liveness_changed(&self, changes: Vec<Change>) -> Result<(), OwnerGone> {
+        let job: Job = Box::new(move |state| state.liveness_changed(changes));
+        self.queue.send(job).map_err(|_| OwnerGone)
     }
 }
 

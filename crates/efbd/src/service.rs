@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use efb_datastore::{CommitRequest as DsCommit, Datastore, DatastoreError, LoadMode};
+use efb_datastore::{CommitRequest as DsCommit, DatastoreError, LoadMode};
 use efb_mgmt_proto::v1::management_server::Management;
 use efb_mgmt_proto::v1::*;
 use efb_yang::json::{self, PrintOptions};
@@ -13,10 +13,10 @@ use efb_yang::{DataPath, DataTree, NodeRef, Schema, setlines};
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
 
+use crate::chip::{CounterLists, Wanted};
 use crate::errors::{bounded, status};
-use crate::liveness::Liveness;
 use crate::owner::{Owner, OwnerState};
-use crate::{chip, state};
+use crate::rpcs;
 
 /// Change lines a commit reply carries at most (the count is always exact).
 const MAX_CHANGE_LINES: usize = 1000;
@@ -24,14 +24,21 @@ const MAX_CHANGE_LINES: usize = 1000;
 pub struct Service {
     owner: Owner,
     schema: Arc<Schema>,
+    counter_lists: CounterLists,
     datastore_dir: String,
 }
 
 impl Service {
-    pub fn new(owner: Owner, schema: Arc<Schema>, datastore_dir: String) -> Service {
+    pub fn new(
+        owner: Owner,
+        schema: Arc<Schema>,
+        counter_lists: CounterLists,
+        datastore_dir: String,
+    ) -> Service {
         Service {
             owner,
             schema,
+            counter_lists,
             datastore_dir,
         }
     }
@@ -46,10 +53,7 @@ impl Service {
     {
         let span = info_span!("request", method, session);
         let job = move |s: &mut OwnerState| {
-            s.datastore.expire_idle_sessions();
-            if session != 0 {
-                s.datastore.touch(session);
-            }
+            s.note_request(session);
             job(s)
         };
         async { self.owner.call(job).await? }
@@ -73,33 +77,42 @@ fn ds<T>(result: Result<T, DatastoreError>) -> Result<T, Status> {
 }
 
 impl Service {
-    /// The operational tree with the counters under `path` read from the chip, off the
-    /// owner's thread (a read of 100 000 flow counters must not hold up commits).
-    async fn operational(&self, path: &DataPath) -> Result<DataTree, Status> {
-        let (running, live, driver, pairs) = self
-            .run("Get", 0, |s| {
-                let pairs = s.liveness.as_ref().map(Liveness::pairs).unwrap_or_default();
-                Ok((
-                    s.datastore.running().clone(),
-                    s.live.clone(),
-                    s.driver.clone(),
-                    pairs,
-                ))
-            })
-            .await?;
+    /// The operational tree with the counters `wanted` read from the chip, off the owner's
+    /// thread (a read of 100 000 flow counters must not hold up commits).
+    async fn operational(
+        &self,
+        method: &'static str,
+        session: u64,
+        wanted: Wanted,
+    ) -> Result<DataTree, Status> {
+        let known = self.run(method, session, |s| Ok(s.known())).await?;
         let schema = self.schema.clone();
-        let wanted = chip::Wanted::under(&schema, path);
-        tokio::task::spawn_blocking(move || {
-            let counters = driver.map(|d| chip::counters(&d, &running.config, wanted));
-            let known = state::Known {
-                live: &live,
-                counters: counters.as_ref(),
-                pairs: &pairs,
-            };
-            state::operational_tree(&schema, &running, known)
-        })
-        .await
-        .map_err(|e| Status::internal(format!("reading the counters: {e}")))
+        tokio::task::spawn_blocking(move || known.tree(&schema, &wanted))
+            .await
+            .map_err(|e| Status::internal(format!("reading the counters: {e}")))
+    }
+
+    /// A datastore's tree; the operational one without counters.
+    async fn tree(
+        &self,
+        method: &'static str,
+        which: Which,
+        session: u64,
+    ) -> Result<DataTree, Status> {
+        match which {
+            Which::Operational => self.operational(method, session, Wanted::NOTHING).await,
+            Which::Running => self.run(method, session, |s| Ok(s.running_tree())).await,
+            Which::Candidate => {
+                self.run(method, session, move |s| ds(s.candidate(session)))
+                    .await
+            }
+            Which::Startup => self
+                .run(method, session, |s| ds(s.startup()))
+                .await?
+                .ok_or_else(|| {
+                    Status::not_found("no startup configuration: nothing was saved yet")
+                }),
+        }
     }
 }
 
@@ -119,17 +132,15 @@ impl Management for Service {
         let datastore = self.datastore_dir.clone();
         let reply = self
             .run("Status", 0, move |s| {
+                let status = s.status();
                 Ok(StatusReply {
                     daemon_version: env!("CARGO_PKG_VERSION").to_string(),
                     datastore,
-                    uptime_seconds: s.started.elapsed().as_secs(),
-                    running_commit_id: s.datastore.running().commit_id,
-                    confirm_deadline_unix_ms: unix_ms(s.datastore.pending_confirm_deadline()),
-                    sessions: s.datastore.session_count() as u32,
-                    chip: s.driver.as_ref().map_or_else(
-                        || "not programmed: efbd runs without a data plane".to_string(),
-                        |d| chip::describe(&d.status()),
-                    ),
+                    uptime_seconds: status.uptime.as_secs(),
+                    running_commit_id: status.running_commit_id,
+                    confirm_deadline_unix_ms: unix_ms(status.confirm_deadline),
+                    sessions: status.sessions as u32,
+                    chip: status.chip,
                 })
             })
             .await?;
@@ -147,9 +158,7 @@ impl Management for Service {
             user
         };
         let session = self
-            .run("OpenSession", 0, move |s| {
-                ds(s.datastore.open_client_session(&user))
-            })
+            .run("OpenSession", 0, move |s| ds(s.open_session(&user)))
             .await?;
         ok(OpenSessionReply { session })
     }
@@ -157,7 +166,7 @@ impl Management for Service {
     async fn close_session(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
         let session = request.into_inner().session;
         self.run("CloseSession", session, move |s| {
-            s.datastore.close_session(session);
+            s.close_session(session);
             Ok(())
         })
         .await?;
@@ -171,13 +180,10 @@ impl Management for Service {
         let EditLinesRequest { session, lines } = request.into_inner();
         let applied = self
             .run("EditLines", session, move |s| {
-                ds(s.datastore.edit_lines(session, &lines))
+                ds(s.edit_lines(session, &lines))
             })
             .await?;
-        ok(EditReply {
-            applied: applied as u32,
-            incomplete: Vec::new(),
-        })
+        ok(lines_applied(applied))
     }
 
     async fn load(&self, request: Request<LoadRequest>) -> Result<Response<EditReply>, Status> {
@@ -195,15 +201,9 @@ impl Management for Service {
         let format = known("format", request.format, &LOAD_FORMATS, Format::as_str_name)?;
         let content = request.content;
         self.run("Load", session, move |s| match format {
-            Format::Set => {
-                let applied = ds(s.datastore.load_lines(session, mode, &content))?;
-                Ok(EditReply {
-                    applied: applied as u32,
-                    incomplete: Vec::new(),
-                })
-            }
+            Format::Set => ds(s.load_lines(session, mode, &content)).map(lines_applied),
             _ => {
-                let outcome = ds(s.datastore.load_json(session, mode, &content))?;
+                let outcome = ds(s.load_json(session, mode, &content))?;
                 Ok(EditReply {
                     applied: 0,
                     incomplete: outcome.incomplete.into_iter().map(problem).collect(),
@@ -216,10 +216,8 @@ impl Management for Service {
 
     async fn discard(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
         let session = request.into_inner().session;
-        self.run("Discard", session, move |s| {
-            ds(s.datastore.discard(session))
-        })
-        .await?;
+        self.run("Discard", session, move |s| ds(s.discard(session)))
+            .await?;
         ok(Empty {})
     }
 
@@ -229,7 +227,7 @@ impl Management for Service {
     ) -> Result<Response<EditReply>, Status> {
         let RollbackRequest { session, index } = request.into_inner();
         self.run("Rollback", session, move |s| {
-            ds(s.datastore.rollback(session, index as usize))
+            ds(s.rollback(session, index as usize))
         })
         .await?;
         ok(EditReply::default())
@@ -244,16 +242,14 @@ impl Management for Service {
             &COMPARE_FORMATS,
             Format::as_str_name,
         )?;
-        let lines = self
-            .run("Compare", session, move |s| {
-                let changes = ds(s.datastore.compare(session))?;
-                let schema = s.datastore.schema();
-                Ok(match format {
-                    Format::Paths => changes.iter().map(|c| c.describe(schema)).collect(),
-                    _ => setlines::render_changes(schema, &changes),
-                })
-            })
+        let changes = self
+            .run("Compare", session, move |s| ds(s.compare(session)))
             .await?;
+        let schema = &self.schema;
+        let lines = match format {
+            Format::Paths => changes.iter().map(|c| c.describe(schema)).collect(),
+            _ => setlines::render_changes(schema, &changes),
+        };
         ok(Lines { lines })
     }
 
@@ -271,9 +267,11 @@ impl Management for Service {
             offline: request.offline,
         };
         let outcome = self
-            .run("Commit", session, move |s| {
-                ds(s.datastore.commit(session, ds_request))
-            })
+            .run(
+                "Commit",
+                session,
+                move |s| ds(s.commit(session, ds_request)),
+            )
             .await?;
         let changes = outcome.changes();
         let mut change_lines = setlines::render_changes(&self.schema, &changes);
@@ -296,24 +294,21 @@ impl Management for Service {
     }
 
     async fn confirm(&self, _: Request<Empty>) -> Result<Response<ConfirmReply>, Status> {
-        let id = self
-            .run("Confirm", 0, |s| ds(s.datastore.confirm()))
-            .await?;
+        let id = self.run("Confirm", 0, |s| ds(s.confirm())).await?;
         ok(ConfirmReply {
             commit_id: id.unwrap_or(0),
         })
     }
 
     async fn save(&self, _: Request<Empty>) -> Result<Response<Empty>, Status> {
-        self.run("Save", 0, |s| ds(s.datastore.save())).await?;
+        self.run("Save", 0, |s| ds(s.save())).await?;
         ok(Empty {})
     }
 
     async fn history(&self, _: Request<Empty>) -> Result<Response<HistoryReply>, Status> {
         let commits = self
             .run("History", 0, |s| {
-                Ok(s.datastore
-                    .history()
+                Ok(s.history()
                     .into_iter()
                     .map(|c| CommitInfo {
                         index: c.index as u32,
@@ -339,12 +334,10 @@ impl Management for Service {
         request: Request<CommitChangesRequest>,
     ) -> Result<Response<Lines>, Status> {
         let index = request.into_inner().index as usize;
-        let lines = self
-            .run("CommitChanges", 0, move |s| {
-                let changes = ds(s.datastore.commit_changes(index))?;
-                Ok(setlines::render_changes(s.datastore.schema(), &changes))
-            })
+        let changes = self
+            .run("CommitChanges", 0, move |s| ds(s.commit_changes(index)))
             .await?;
+        let lines = setlines::render_changes(&self.schema, &changes);
         ok(Lines { lines })
     }
 
@@ -361,11 +354,11 @@ impl Management for Service {
         )?;
         let format = known("format", request.format, &GET_FORMATS, Format::as_str_name)?;
         let with_defaults = request.with_defaults;
-        let tree = if datastore == efb_mgmt_proto::v1::Datastore::Operational {
-            self.operational(&path).await?
-        } else {
-            self.run("Get", session, move |s| tree_of(s, datastore, session))
+        let tree = if datastore == Which::Operational {
+            self.operational("Get", 0, self.counter_lists.under(&path))
                 .await?
+        } else {
+            self.tree("Get", datastore, session).await?
         };
         let part = tree.subtree(&path);
         let text = match format {
@@ -395,15 +388,9 @@ impl Management for Service {
             &DATASTORES,
             Which::as_str_name,
         )?;
-        let schema = self.schema.clone();
         let (prefix, limit) = (request.prefix, request.limit.max(1) as usize);
-        let reply = self
-            .run("ListKeys", session, move |s| {
-                let tree = tree_of(s, datastore, session)?;
-                Ok(list_keys(&schema, &tree, &path, &prefix, limit))
-            })
-            .await?;
-        ok(reply)
+        let tree = self.tree("ListKeys", datastore, session).await?;
+        ok(list_keys(&self.schema, &tree, &path, &prefix, limit))
     }
 
     async fn call(&self, request: Request<CallRequest>) -> Result<Response<CallReply>, Status> {
@@ -416,11 +403,18 @@ impl Management for Service {
         };
         let name = request.rpc;
         let output = self
-            .run("Call", 0, move |s| state::call(s, &name, &input))
+            .run("Call", 0, move |s| rpcs::call(s, &name, &input))
             .await?;
         ok(CallReply {
             output_json: output.to_string(),
         })
+    }
+}
+
+fn lines_applied(applied: usize) -> EditReply {
+    EditReply {
+        applied: applied as u32,
+        incomplete: Vec::new(),
     }
 }
 
@@ -481,30 +475,6 @@ fn known<E: Copy + Into<i32>>(
                 names.join(", ")
             ))
         })
-}
-
-fn tree_of(
-    s: &OwnerState,
-    datastore: efb_mgmt_proto::v1::Datastore,
-    session: u64,
-) -> Result<DataTree, Status> {
-    use efb_mgmt_proto::v1::Datastore as Which;
-    let ds_ref: &Datastore = &s.datastore;
-    Ok(match datastore {
-        Which::Running => ds_ref.running().tree.clone(),
-        Which::Candidate => ds(ds_ref.candidate(session))?.clone(),
-        Which::Startup => ds(ds_ref.startup())?
-            .ok_or_else(|| Status::not_found("no startup configuration: nothing was saved yet"))?,
-        Which::Operational => state::operational_tree(
-            ds_ref.schema(),
-            ds_ref.running(),
-            state::Known {
-                live: &s.live,
-                counters: None,
-                pairs: &s.liveness.as_ref().map(Liveness::pairs).unwrap_or_default(),
-            },
-        ),
-    })
 }
 
 fn list_keys(

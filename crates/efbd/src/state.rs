@@ -3,88 +3,141 @@
 //! know (pair liveness before keep-alives run, counters when the chip is not reachable) is
 //! left out, so that clients show it as unknown rather than made up.
 
-use efb_balancing::{BypassMode, LiveState, Session};
-use efb_datastore::Running;
-use efb_yang::path::quote;
-use efb_yang::rpc::{self, Input};
-use efb_yang::{DataPath, DataTree, Problem, Schema};
-use tonic::{Code, Status};
-use tracing::info;
-
 use std::collections::BTreeMap;
 
+use efb_balancing::LiveState;
+use efb_datastore::Running;
 use efb_liveness::PairState;
+use efb_p4::Driver;
+use efb_yang::path::quote;
+use efb_yang::{DataPath, DataTree, Schema};
+use tracing::error;
 
-use crate::chip::Counters;
-use crate::errors;
+use crate::chip::{self, Counters, Wanted};
 use crate::liveness;
-use crate::owner::{OwnerState, log_unit_changes};
 
 const BALANCER: &str = "/ecofilter-balancer:ecofilter-balancer";
 
-/// What the daemon knows beyond the configuration.
-#[derive(Clone, Copy)]
-pub struct Known<'a> {
-    pub live: &'a LiveState,
-    /// As read from the chip for this request, if it was.
-    pub counters: Option<&'a Counters>,
+/// What the daemon knows at one moment beyond the configuration, taken from the owner so
+/// that the tree is built (and the counters read) off its thread.
+#[derive(Clone)]
+pub struct Known {
+    pub running: Running,
+    pub live: LiveState,
     /// Every probed pair.
-    pub pairs: &'a [PairState],
+    pub pairs: Vec<PairState>,
+    /// The chip's counters are read through it, when there is a chip.
+    pub driver: Option<Driver>,
 }
 
-/// Sets leaves of `tree` by path and text; a value the schema refuses is left out.
-fn putter<'a>(schema: &'a Schema, tree: &'a mut DataTree) -> impl FnMut(String, &str) + 'a {
-    move |path: String, text: &str| {
-        if let Ok(path) = DataPath::parse(schema, &path)
-            && let Some(node) = path.node()
-            && let Ok(value) = schema.value(node, text)
-        {
-            let _ = tree.set(schema, &path, Some(value));
+impl Known {
+    /// The operational tree (the one place it is built): running configuration, the state
+    /// known, and the counters `wanted` read from the chip now. Reading them blocks: with
+    /// counters wanted, not on the runtime's threads nor the owner's.
+    pub fn tree(&self, schema: &Schema, wanted: &Wanted) -> DataTree {
+        let counters = self.counters(wanted);
+        let mut put = Putter::new(schema, self.running.tree.clone());
+        put_state(self, counters.as_ref(), &mut put);
+        put.finish()
+    }
+
+    /// The counters `wanted`, if any and if there is a chip (blocking, as [`Known::tree`]).
+    pub fn counters(&self, wanted: &Wanted) -> Option<Counters> {
+        if wanted.is_nothing() {
+            return None;
         }
+        let driver = self.driver.as_ref()?;
+        Some(chip::counters(driver, &self.running.config, wanted))
     }
 }
 
-/// An operational tree with the chip's counters put in.
-pub fn with_counters(schema: &Schema, tree: &DataTree, counters: &Counters) -> DataTree {
-    let mut tree = tree.clone();
-    put_counters(counters, &mut putter(schema, &mut tree));
-    tree
+/// Sets leaves of a tree by path and text, keeping the paths or values the schema refuses:
+/// every path here is written by this module, so a refused one is a bug (a misspelt leaf)
+/// that must not just go missing from the tree.
+struct Putter<'a> {
+    schema: &'a Schema,
+    tree: DataTree,
+    refused: Vec<String>,
 }
 
-/// Running configuration plus known state.
-pub fn operational_tree(schema: &Schema, running: &Running, known: Known<'_>) -> DataTree {
-    let mut tree = running.tree.clone();
-    let mut put = putter(schema, &mut tree);
-    put(
+impl<'a> Putter<'a> {
+    fn new(schema: &'a Schema, tree: DataTree) -> Putter<'a> {
+        Putter {
+            schema,
+            tree,
+            refused: Vec::new(),
+        }
+    }
+
+    fn put(&mut self, path: String, text: &str) {
+        let schema = self.schema;
+        let set = DataPath::parse(schema, &path)
+            .map_err(|e| e.to_string())
+            .and_then(|parsed| {
+                let node = parsed.node().ok_or("the top of the data takes no value")?;
+                let value = schema.value(node, text)?;
+                self.tree
+                    .set(schema, &parsed, Some(value))
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = set {
+            self.refused.push(format!("{path} = {text:?}: {e}"));
+        }
+    }
+
+    /// The tree; refused paths are logged (and stop a debug build: tests see them).
+    fn finish(self) -> DataTree {
+        for refused in &self.refused {
+            error!(%refused, "a state value the schema refuses was left out");
+        }
+        debug_assert!(
+            self.refused.is_empty(),
+            "state paths the schema refuses: {:#?}",
+            self.refused
+        );
+        self.tree
+    }
+}
+
+/// An operational tree with the chip's counters put in (a gNMI snapshot read with them).
+pub fn with_counters(schema: &Schema, tree: &DataTree, counters: &Counters) -> DataTree {
+    let mut put = Putter::new(schema, tree.clone());
+    put_counters(counters, &mut put);
+    put.finish()
+}
+
+fn put_state(known: &Known, counters: Option<&Counters>, put: &mut Putter<'_>) {
+    let Known {
+        running,
+        live,
+        pairs,
+        ..
+    } = known;
+    put.put(
         format!("{BALANCER}/balancing-config-hash"),
         &efb_balancing::config_hash(&running.config),
     );
-    let statuses = liveness::unit_statuses(&running.config, known.live);
+    let statuses = liveness::unit_statuses(&running.config, live);
     for (unit, (active, live_pairs)) in &statuses {
         let state = format!("{BALANCER}/ecofilter-unit[name={}]/state", quote(unit));
-        put(
-            format!("{state}/bypass-mode"),
-            known.live.mode(unit).as_str(),
-        );
-        put(
+        put.put(format!("{state}/bypass-mode"), live.mode(unit).as_str());
+        put.put(
             format!("{state}/status"),
             liveness::unit_status_name(*active),
         );
-        put(format!("{state}/active-pairs"), &live_pairs.to_string());
+        put.put(format!("{state}/active-pairs"), &live_pairs.to_string());
     }
-    put_pairs(known.pairs, &statuses, &mut put);
-    if let Some(counters) = known.counters {
-        put_counters(counters, &mut put);
+    put_pairs(pairs, &statuses, put);
+    if let Some(counters) = counters {
+        put_counters(counters, put);
     }
-    drop(put);
-    tree
 }
 
 /// Pair state under the unit, and the same seen per port under /liveness/profile-status.
 fn put_pairs(
     pairs: &[PairState],
     statuses: &BTreeMap<String, (bool, usize)>,
-    put: &mut impl FnMut(String, &str),
+    put: &mut Putter<'_>,
 ) {
     for p in pairs {
         let state = format!(
@@ -92,19 +145,19 @@ fn put_pairs(
             quote(&p.unit),
             quote(&p.pair)
         );
-        put(format!("{state}/status"), p.status.as_str());
-        put(format!("{state}/probes-lost"), &p.probes_lost().to_string());
-        put(format!("{state}/status-changes"), &p.changes.to_string());
+        put.put(format!("{state}/status"), p.status.as_str());
+        put.put(format!("{state}/probes-lost"), &p.probes_lost().to_string());
+        put.put(format!("{state}/status-changes"), &p.changes.to_string());
         // A keep-alive that left by the WAN port came back on the LAN side: "to LAN".
         let [out_of_lan, out_of_wan] = p.time_on_path_ns;
         if let Some(ns) = out_of_wan {
-            put(format!("{state}/time-on-path-to-lan-ns"), &ns.to_string());
+            put.put(format!("{state}/time-on-path-to-lan-ns"), &ns.to_string());
         }
         if let Some(ns) = out_of_lan {
-            put(format!("{state}/time-on-path-to-wan-ns"), &ns.to_string());
+            put.put(format!("{state}/time-on-path-to-wan-ns"), &ns.to_string());
         }
         if let Some(when) = p.last_change {
-            put(
+            put.put(
                 format!("{state}/last-change"),
                 &humantime::format_rfc3339_millis(when).to_string(),
             );
@@ -113,48 +166,48 @@ fn put_pairs(
             "/ecofilter-balancer:liveness/profile-status/ecofilter-unit[name={}]",
             quote(&p.unit)
         );
-        put(format!("{unit}/profile"), &p.profile);
+        put.put(format!("{unit}/profile"), &p.profile);
         if let Some((active, _)) = statuses.get(&p.unit) {
-            put(
+            put.put(
                 format!("{unit}/status"),
                 liveness::unit_status_name(*active),
             );
         }
         let pair = format!("{unit}/pair[name={}]", quote(&p.pair));
-        put(format!("{pair}/status"), p.status.as_str());
+        put.put(format!("{pair}/status"), p.status.as_str());
         for (side, sent_out_of, back_on) in [("lan", 0, 1), ("wan", 1, 0)] {
             let port = format!("{pair}/port[name={}]", quote(&p.ports[sent_out_of]));
-            put(format!("{port}/side"), side);
-            put(
+            put.put(format!("{port}/side"), side);
+            put.put(
                 format!("{port}/probes-sent"),
                 &p.sent[sent_out_of].to_string(),
             );
-            put(
+            put.put(
                 format!("{port}/probes-lost"),
                 &p.lost[sent_out_of].to_string(),
             );
             // What came back on this port left by the other one.
             if let Some(ns) = p.time_on_path_ns[back_on] {
-                put(format!("{port}/time-on-path-ns"), &ns.to_string());
+                put.put(format!("{port}/time-on-path-ns"), &ns.to_string());
             }
         }
     }
 }
 
-fn put_counters(counters: &Counters, put: &mut impl FnMut(String, &str)) {
+fn put_counters(counters: &Counters, put: &mut Putter<'_>) {
     for (flow, entries) in &counters.entries {
         let state = format!("{BALANCER}/flow[name={}]/state", quote(flow));
-        put(format!("{state}/entries"), &entries.to_string());
+        put.put(format!("{state}/entries"), &entries.to_string());
         // Unread counters stay unknown; read ones of a flow no packet hit are zero.
         if let Some(flows) = &counters.flows {
             let (packets, bytes) = flows.get(flow).copied().unwrap_or_default();
-            put(format!("{state}/packets"), &packets.to_string());
-            put(format!("{state}/bytes"), &bytes.to_string());
+            put.put(format!("{state}/packets"), &packets.to_string());
+            put.put(format!("{state}/bytes"), &bytes.to_string());
         }
     }
     for (port, c) in &counters.ports {
         let state = format!("/ecofilter-balancer:ports/port[name={}]/state", quote(port));
-        put(
+        put.put(
             format!("{state}/oper-status"),
             if c.up { "up" } else { "down" },
         );
@@ -165,136 +218,198 @@ fn put_counters(counters: &Counters, put: &mut impl FnMut(String, &str)) {
             ("out-frames", c.out_frames),
             ("out-bytes", c.out_bytes),
         ] {
-            put(format!("{state}/counters/{leaf}"), &value.to_string());
+            put.put(format!("{state}/counters/{leaf}"), &value.to_string());
         }
     }
 }
 
-/// Runs an operation of the model.
-pub fn call(
-    state: &mut OwnerState,
-    name: &str,
-    input: &serde_json::Value,
-) -> Result<serde_json::Value, Status> {
-    let schema = state.datastore.schema().clone();
-    let params = rpc::parse_input(&schema, name, input).map_err(|p| {
-        let code = if p.iter().any(|x| x.message.starts_with("no such operation")) {
-            Code::Unimplemented
-        } else {
-            Code::InvalidArgument
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+    use std::time::SystemTime;
+
+    use efb_liveness::PairStatus;
+    use efb_model::validation::Validator;
+    use efb_p4::platform::PortCounters;
+    use efb_yang::json::{self, Check};
+    use efb_yang::{Child, Inner, NodeKind, SchemaId};
+
+    use super::*;
+
+    /// State leaves efbd leaves out: the platform's port counters count no errors nor
+    /// outgoing discards, and the status of a probed pair's port is not filled in under
+    /// profile-status (the port's oper-status is under /ports).
+    const NOT_KNOWN: [&str; 4] = [
+        "/ecofilter-balancer:ports/port/state/counters/in-errors",
+        "/ecofilter-balancer:ports/port/state/counters/out-errors",
+        "/ecofilter-balancer:ports/port/state/counters/out-discards",
+        "/ecofilter-balancer:liveness/profile-status/ecofilter-unit/pair/port/status",
+    ];
+
+    fn example_site(validator: &Validator) -> Running {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/one-filter-site.json"
+        );
+        let text = std::fs::read_to_string(path).expect("the example");
+        let tree = json::from_json(validator.schema(), &text, Check::Complete).expect("JSON");
+        let config = validator
+            .validate(&tree, false)
+            .config
+            .expect("a valid site");
+        Running {
+            tree,
+            config: Arc::new(config),
+            commit_id: 1,
+        }
+    }
+
+    /// Every pair probed, every measure known, as keep-alives running for a while give.
+    fn probed(running: &Running) -> Vec<PairState> {
+        let config = &running.config;
+        let mut pairs = Vec::new();
+        for unit in config.units.values() {
+            let Some(profile) = &unit.liveness_profile else {
+                continue;
+            };
+            for (i, pair) in unit.pairs.iter().enumerate() {
+                pairs.push(PairState {
+                    unit: unit.name.clone(),
+                    pair: pair.name.clone(),
+                    profile: profile.clone(),
+                    ports: [pair.lan_port.clone(), pair.wan_port.clone()],
+                    status: if i == 0 {
+                        PairStatus::Down
+                    } else {
+                        PairStatus::Up
+                    },
+                    last_change: Some(SystemTime::now()),
+                    changes: 2,
+                    sent: [100, 100],
+                    lost: [3, 1],
+                    time_on_path_ns: [Some(1200), Some(1300)],
+                });
+            }
+        }
+        pairs
+    }
+
+    /// Counters of every flow and port, as a reachable chip gives them.
+    fn counted(running: &Running) -> Counters {
+        let config = &running.config;
+        let flows = config
+            .flows
+            .keys()
+            .map(|f| (f.clone(), (10, 1500)))
+            .collect();
+        let port = |device_port| PortCounters {
+            device_port,
+            up: true,
+            in_frames: 1,
+            in_bytes: 64,
+            out_frames: 2,
+            out_bytes: 128,
+            in_discards: 0,
         };
-        errors::problems(code, &p)
-    })?;
-    let output = match name {
-        "set-bypass-ecofilter-unit" => set_bypass(state, &params)?,
-        "lookup-session" => lookup_session(state, &params)?,
-        other => {
-            return Err(Status::unimplemented(format!(
-                "operation {other} is not implemented"
-            )));
+        Counters {
+            flows: Some(flows),
+            entries: config.flows.keys().map(|f| (f.clone(), 4)).collect(),
+            ports: (0..)
+                .zip(config.ports.keys())
+                .map(|(i, name)| (name.clone(), port(i)))
+                .collect(),
         }
-    };
-    Ok(rpc::shape_output(&schema, name, &output))
-}
+    }
 
-fn text<'a>(params: &'a Input, name: &str) -> Option<&'a str> {
-    params.get(name).map(|v| v.as_str())
-}
+    fn nodes_in(inner: &Inner, found: &mut BTreeSet<SchemaId>) {
+        for (id, child) in inner.children() {
+            found.insert(id);
+            match child {
+                Child::Container(inner) => nodes_in(inner, found),
+                Child::List(list) => {
+                    for (_, entry) in list.iter() {
+                        nodes_in(entry, found);
+                    }
+                }
+                Child::Leaf(_) | Child::LeafList(_) => {}
+            }
+        }
+    }
 
-fn set_bypass(state: &mut OwnerState, params: &Input) -> Result<serde_json::Value, Status> {
-    let mode = text(params, "mode")
-        .and_then(BypassMode::parse)
-        .ok_or_else(|| Status::invalid_argument("mode: expected auto, bypass or primary"))?;
-    let config = state.datastore.running().config.clone();
-    let units: Vec<String> = match text(params, "ecofilter-unit") {
-        Some(unit) if config.units.contains_key(unit) => vec![unit.to_string()],
-        Some(unit) => {
-            let known: Vec<&str> = config.units.keys().map(String::as_str).collect();
-            return Err(errors::problems(
-                Code::NotFound,
-                &[Problem::new(
-                    "/ecofilter-balancer:set-bypass-ecofilter-unit/ecofilter-unit",
-                    format!("no unit {unit}; units are: {}", known.join(", ")),
-                )],
-            ));
-        }
-        None => config.units.keys().cloned().collect(),
-    };
-    let previous = state.live.clone();
-    let before = liveness::unit_statuses(&config, &state.live);
-    for unit in &units {
-        if mode == BypassMode::Auto {
-            state.live.modes.remove(unit);
-        } else {
-            state.live.modes.insert(unit.clone(), mode);
-        }
-    }
-    if let Err(e) = state.program_live() {
-        state.live = previous;
-        return Err(Status::unavailable(e));
-    }
-    for unit in units {
-        let old = previous.mode(&unit);
-        info!(unit = %unit, old = old.as_str(), new = mode.as_str(), "bypass mode set");
-    }
-    let reason = format!("bypass mode set to {}", mode.as_str());
-    log_unit_changes(
-        &before,
-        &liveness::unit_statuses(&config, &state.live),
-        &reason,
-    );
-    Ok(serde_json::json!({}))
-}
+    #[test]
+    fn the_operational_tree_has_every_state_leaf_of_the_schema() {
+        let validator = Validator::new(Arc::new(Schema::load().expect("schema"))).expect("ids");
+        let schema = validator.schema();
+        let running = example_site(&validator);
+        let unit = running.config.units.keys().next().expect("a unit").clone();
+        let mut live = LiveState::all_up();
+        live.modes.insert(unit, efb_balancing::BypassMode::Bypass);
+        let pairs = probed(&running);
+        assert!(!pairs.is_empty(), "the example site probes its pairs");
 
-fn lookup_session(state: &mut OwnerState, params: &Input) -> Result<serde_json::Value, Status> {
-    let parse_ip = |name: &str| {
-        text(params, name)
-            .and_then(|t| t.parse().ok())
-            .ok_or_else(|| {
-                Status::invalid_argument(format!("{name}: expected an IPv4 or IPv6 address"))
-            })
-    };
-    let number = |name: &str| {
-        text(params, name)
-            .and_then(|t| t.parse::<u16>().ok())
-            .unwrap_or(0)
-    };
-    let session = Session {
-        src: parse_ip("src")?,
-        dst: parse_ip("dst")?,
-        ip_proto: u8::try_from(number("ip-proto")).unwrap_or(0),
-        src_port: number("src-port"),
-        dst_port: number("dst-port"),
-        link: text(params, "link").map(str::to_string),
-    };
-    let config = state.datastore.running().config.clone();
-    if let Some(link) = &session.link
-        && !config.links.contains_key(link)
-    {
-        let known: Vec<&str> = config.links.keys().map(String::as_str).collect();
-        return Err(Status::not_found(format!(
-            "link {link}: no such link; links are: {}",
-            known.join(", ")
-        )));
+        let counters = counted(&running);
+        let known = Known {
+            running,
+            live,
+            pairs,
+            driver: None,
+        };
+        let mut put = Putter::new(schema, known.running.tree.clone());
+        put_state(&known, Some(&counters), &mut put);
+        assert!(
+            put.refused.is_empty(),
+            "state paths the schema refuses: {:#?}",
+            put.refused
+        );
+        let mut produced = BTreeSet::new();
+        nodes_in(put.finish().root(), &mut produced);
+
+        let state_leaves: Vec<_> = schema
+            .nodes()
+            .filter(|n| !n.config && !n.is_key)
+            .filter(|n| matches!(n.kind, NodeKind::Leaf | NodeKind::LeafList))
+            .filter(|n| schema.roots().contains(&schema.top(n.id)))
+            .collect();
+        assert!(
+            state_leaves.len() > 20,
+            "the schema's state leaves are found"
+        );
+        let missing: Vec<&str> = state_leaves
+            .iter()
+            .filter(|n| !produced.contains(&n.id))
+            .map(|n| n.schema_path.as_str())
+            .filter(|path| !NOT_KNOWN.contains(path))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "state leaves never produced: {missing:#?}"
+        );
+        let known_after_all: Vec<&str> = state_leaves
+            .iter()
+            .filter(|n| produced.contains(&n.id))
+            .map(|n| n.schema_path.as_str())
+            .filter(|path| NOT_KNOWN.contains(path))
+            .collect();
+        assert!(
+            known_after_all.is_empty(),
+            "produced now, take them out of NOT_KNOWN: {known_after_all:#?}"
+        );
     }
-    let found = efb_balancing::lookup_session(&config, &session, &state.live)
-        .map_err(|e| Status::invalid_argument(e.to_string()))?;
-    let mut output = serde_json::to_value(&found).map_err(|e| Status::internal(e.to_string()))?;
-    // The pair's status as keep-alives found it; a pair of a unit without a liveness
-    // profile is not probed, and its status is not known.
-    let status = match (&found.unit, &found.pair, &state.liveness) {
-        (Some(unit), Some(pair), Some(liveness)) => liveness
-            .pairs()
-            .into_iter()
-            .find(|p| &p.unit == unit && &p.pair == pair)
-            .map(|p| p.status.as_str()),
-        _ => None,
-    };
-    if let Some(object) = output.as_object_mut() {
-        object.remove("pair-live");
-        if let Some(status) = status {
-            object.insert("pair-status".into(), status.into());
-        }
+
+    #[test]
+    fn a_misspelt_state_path_is_kept_as_refused() {
+        let schema = Schema::load().expect("schema");
+        let mut put = Putter::new(&schema, DataTree::new());
+        put.put(format!("{BALANCER}/flow[name='f']/state/packets"), "1");
+        put.put(format!("{BALANCER}/flow[name='f']/state/packet"), "1");
+        put.put(format!("{BALANCER}/flow[name='f']/state/bytes"), "many");
+        assert_eq!(put.refused.len(), 2, "{:#?}", put.refused);
+        assert!(
+            put.refused[0].contains("state/packet ="),
+            "{}",
+            put.refused[0]
+        );
+        assert!(put.refused[1].contains("many"), "{}", put.refused[1]);
     }
-    Ok(output)
 }

@@ -1,0 +1,181 @@
+//! The live state the owner keeps beside the configuration: bypass modes set by operators
+//! and pair liveness found by keep-alives, each change programmed to the chip and logged,
+//! and the lookups that read it.
+
+use std::collections::BTreeMap;
+
+use efb_balancing::{BalancingError, BypassMode, Lookup, Session};
+use efb_liveness::{Change, PairStatus};
+use tracing::{error, info, warn};
+
+use efb_datastore::ChipError;
+
+use super::OwnerState;
+use crate::liveness;
+
+/// Why a bypass mode was not set; nothing changed.
+#[derive(Debug, thiserror::Error)]
+pub enum BypassError {
+    #[error("no unit {unit}; units are: {}", known.join(", "))]
+    NoSuchUnit { unit: String, known: Vec<String> },
+    /// The chip did not take it.
+    #[error(transparent)]
+    Chip(#[from] ChipError),
+}
+
+/// Why a session could not be looked up.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error("link {link}: no such link; links are: {}", known.join(", "))]
+    NoSuchLink { link: String, known: Vec<String> },
+    #[error(transparent)]
+    Balancing(#[from] BalancingError),
+}
+
+/// Where a session goes, and the status keep-alives found for its pair (none for a pair
+/// that is not probed).
+#[derive(Clone, Debug)]
+pub struct SessionRoute {
+    pub lookup: Lookup,
+    pub pair_status: Option<PairStatus>,
+}
+
+impl OwnerState {
+    /// Sets the bypass mode of one unit, or of every unit (`None`), and programs the chip.
+    pub fn set_bypass(&mut self, unit: Option<&str>, mode: BypassMode) -> Result<(), BypassError> {
+        let config = self.running_config();
+        let units: Vec<String> = match unit {
+            Some(unit) if config.units.contains_key(unit) => vec![unit.to_string()],
+            Some(unit) => {
+                return Err(BypassError::NoSuchUnit {
+                    unit: unit.to_string(),
+                    known: config.units.keys().cloned().collect(),
+                });
+            }
+            None => config.units.keys().cloned().collect(),
+        };
+        let previous = self.live.clone();
+        for unit in &units {
+            if mode == BypassMode::Auto {
+                self.live.modes.remove(unit);
+            } else {
+                self.live.modes.insert(unit.clone(), mode);
+            }
+        }
+        if let Err(e) = self.program_live() {
+            self.live = previous;
+            return Err(BypassError::Chip(e));
+        }
+        for unit in units {
+            let old = previous.mode(&unit);
+            info!(unit = %unit, old = old.as_str(), new = mode.as_str(), "bypass mode set");
+        }
+        let reason = format!("bypass mode set to {}", mode.as_str());
+        log_unit_changes(
+            &liveness::unit_statuses(&config, &previous),
+            &liveness::unit_statuses(&config, &self.live),
+            &reason,
+        );
+        Ok(())
+    }
+
+    /// Pushes a change of bypass modes to the chip.
+    fn program_live(&mut self) -> Result<usize, ChipError> {
+        self.state_version += 1;
+        match &self.driver {
+            Some(driver) => driver.set_live(self.live.clone()),
+            None => Ok(0),
+        }
+    }
+
+    /// Where the chip sends `session`, from the configuration and liveness it was
+    /// programmed from.
+    pub fn lookup(&self, session: &Session) -> Result<SessionRoute, LookupError> {
+        let config = self.running_config();
+        if let Some(link) = &session.link
+            && !config.links.contains_key(link)
+        {
+            return Err(LookupError::NoSuchLink {
+                link: link.clone(),
+                known: config.links.keys().cloned().collect(),
+            });
+        }
+        let lookup = efb_balancing::lookup_session(&config, session, &self.live)?;
+        // A pair of a unit without a liveness profile is not probed: its status is not known.
+        let pair_status = match (&lookup.unit, &lookup.pair) {
+            (Some(unit), Some(pair)) => self
+                .pairs()
+                .into_iter()
+                .find(|p| &p.unit == unit && &p.pair == pair)
+                .map(|p| p.status),
+            _ => None,
+        };
+        Ok(SessionRoute {
+            lookup,
+            pair_status,
+        })
+    }
+
+    /// Pairs whose liveness changed: logged, the live state updated, the chip programmed
+    /// (only the entries the change touches), the units whose status follows logged too.
+    pub fn liveness_changed(&mut self, changes: Vec<Change>) {
+        let config = self.running_config();
+        let before = liveness::unit_statuses(&config, &self.live);
+        for c in &changes {
+            let key = (c.unit.clone(), c.pair.clone());
+            if c.new.is_live() {
+                self.live.down_pairs.remove(&key);
+                info!(unit = %c.unit, pair = %c.pair, old = c.old.as_str(), new = c.new.as_str(), reason = %c.reason, "pair-state-change");
+            } else {
+                self.live.down_pairs.insert(key);
+                warn!(unit = %c.unit, pair = %c.pair, old = c.old.as_str(), new = c.new.as_str(), reason = %c.reason, "pair-state-change");
+            }
+        }
+        self.state_version += 1;
+        if let Some(driver) = &self.driver {
+            match driver.set_liveness(self.live.clone()) {
+                Ok(written) => {
+                    // From the verdict to the chip's acknowledgement: how long traffic still
+                    // went to a dead filter after liveness knew.
+                    let latency = changes.first().map(|c| c.at.elapsed()).unwrap_or_default();
+                    info!(
+                        written,
+                        verdict_to_chip_us = latency.as_micros() as u64,
+                        "liveness programmed"
+                    );
+                }
+                Err(e) => error!(%e, "a liveness change could not be written to the chip"),
+            }
+        }
+        let reason = match changes.as_slice() {
+            [one] => format!("pair {} {}", one.pair, one.new.as_str()),
+            many => format!("{} pairs changed", many.len()),
+        };
+        log_unit_changes(
+            &before,
+            &liveness::unit_statuses(&config, &self.live),
+            &reason,
+        );
+    }
+}
+
+/// Logs every unit whose status differs between `before` and `after`.
+fn log_unit_changes(
+    before: &BTreeMap<String, (bool, usize)>,
+    after: &BTreeMap<String, (bool, usize)>,
+    reason: &str,
+) {
+    for (unit, (active, live_pairs)) in after {
+        let old = before.get(unit).map(|(a, _)| *a);
+        if old.is_some_and(|old| old != *active) {
+            warn!(
+                unit = %unit,
+                old = liveness::unit_status_name(!active),
+                new = liveness::unit_status_name(*active),
+                live_pairs,
+                reason,
+                "unit-state-change"
+            );
+        }
+    }
+}
