@@ -12,6 +12,7 @@ const FILES: &[&str] = &[
     "p4/config/v1/p4types.proto",
     "google/rpc/status.proto",
     "google/rpc/code.proto",
+    "stratum/hal/lib/barefoot/bf.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

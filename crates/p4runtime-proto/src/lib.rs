@@ -1,5 +1,6 @@
 //! The P4Runtime wire definitions, one crate for both ends (the software target and the
-//! driver), generated from our transcription in `proto/` (P4Runtime v1.4).
+//! driver), generated from our transcription in `proto/` (P4Runtime v1.4), with Stratum's
+//! Tofino device config (`BfPipelineConfig`), the `p4_device_config` a real switch takes.
 
 #![allow(clippy::all, clippy::pedantic, missing_docs)]
 
@@ -16,6 +17,15 @@ pub mod p4 {
     pub mod config {
         pub mod v1 {
             include!(concat!(env!("OUT_DIR"), "/p4.config.v1.rs"));
+        }
+    }
+}
+
+/// Stratum's device config for Tofino: what `p4_device_config` carries to stratum-bfrt.
+pub mod stratum {
+    pub mod hal {
+        pub mod barefoot {
+            include!(concat!(env!("OUT_DIR"), "/stratum.hal.barefoot.rs"));
         }
     }
 }
