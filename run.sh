@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The balancer's main job, after installing what is missing: the software target (the
 # emulated chip, P4Runtime on 127.0.0.1:9559), efbd with its embedded defaults (datastore
-# under datastore/, management API on 127.0.0.1:50051, gNMI with TLS on 9339 with the demo
-# users admin/admin, operator/operator, viewer/viewer), the one-filter example site loaded
-# on first start, then the shell. Leaving the shell stops efbd and the target.
+# under datastore/, management API on the Unix socket datastore/efbd.sock, gNMI with TLS on
+# 127.0.0.1:9339 only with the demo users admin/admin, operator/operator, viewer/viewer),
+# the one-filter example site loaded on first start, then the shell (as the account that
+# runs efbd, an admin). Leaving the shell stops efbd and the target.
 set -euo pipefail
 EFB_ROOT="$(cd "$(dirname "$0")" && pwd)"
 cd "$EFB_ROOT"
@@ -24,7 +25,8 @@ EFB_PIDS+=($!)
 efb_wait_for "${EFB_PIDS[-1]}" "$logs/efb-target.log.out" "P4Runtime on" "$logs/efb-target.log"
 
 efb_log "starting efbd (log: datastore/efbd.log)"
-"$bin/efbd" --gnmi-users examples/users.demo.toml >"$logs/efbd.log.out" 2>"$logs/efbd.log" &
+# The demo users' passwords are public: gNMI on loopback only.
+"$bin/efbd" --gnmi-users examples/users.demo.toml --gnmi-listen 127.0.0.1:9339 >"$logs/efbd.log.out" 2>"$logs/efbd.log" &
 EFB_PIDS+=($!)
 efb_wait_for "${EFB_PIDS[-1]}" "$logs/efbd.log.out" "management API on" "$logs/efbd.log"
 

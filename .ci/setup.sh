@@ -1,12 +1,13 @@
 # Sourced by ../run.sh and ../test.sh: installs what building and testing need, once.
 # - Debian packages: cmake and libpcre2-dev build the bundled libyang; python3-venv holds
 #   the real clients' virtualenv.
-# - .venv/: a Python virtualenv with the real clients pyang and pygnmi (gNMI, with gnmi-pb
-#   and grpcio-tools for the proto check); .venv-p4/: p4runtime-shell, in a virtualenv of its
-#   own because it needs protobuf 3, which gnmi-pb cannot use.
+# - .venv/: a Python virtualenv with the real clients pyang and pygnmi (gNMI, with gnmi-pb,
+#   grpcio-tools for the proto check and grpcio-reflection to read efbd's server
+#   reflection); .venv-p4/: p4runtime-shell, in a virtualenv of its own because it needs
+#   protobuf 3, which gnmi-pb cannot use.
 
 EFB_DEBIAN_PACKAGES="cmake libpcre2-dev pkg-config python3-venv"
-EFB_PYTHON_PACKAGES="pyang==2.7.1 pygnmi==0.8.15 gnmi-pb==0.11.0.1 grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2"
+EFB_PYTHON_PACKAGES="pyang==2.7.1 pygnmi==0.8.15 gnmi-pb==0.11.0.1 grpcio==1.85.1 grpcio-tools==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2"
 EFB_P4_PYTHON_PACKAGES="p4runtime-shell==0.0.6 p4runtime==1.4.1 protobuf==3.20.3 grpcio==1.85.3"
 
 efb_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -1,25 +1,38 @@
 /*
- * efb.p4: the EcoFilter Balancer data plane, for Tofino (TNA).
+ * efb.p4: the EcoFilter Balancer data plane, for Tofino (TNA), as bf-p4c compiles it.
  *
- * Spreads operator traffic over DPI filters by the symmetric hash of MODEL.md, with
- * per-pair liveness (software bypass) and whole-unit bypass. The contract with the
- * controller is the P4Info (efb.p4info.txtpb): names and @id-pinned ids below.
- * See README.md beside this file for the tables, the header and the port map.
+ * Spreads operator traffic over DPI filters by the symmetric hash of MODEL.md (balancing
+ * algorithm version 2), with per-pair liveness (software bypass) and whole-unit bypass.
+ * The contract with the controller is the P4Info the compiler writes (efb.p4info.txtpb);
+ * code resolves names through it. See README.md beside this file.
  *
  * Frame paths (PIPELINE.md):
- *   link port -> flows -> bypass (the link's other port) | drop | to_unit:
+ *   link port -> flows_ipv4 | flows_ipv6 | flows_other (by what the frame carries) ->
+ *     bypass (the link's other port) | drop | to_unit:
  *     units -> buckets (unit, hash & mask) -> pairs -> out of the pair's LAN port (frame
  *     entered by the link's LAN port) or WAN port, with the 4-byte tag after the source
  *     MAC: TPID 0x88B5, link id, core.
  *   pair port, tagged -> strip the tag -> the tag's link: LAN port if it came back by the
  *     pair's LAN side, WAN port if by its WAN side.
  *   pair port, EtherType 0x88B6 (keep-alive back from a filter) -> controller (packet-in
- *     with the ingress port and the arrival time).
+ *     with the ingress port and the arrival time), by the platform's CPU port.
  *   controller packet-out -> the port it names; keep-alives get their departure time.
+ *
+ * Written for the chip, not for a software switch: no conditions inside actions (action
+ * data and separate actions choose), no comparison of two variables, no arithmetic in the
+ * parser, tables the TCAM holds, and one bridged header on every frame that reaches the
+ * egress parser.
  */
 
 #include <core.p4>
 #include <tna.p4>
+
+/* Table sizes: what the compiler places on Tofino 1 (p4/compiled/resources.txt). The
+ * controller reads them from the P4Info and refuses a configuration that needs more. */
+#define FLOWS_IPV4_SIZE  4096
+#define FLOWS_IPV6_SIZE  2048
+#define FLOWS_OTHER_SIZE 1024
+#define BUCKETS_SIZE     262144
 
 /* ---------------------------------------------------------------- constants */
 
@@ -43,8 +56,13 @@ const bit<8>  PROTO_GRE           = 47;
 const bit<8>  PROTO_SCTP          = 132;
 const bit<8>  PROTO_UDPLITE       = 136;
 
-/* The CPU (PCIe) port of the 32-port board; also in port-map.json. */
-const PortId_t CPU_PORT = 320;
+/* The PCIe CPU port of Tofino 1 boards: 192 with two pipes, 320 with four. On a two-pipe
+ * board 320 does not exist; on a four-pipe board 192 is a CPU Ethernet port, never a
+ * front-panel one. The parser takes packet-outs from either; which one is this board's is
+ * the controller's to say (port map file -> `cpu_port`), and ingress refuses packet-outs
+ * from the other. */
+const PortId_t CPU_PORT_2_PIPES = 192;
+const PortId_t CPU_PORT_4_PIPES = 320;
 
 /* drop_reasons indexes (names::drop_reasons in crates/efb-p4info). */
 const bit<3> DROP_UNKNOWN_PORT         = 0;
@@ -120,8 +138,10 @@ header ipv4_h {
     bit<32> dst_addr;
 }
 
-header ipv4_options_h {
-    varbit<320> options;
+/* One 32-bit word of IPv4 options: extracted (not skipped) so that the deparser puts
+ * them back. */
+header ipv4_option_h {
+    bit<32> word;
 }
 
 header ipv6_h {
@@ -163,6 +183,7 @@ header keepalive_h {
     bit<64> tx_tstamp;   /* ns, chip clock: written at departure by this program */
 }
 
+/* Controller headers: whole bytes, as the compiler and Stratum lay them out. */
 @controller_header("packet_in")
 header packet_in_h {
     bit<16> ingress_port;
@@ -174,7 +195,17 @@ header packet_out_h {
     bit<16> egress_port;
 }
 
+/* Carried from ingress to egress on every frame, first: the egress parser always finds
+ * it there. */
+header bridged_h {
+    bit<1>  is_keepalive_out;
+    bit<1>  check_length;
+    bit<6>  pad;
+    bit<16> ip_end;      /* bytes from the frame start to the end of the outer IP packet, plus the FCS */
+}
+
 struct headers_t {
+    bridged_h      bridged;
     packet_out_h   packet_out;
     packet_in_h    packet_in;
     ethernet_h     ethernet;
@@ -185,7 +216,7 @@ struct headers_t {
     pppoe_h        pppoe;
     llc_h          llc;
     ipv4_h         ipv4;        /* outer (or only) IPv4 */
-    ipv4_options_h ipv4_options;
+    ipv4_option_h[10] ipv4_options;
     ipv6_h         ipv6;        /* outer (or only) IPv6 */
     gre_h          gre;
     gre_option_h[3] gre_options;
@@ -194,7 +225,7 @@ struct headers_t {
     l4_ports_h     l4;
 }
 
-/* What the flow table and the hash see: the innermost IP header reached. */
+/* What the flow tables and the hash see: the innermost IP header reached. */
 struct lookup_t {
     bit<2>   vlan_depth;
     bit<12>  vlan0_vid;
@@ -202,7 +233,6 @@ struct lookup_t {
     bit<12>  vlan2_vid;
     bit<3>   mpls_depth;
     bit<16>  ether_type;
-    bit<1>   llc_valid;
     bit<4>   ip_version;
     bit<32>  ipv4_src;
     bit<32>  ipv4_dst;
@@ -214,27 +244,28 @@ struct lookup_t {
     bit<16>  l4_dst_port;
 }
 
-/* Carried from ingress to egress. */
-header bridged_h {
-    bit<1>  is_keepalive_out;
-    bit<1>  check_length;
-    bit<6>  pad;
-    bit<16> ip_end;      /* bytes from the frame start to the end of the outermost IP packet */
-}
-
+/* Metadata starts at zero on the chip too (bf-p4c leaves it undefined otherwise). */
+@pa_auto_init_metadata
 struct ig_metadata_t {
-    bridged_h bridged;
     lookup_t  lkp;
     bit<8>    link_id;
     bit<8>    pair_id;
     bit<1>    from_link;
     bit<1>    from_pair;
+    bit<1>    from_cpu;
     bit<1>    side_wan;    /* the frame came in by a WAN side (link or pair) */
+    bit<1>    pppoe;       /* a PPPoE header before the outer IP header */
     bit<16>   ip_offset;   /* where the outermost IP header starts */
-    bit<16>   ip_len;      /* its total length (IPv6: payload + 40) */
+    bit<16>   ip_len;      /* its total length */
     PortId_t  lan_port;
     PortId_t  wan_port;
+    PortId_t  pair_lan_port;
+    PortId_t  pair_wan_port;
+    PortId_t  cpu_port;
     bit<8>    unit_id;
+    bit<1>    flow_drop;
+    bit<1>    drop;
+    bit<3>    drop_reason;
     bit<16>   bucket_mask;
     bit<2>    method;
     bit<32>   hash;
@@ -247,7 +278,7 @@ struct ig_metadata_t {
 }
 
 struct eg_metadata_t {
-    bridged_h bridged;
+    bit<16> ip_end_over;   /* how far the IP packet runs past the frame (0: it does not) */
 }
 
 /* ---------------------------------------------------------------- ingress parser */
@@ -262,10 +293,11 @@ parser EfbIngressParser(packet_in pkt,
         md.lkp.vlan_depth = 0;
         md.lkp.mpls_depth = 0;
         md.lkp.ip_version = 0;
-        md.ip_offset = 14;
+        md.pppoe = 0;
         transition select(ig_intr_md.ingress_port) {
-            CPU_PORT : parse_packet_out;
-            default  : parse_ethernet;
+            CPU_PORT_2_PIPES : parse_packet_out;
+            CPU_PORT_4_PIPES : parse_packet_out;
+            default          : parse_ethernet;
         }
     }
 
@@ -280,7 +312,9 @@ parser EfbIngressParser(packet_in pkt,
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_EFB_TAG   : parse_efb_tag;
             ETHERTYPE_KEEPALIVE : parse_keepalive;
-            default             : parse_l2;
+            ETHERTYPE_VLAN      : parse_vlan0;
+            ETHERTYPE_QINQ      : parse_vlan0;
+            default             : parse_after_vlans;
         }
     }
 
@@ -294,21 +328,12 @@ parser EfbIngressParser(packet_in pkt,
         transition accept;
     }
 
-    state parse_l2 {
-        transition select(hdr.ethernet.ether_type) {
-            ETHERTYPE_VLAN    : parse_vlan0;
-            ETHERTYPE_QINQ    : parse_vlan0;
-            default           : parse_after_vlans;
-        }
-    }
-
     /* Up to three tags; a fourth leaves the frame non-IP (passed, never filtered). */
     state parse_vlan0 {
         pkt.extract(hdr.vlan[0]);
         md.lkp.vlan_depth = 1;
         md.lkp.vlan0_vid = hdr.vlan[0].vid;
         md.lkp.ether_type = hdr.vlan[0].ether_type;
-        md.ip_offset = 18;
         transition select(hdr.vlan[0].ether_type) {
             ETHERTYPE_VLAN : parse_vlan1;
             ETHERTYPE_QINQ : parse_vlan1;
@@ -321,7 +346,6 @@ parser EfbIngressParser(packet_in pkt,
         md.lkp.vlan_depth = 2;
         md.lkp.vlan1_vid = hdr.vlan[1].vid;
         md.lkp.ether_type = hdr.vlan[1].ether_type;
-        md.ip_offset = 22;
         transition select(hdr.vlan[1].ether_type) {
             ETHERTYPE_VLAN : parse_vlan2;
             ETHERTYPE_QINQ : parse_vlan2;
@@ -334,7 +358,6 @@ parser EfbIngressParser(packet_in pkt,
         md.lkp.vlan_depth = 3;
         md.lkp.vlan2_vid = hdr.vlan[2].vid;
         md.lkp.ether_type = hdr.vlan[2].ether_type;
-        md.ip_offset = 26;
         transition select(hdr.vlan[2].ether_type) {
             ETHERTYPE_VLAN : accept;    /* a 4th tag: deeper than we parse */
             ETHERTYPE_QINQ : accept;
@@ -346,8 +369,8 @@ parser EfbIngressParser(packet_in pkt,
         transition select(md.lkp.ether_type) {
             ETHERTYPE_IPV4        : parse_ipv4;
             ETHERTYPE_IPV6        : parse_ipv6;
-            ETHERTYPE_MPLS        : parse_mpls;
-            ETHERTYPE_MPLS_MC     : parse_mpls;
+            ETHERTYPE_MPLS        : parse_mpls0;
+            ETHERTYPE_MPLS_MC     : parse_mpls0;
             ETHERTYPE_PPPOE       : parse_pppoe;
             0x0000 &&& 0xF800     : parse_llc;   /* 802.3 length (0..2047 covers 0..1500) */
             default               : accept;
@@ -356,21 +379,41 @@ parser EfbIngressParser(packet_in pkt,
 
     state parse_llc {
         pkt.extract(hdr.llc);
-        md.lkp.llc_valid = 1;
         transition accept;
     }
 
-    /* Up to six labels; a seventh leaves the frame non-IP. After the bottom of stack,
-     * the first nibble tells IPv4 from IPv6, as routers guess. */
-    state parse_mpls {
-        pkt.extract(hdr.mpls.next);
-        md.lkp.mpls_depth = md.lkp.mpls_depth + 1;
-        md.ip_offset = md.ip_offset + 4;
-        transition select(hdr.mpls.last.bos, hdr.mpls.lastIndex) {
-            (1, _) : parse_mpls_payload;
-            (0, 5) : accept;              /* six labels, no bottom: deeper than we parse */
-            default : parse_mpls;
-        }
+    /* Up to six labels, one state each so that the depth is a constant; a seventh leaves
+     * the frame non-IP. After the bottom of stack, the first nibble tells IPv4 from IPv6,
+     * as routers guess. */
+    state parse_mpls0 {
+        pkt.extract(hdr.mpls[0]);
+        md.lkp.mpls_depth = 1;
+        transition select(hdr.mpls[0].bos) { 1 : parse_mpls_payload; default : parse_mpls1; }
+    }
+    state parse_mpls1 {
+        pkt.extract(hdr.mpls[1]);
+        md.lkp.mpls_depth = 2;
+        transition select(hdr.mpls[1].bos) { 1 : parse_mpls_payload; default : parse_mpls2; }
+    }
+    state parse_mpls2 {
+        pkt.extract(hdr.mpls[2]);
+        md.lkp.mpls_depth = 3;
+        transition select(hdr.mpls[2].bos) { 1 : parse_mpls_payload; default : parse_mpls3; }
+    }
+    state parse_mpls3 {
+        pkt.extract(hdr.mpls[3]);
+        md.lkp.mpls_depth = 4;
+        transition select(hdr.mpls[3].bos) { 1 : parse_mpls_payload; default : parse_mpls4; }
+    }
+    state parse_mpls4 {
+        pkt.extract(hdr.mpls[4]);
+        md.lkp.mpls_depth = 5;
+        transition select(hdr.mpls[4].bos) { 1 : parse_mpls_payload; default : parse_mpls5; }
+    }
+    state parse_mpls5 {
+        pkt.extract(hdr.mpls[5]);
+        md.lkp.mpls_depth = 6;
+        transition select(hdr.mpls[5].bos) { 1 : parse_mpls_payload; default : accept; }
     }
 
     state parse_mpls_payload {
@@ -383,7 +426,7 @@ parser EfbIngressParser(packet_in pkt,
 
     state parse_pppoe {
         pkt.extract(hdr.pppoe);
-        md.ip_offset = md.ip_offset + 8;
+        md.pppoe = 1;
         transition select(hdr.pppoe.protocol) {
             PPP_IPV4 : parse_ipv4;
             PPP_IPV6 : parse_ipv6;
@@ -395,7 +438,6 @@ parser EfbIngressParser(packet_in pkt,
      * it, ingress counts and drops it. */
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        md.ip_len = hdr.ipv4.total_len;
         transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
             (4, 5)            : parse_ipv4_payload;
             (4, 0 &&& 0xC)    : reject;            /* ihl 0..3 */
@@ -405,10 +447,32 @@ parser EfbIngressParser(packet_in pkt,
         }
     }
 
+    /* ihl - 5 option words: the entry state by ihl, then one word per state down to the
+     * payload (a constant count per state, no parser arithmetic). */
     state parse_ipv4_options {
-        pkt.extract(hdr.ipv4_options, ((bit<32>)hdr.ipv4.ihl - 5) * 32);
-        transition parse_ipv4_payload;
+        transition select(hdr.ipv4.ihl) {
+            6       : parse_ipv4_option0;
+            7       : parse_ipv4_option1;
+            8       : parse_ipv4_option2;
+            9       : parse_ipv4_option3;
+            10      : parse_ipv4_option4;
+            11      : parse_ipv4_option5;
+            12      : parse_ipv4_option6;
+            13      : parse_ipv4_option7;
+            14      : parse_ipv4_option8;
+            default : parse_ipv4_option9;
+        }
     }
+    state parse_ipv4_option9 { pkt.extract(hdr.ipv4_options[9]); transition parse_ipv4_option8; }
+    state parse_ipv4_option8 { pkt.extract(hdr.ipv4_options[8]); transition parse_ipv4_option7; }
+    state parse_ipv4_option7 { pkt.extract(hdr.ipv4_options[7]); transition parse_ipv4_option6; }
+    state parse_ipv4_option6 { pkt.extract(hdr.ipv4_options[6]); transition parse_ipv4_option5; }
+    state parse_ipv4_option5 { pkt.extract(hdr.ipv4_options[5]); transition parse_ipv4_option4; }
+    state parse_ipv4_option4 { pkt.extract(hdr.ipv4_options[4]); transition parse_ipv4_option3; }
+    state parse_ipv4_option3 { pkt.extract(hdr.ipv4_options[3]); transition parse_ipv4_option2; }
+    state parse_ipv4_option2 { pkt.extract(hdr.ipv4_options[2]); transition parse_ipv4_option1; }
+    state parse_ipv4_option1 { pkt.extract(hdr.ipv4_options[1]); transition parse_ipv4_option0; }
+    state parse_ipv4_option0 { pkt.extract(hdr.ipv4_options[0]); transition parse_ipv4_payload; }
 
     state parse_ipv4_payload {
         transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
@@ -426,7 +490,6 @@ parser EfbIngressParser(packet_in pkt,
 
     state parse_ipv6 {
         pkt.extract(hdr.ipv6);
-        md.ip_len = hdr.ipv6.payload_len + 40;
         transition select(hdr.ipv6.version, hdr.ipv6.next_hdr) {
             (6, PROTO_IPIP)    : parse_inner_ipv4;
             (6, PROTO_IPV6)    : parse_inner_ipv6;
@@ -446,26 +509,24 @@ parser EfbIngressParser(packet_in pkt,
         pkt.extract(hdr.gre);
         transition select(hdr.gre.version, hdr.gre.checksum_present, hdr.gre.key_present, hdr.gre.seq_present) {
             (0, 0, 0, 0) : parse_gre_payload;
-            (0, _, _, _) : parse_gre_option;
+            (0, _, _, _) : parse_gre_options;
             default      : accept;
         }
     }
 
-    state parse_gre_option {
-        /* C, K and S each add four bytes; count them by extracting in turn. */
-        pkt.extract(hdr.gre_options.next);
-        transition select(hdr.gre.checksum_present ++ hdr.gre.key_present ++ hdr.gre.seq_present,
-                          hdr.gre_options.lastIndex) {
-            (0b001, 0) : parse_gre_payload;
-            (0b010, 0) : parse_gre_payload;
-            (0b100, 0) : parse_gre_payload;
-            (0b011, 1) : parse_gre_payload;
-            (0b101, 1) : parse_gre_payload;
-            (0b110, 1) : parse_gre_payload;
-            (0b111, 2) : parse_gre_payload;
-            default    : parse_gre_option;
+    /* C, K and S each add one word: the entry state by how many, then one per state. */
+    state parse_gre_options {
+        transition select(hdr.gre.checksum_present, hdr.gre.key_present, hdr.gre.seq_present) {
+            (1, 1, 1) : parse_gre_option2;
+            (0, 1, 1) : parse_gre_option1;
+            (1, 0, 1) : parse_gre_option1;
+            (1, 1, 0) : parse_gre_option1;
+            default   : parse_gre_option0;
         }
     }
+    state parse_gre_option2 { pkt.extract(hdr.gre_options[2]); transition parse_gre_option1; }
+    state parse_gre_option1 { pkt.extract(hdr.gre_options[1]); transition parse_gre_option0; }
+    state parse_gre_option0 { pkt.extract(hdr.gre_options[0]); transition parse_gre_payload; }
 
     state parse_gre_payload {
         transition select(hdr.gre.protocol) {
@@ -507,6 +568,113 @@ parser EfbIngressParser(packet_in pkt,
     }
 }
 
+/* ---------------------------------------------------------------- flow tables */
+
+/* The flows the controller compiled for frames of one kind: IPv4, IPv6 or anything
+ * else (no IP inside). A frame meets exactly one of the three, so a flow is written into
+ * each table whose frames it can match, and the highest priority within that table wins.
+ * Ranges (ports, depths) are written as ternary prefixes by the controller: the TCAM holds
+ * them without range units, and the entry count of a flow is known before it is written. */
+
+control FlowsIpv4(inout headers_t hdr, inout ig_metadata_t md) {
+    DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) counter;
+
+    action bypass() { counter.count(); md.unit_id = 0; }
+    action drop() { counter.count(); md.unit_id = 0; md.flow_drop = 1; }
+    action to_unit(bit<8> unit_id) { counter.count(); md.unit_id = unit_id; }
+
+    table flows {
+        key = {
+            md.link_id            : ternary @name("link_id");
+            md.lkp.vlan_depth     : ternary @name("vlan_depth");
+            md.lkp.vlan0_vid      : ternary @name("vlan0_vid");
+            md.lkp.vlan1_vid      : ternary @name("vlan1_vid");
+            md.lkp.vlan2_vid      : ternary @name("vlan2_vid");
+            md.lkp.mpls_depth     : ternary @name("mpls_depth");
+            hdr.ethernet.src_addr : ternary @name("src_mac");
+            hdr.ethernet.dst_addr : ternary @name("dst_mac");
+            md.lkp.ether_type     : ternary @name("ether_type");
+            md.lkp.ipv4_src       : ternary @name("ipv4_src");
+            md.lkp.ipv4_dst       : ternary @name("ipv4_dst");
+            md.lkp.ip_proto       : ternary @name("ip_proto");
+            md.lkp.l4_valid       : ternary @name("l4_valid");
+            md.lkp.l4_src_port    : ternary @name("l4_src_port");
+            md.lkp.l4_dst_port    : ternary @name("l4_dst_port");
+        }
+        actions = { bypass; drop; to_unit; }
+        default_action = bypass();
+        counters = counter;
+        size = FLOWS_IPV4_SIZE;
+    }
+
+    apply { flows.apply(); }
+}
+
+control FlowsIpv6(inout headers_t hdr, inout ig_metadata_t md) {
+    DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) counter;
+
+    action bypass() { counter.count(); md.unit_id = 0; }
+    action drop() { counter.count(); md.unit_id = 0; md.flow_drop = 1; }
+    action to_unit(bit<8> unit_id) { counter.count(); md.unit_id = unit_id; }
+
+    table flows {
+        key = {
+            md.link_id            : ternary @name("link_id");
+            md.lkp.vlan_depth     : ternary @name("vlan_depth");
+            md.lkp.vlan0_vid      : ternary @name("vlan0_vid");
+            md.lkp.vlan1_vid      : ternary @name("vlan1_vid");
+            md.lkp.vlan2_vid      : ternary @name("vlan2_vid");
+            md.lkp.mpls_depth     : ternary @name("mpls_depth");
+            hdr.ethernet.src_addr : ternary @name("src_mac");
+            hdr.ethernet.dst_addr : ternary @name("dst_mac");
+            md.lkp.ether_type     : ternary @name("ether_type");
+            md.lkp.ipv6_src       : ternary @name("ipv6_src");
+            md.lkp.ipv6_dst       : ternary @name("ipv6_dst");
+            md.lkp.ip_proto       : ternary @name("ip_proto");
+            md.lkp.l4_valid       : ternary @name("l4_valid");
+            md.lkp.l4_src_port    : ternary @name("l4_src_port");
+            md.lkp.l4_dst_port    : ternary @name("l4_dst_port");
+        }
+        actions = { bypass; drop; to_unit; }
+        default_action = bypass();
+        counters = counter;
+        size = FLOWS_IPV6_SIZE;
+    }
+
+    apply { flows.apply(); }
+}
+
+control FlowsOther(inout headers_t hdr, inout ig_metadata_t md) {
+    DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) counter;
+
+    action bypass() { counter.count(); md.unit_id = 0; }
+    action drop() { counter.count(); md.unit_id = 0; md.flow_drop = 1; }
+
+    table flows {
+        key = {
+            md.link_id            : ternary @name("link_id");
+            md.lkp.vlan_depth     : ternary @name("vlan_depth");
+            md.lkp.vlan0_vid      : ternary @name("vlan0_vid");
+            md.lkp.vlan1_vid      : ternary @name("vlan1_vid");
+            md.lkp.vlan2_vid      : ternary @name("vlan2_vid");
+            md.lkp.mpls_depth     : ternary @name("mpls_depth");
+            hdr.ethernet.src_addr : ternary @name("src_mac");
+            hdr.ethernet.dst_addr : ternary @name("dst_mac");
+            md.lkp.ether_type     : ternary @name("ether_type");
+            hdr.llc.isValid()     : ternary @name("llc_valid");
+            hdr.llc.dsap          : ternary @name("llc_dsap");
+            hdr.llc.ssap          : ternary @name("llc_ssap");
+        }
+        /* Frames without IP never go to a filter: to_unit has nothing to hash. */
+        actions = { bypass; drop; }
+        default_action = bypass();
+        counters = counter;
+        size = FLOWS_OTHER_SIZE;
+    }
+
+    apply { flows.apply(); }
+}
+
 /* ---------------------------------------------------------------- ingress */
 
 control EfbIngress(inout headers_t hdr,
@@ -516,11 +684,7 @@ control EfbIngress(inout headers_t hdr,
                    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
 
-    @id(0x12000001)
     Counter<bit<64>, bit<3>>(8, CounterType_t.PACKETS_AND_BYTES) drop_reasons;
-
-    @id(0x13000001)
-    DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) flow_counter;
 
     /* CRC-32/ISO-HDLC (zlib): reflected 0x04C11DB7, init and final xor 0xFFFFFFFF.
      * The key is symmetric by construction (XOR), as MODEL.md version 2 defines it. */
@@ -532,20 +696,31 @@ control EfbIngress(inout headers_t hdr,
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32) hash_v6_l4;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32) hash_v6_dst;
 
-    action count_drop(bit<3> reason) {
-        drop_reasons.count(reason);
+    FlowsIpv4() flows_ipv4;
+    FlowsIpv6() flows_ipv6;
+    FlowsOther() flows_other;
+
+    /* Drops are decided anywhere and counted in one place (an indexed counter lives in
+     * one stage): `mark_drop` notes the reason, the end of `apply` counts and drops. */
+    action mark_drop(bit<3> reason) {
+        md.drop = 1;
+        md.drop_reason = reason;
+    }
+
+    action count_drop() {
+        drop_reasons.count(md.drop_reason);
         ig_dprsr_md.drop_ctl = 1;
     }
 
     /* ---- ingress_port: what the port is */
 
-    @id(0x01000001) action from_link_lan(bit<8> link_id) { md.from_link = 1; md.link_id = link_id; md.side_wan = 0; }
-    @id(0x01000002) action from_link_wan(bit<8> link_id) { md.from_link = 1; md.link_id = link_id; md.side_wan = 1; }
-    @id(0x01000003) action from_pair_lan(bit<8> pair_id) { md.from_pair = 1; md.pair_id = pair_id; md.side_wan = 0; }
-    @id(0x01000004) action from_pair_wan(bit<8> pair_id) { md.from_pair = 1; md.pair_id = pair_id; md.side_wan = 1; }
-    @id(0x01000005) action unknown_port() { count_drop(DROP_UNKNOWN_PORT); }
+    action from_link_lan(bit<8> link_id) { md.from_link = 1; md.link_id = link_id; md.side_wan = 0; }
+    action from_link_wan(bit<8> link_id) { md.from_link = 1; md.link_id = link_id; md.side_wan = 1; }
+    action from_pair_lan(bit<8> pair_id) { md.from_pair = 1; md.pair_id = pair_id; md.side_wan = 0; }
+    action from_pair_wan(bit<8> pair_id) { md.from_pair = 1; md.pair_id = pair_id; md.side_wan = 1; }
+    action from_cpu() { md.from_cpu = 1; }
+    action unknown_port() { mark_drop(DROP_UNKNOWN_PORT); }
 
-    @id(0x02000001)
     table ingress_port {
         key = { ig_intr_md.ingress_port : exact @name("ingress_port"); }
         actions = {
@@ -553,21 +728,31 @@ control EfbIngress(inout headers_t hdr,
             @tableonly from_link_wan;
             @tableonly from_pair_lan;
             @tableonly from_pair_wan;
+            @tableonly from_cpu;
             @defaultonly unknown_port;
         }
         const default_action = unknown_port();
         size = 512;
     }
 
+    /* ---- platform: the board's CPU port (packet-ins go there) */
+
+    action set_cpu_port(PortId_t port) { md.cpu_port = port; }
+
+    table platform {
+        actions = { @defaultonly set_cpu_port; }
+        default_action = set_cpu_port(CPU_PORT_2_PIPES);
+        size = 1;
+    }
+
     /* ---- link_ports: a link's two operator ports */
 
-    @id(0x01000006) action set_link_ports(PortId_t lan_port, PortId_t wan_port) {
+    action set_link_ports(PortId_t lan_port, PortId_t wan_port) {
         md.lan_port = lan_port;
         md.wan_port = wan_port;
     }
-    @id(0x01000007) action link_missing() { count_drop(DROP_LINK_MISSING); }
+    action link_missing() { mark_drop(DROP_LINK_MISSING); }
 
-    @id(0x02000002)
     table link_ports {
         key = { md.link_id : exact @name("link_id"); }
         actions = { @tableonly set_link_ports; @defaultonly link_missing; }
@@ -577,60 +762,21 @@ control EfbIngress(inout headers_t hdr,
 
     /* ---- balancing: the box's method, as the default action of a keyless table */
 
-    @id(0x01000008) action hash_layer3() { md.method = METHOD_LAYER3; }
-    @id(0x01000009) action hash_layer4() { md.method = METHOD_LAYER4; }
-    @id(0x0100000A) action hash_dst_ip() { md.method = METHOD_DST_IP; }
+    action hash_layer3() { md.method = METHOD_LAYER3; }
+    action hash_layer4() { md.method = METHOD_LAYER4; }
+    action hash_dst_ip() { md.method = METHOD_DST_IP; }
 
-    @id(0x02000003)
     table balancing {
         actions = { @defaultonly hash_layer3; @defaultonly hash_layer4; @defaultonly hash_dst_ip; }
         default_action = hash_layer3();
         size = 1;
     }
 
-    /* ---- flows: the configured flows, highest priority wins */
-
-    @id(0x0100000B) action bypass() { flow_counter.count(); md.unit_id = 0; }
-    @id(0x0100000C) action drop() { flow_counter.count(); count_drop(DROP_FLOW); }
-    @id(0x0100000D) action to_unit(bit<8> unit_id) { flow_counter.count(); md.unit_id = unit_id; }
-
-    @id(0x02000004)
-    table flows {
-        key = {
-            md.link_id         : ternary @name("link_id");
-            md.lkp.vlan_depth  : range   @name("vlan_depth");
-            md.lkp.vlan0_vid   : ternary @name("vlan0_vid");
-            md.lkp.vlan1_vid   : ternary @name("vlan1_vid");
-            md.lkp.vlan2_vid   : ternary @name("vlan2_vid");
-            md.lkp.mpls_depth  : range   @name("mpls_depth");
-            hdr.ethernet.src_addr : ternary @name("src_mac");
-            hdr.ethernet.dst_addr : ternary @name("dst_mac");
-            md.lkp.ether_type  : ternary @name("ether_type");
-            md.lkp.llc_valid   : ternary @name("llc_valid");
-            hdr.llc.dsap       : ternary @name("llc_dsap");
-            hdr.llc.ssap       : ternary @name("llc_ssap");
-            md.lkp.ip_version  : ternary @name("ip_version");
-            md.lkp.ipv4_src    : ternary @name("ipv4_src");
-            md.lkp.ipv4_dst    : ternary @name("ipv4_dst");
-            md.lkp.ipv6_src    : ternary @name("ipv6_src");
-            md.lkp.ipv6_dst    : ternary @name("ipv6_dst");
-            md.lkp.ip_proto    : ternary @name("ip_proto");
-            md.lkp.l4_valid    : ternary @name("l4_valid");
-            md.lkp.l4_src_port : range   @name("l4_src_port");
-            md.lkp.l4_dst_port : range   @name("l4_dst_port");
-        }
-        actions = { bypass; drop; to_unit; }
-        default_action = bypass();
-        counters = flow_counter;
-        size = 262144;
-    }
-
     /* ---- units, buckets, pairs */
 
-    @id(0x0100000E) action unit_active(bit<16> bucket_mask) { md.bucket_mask = bucket_mask; }
-    @id(0x0100000F) action unit_bypass() { md.unit_id = 0; }
+    action unit_active(bit<16> bucket_mask) { md.bucket_mask = bucket_mask; }
+    action unit_bypass() { md.unit_id = 0; }
 
-    @id(0x02000005)
     table units {
         key = { md.unit_id : exact @name("unit_id"); }
         actions = { @tableonly unit_active; unit_bypass; }
@@ -638,10 +784,9 @@ control EfbIngress(inout headers_t hdr,
         size = 256;
     }
 
-    @id(0x01000010) action to_pair(bit<8> pair_id, bit<8> core) { md.pair_id = pair_id; md.core = core; }
-    @id(0x01000011) action software_bypass() { md.unit_id = 0; }
+    action to_pair(bit<8> pair_id, bit<8> core) { md.pair_id = pair_id; md.core = core; }
+    action software_bypass() { md.unit_id = 0; }
 
-    @id(0x02000006)
     table buckets {
         key = {
             md.unit_id : exact @name("unit_id");
@@ -649,26 +794,62 @@ control EfbIngress(inout headers_t hdr,
         }
         actions = { @tableonly to_pair; @defaultonly software_bypass; }
         default_action = software_bypass();
-        size = 262144;
+        size = BUCKETS_SIZE;
     }
 
-    @id(0x01000012) action pair_up(PortId_t lan_port, PortId_t wan_port) {
-        /* Towards the filter by the side the frame entered the link. */
-        ig_tm_md.ucast_egress_port = (md.side_wan == 0) ? lan_port : wan_port;
+    /* Both of the pair's ports as action data: the side the frame entered the link by
+     * picks one after the table (no condition inside an action). */
+    action pair_up(PortId_t lan_port, PortId_t wan_port) {
+        md.pair_lan_port = lan_port;
+        md.pair_wan_port = wan_port;
         hdr.efb_tag.setValid();
         hdr.efb_tag.link_id = md.link_id;
         hdr.efb_tag.core = md.core;
         hdr.efb_tag.ether_type = hdr.ethernet.ether_type;
         hdr.ethernet.ether_type = ETHERTYPE_EFB_TAG;
     }
-    @id(0x01000013) action pair_down() { md.unit_id = 0; }
+    action pair_down() { md.unit_id = 0; }
 
-    @id(0x02000007)
     table pairs {
         key = { md.pair_id : exact @name("pair_id"); }
         actions = { @tableonly pair_up; pair_down; }
         default_action = pair_down();
         size = 256;
+    }
+
+    /* ---- where the outer IP header starts, plus the 4-byte FCS (see check_length):
+     * Ethernet 14, each VLAN tag or MPLS label 4, PPPoE and PPP 8. A constant table,
+     * because the parser may not add. */
+
+    action set_ip_offset(bit<16> offset) { md.ip_offset = offset; }
+
+    table ip_offset {
+        key = {
+            md.lkp.vlan_depth : exact;
+            md.lkp.mpls_depth : exact;
+            md.pppoe          : exact;
+        }
+        actions = { set_ip_offset; }
+        default_action = set_ip_offset(18);
+        const entries = {
+            (0, 0, 0) : set_ip_offset(18); (0, 0, 1) : set_ip_offset(26);
+            (1, 0, 0) : set_ip_offset(22); (1, 0, 1) : set_ip_offset(30);
+            (2, 0, 0) : set_ip_offset(26); (2, 0, 1) : set_ip_offset(34);
+            (3, 0, 0) : set_ip_offset(30); (3, 0, 1) : set_ip_offset(38);
+            (0, 1, 0) : set_ip_offset(22); (1, 1, 0) : set_ip_offset(26);
+            (2, 1, 0) : set_ip_offset(30); (3, 1, 0) : set_ip_offset(34);
+            (0, 2, 0) : set_ip_offset(26); (1, 2, 0) : set_ip_offset(30);
+            (2, 2, 0) : set_ip_offset(34); (3, 2, 0) : set_ip_offset(38);
+            (0, 3, 0) : set_ip_offset(30); (1, 3, 0) : set_ip_offset(34);
+            (2, 3, 0) : set_ip_offset(38); (3, 3, 0) : set_ip_offset(42);
+            (0, 4, 0) : set_ip_offset(34); (1, 4, 0) : set_ip_offset(38);
+            (2, 4, 0) : set_ip_offset(42); (3, 4, 0) : set_ip_offset(46);
+            (0, 5, 0) : set_ip_offset(38); (1, 5, 0) : set_ip_offset(42);
+            (2, 5, 0) : set_ip_offset(46); (3, 5, 0) : set_ip_offset(50);
+            (0, 6, 0) : set_ip_offset(42); (1, 6, 0) : set_ip_offset(46);
+            (2, 6, 0) : set_ip_offset(50); (3, 6, 0) : set_ip_offset(54);
+        }
+        size = 64;
     }
 
     /* ---- lookup fields: the innermost IP header the parser reached */
@@ -687,109 +868,170 @@ control EfbIngress(inout headers_t hdr,
         md.lkp.ip_proto = proto;
     }
 
+    /* A packet-out from the controller: out of the port it names, as it is. */
+    action send_packet_out() {
+        ig_tm_md.ucast_egress_port = (PortId_t)hdr.packet_out.egress_port;
+        hdr.packet_out.setInvalid();
+        hdr.bridged.is_keepalive_out = 1;
+    }
+
+    /* A keep-alive back from a filter: to the controller with where and when it came. */
+    action send_packet_in() {
+        ig_tm_md.ucast_egress_port = md.cpu_port;
+        hdr.packet_in.setValid();
+        hdr.packet_in.ingress_port = (bit<16>)ig_intr_md.ingress_port;
+        hdr.packet_in.rx_tstamp = ig_intr_md.ingress_mac_tstamp;
+    }
+
+    /* Back from a filter: strip the tag; the tag's link is looked up next. */
+    action strip_tag() {
+        md.link_id = hdr.efb_tag.link_id;
+        hdr.ethernet.ether_type = hdr.efb_tag.ether_type;
+        hdr.efb_tag.setInvalid();
+    }
+
+    action out_lan() { ig_tm_md.ucast_egress_port = md.lan_port; }
+    action out_wan() { ig_tm_md.ucast_egress_port = md.wan_port; }
+    action out_pair_lan() { ig_tm_md.ucast_egress_port = md.pair_lan_port; }
+    action out_pair_wan() { ig_tm_md.ucast_egress_port = md.pair_wan_port; }
+
+    action l4_ports() {
+        md.lkp.l4_valid = 1;
+        md.lkp.l4_src_port = hdr.l4.src_port;
+        md.lkp.l4_dst_port = hdr.l4.dst_port;
+    }
+
+    /* Where the outer IP packet ends, plus the 4-byte FCS that pkt_length counts (the
+     * offsets of table ip_offset include it): egress compares it with the frame. */
+    action ipv4_length() { md.ip_len = hdr.ipv4.total_len; }
+    action ipv6_length() { md.ip_len = hdr.ipv6.payload_len + 40; }
+    action check_length() {
+        hdr.bridged.check_length = 1;
+        hdr.bridged.ip_end = md.ip_offset + md.ip_len;
+    }
+
+    /* The symmetric key of MODEL.md version 2: A XOR B (and PA XOR PB), the same in both
+     * directions without any comparison, then CRC-32 over the field list. Protocols
+     * without ports leave the ports 0. */
+    action xor_ipv4() {
+        md.xor_v4 = md.lkp.ipv4_src ^ md.lkp.ipv4_dst;
+        md.xor_port = md.lkp.l4_src_port ^ md.lkp.l4_dst_port;
+    }
+    action xor_ipv6() {
+        md.xor_v6 = md.lkp.ipv6_src ^ md.lkp.ipv6_dst;
+        md.xor_port = md.lkp.l4_src_port ^ md.lkp.l4_dst_port;
+    }
+
+    /* Frames from the controller, and from a filter's ports. */
     apply {
-        if (hdr.packet_out.isValid()) {
-            /* Keep-alives from the controller: out of the named port as they are. */
-            ig_tm_md.ucast_egress_port = (PortId_t)hdr.packet_out.egress_port;
-            hdr.packet_out.setInvalid();
-            md.bridged.setValid();
-            md.bridged.is_keepalive_out = 1;
-            ig_tm_md.bypass_egress = 0;
-            exit;
-        }
+        /* Every frame carries the bridged header to egress, which always parses it. */
+        hdr.bridged.setValid();
+        hdr.bridged.is_keepalive_out = 0;
+        hdr.bridged.check_length = 0;
+        hdr.bridged.pad = 0;
+        hdr.bridged.ip_end = 0;
+        md.drop = 0;
+        md.drop_reason = 0;
+        md.flow_drop = 0;
+        md.unit_id = 0;
 
         ingress_port.apply();
-        if (ig_dprsr_md.drop_ctl == 1) { exit; }
 
-        if (md.from_pair == 1) {
+        if (md.drop == 1) {
+            /* unknown port: counted below */
+        } else if (hdr.packet_out.isValid()) {
+            if (md.from_cpu == 1) {
+                send_packet_out();
+            } else {
+                /* By the other board's CPU port number: not ours. */
+                mark_drop(DROP_PACKET_OUT_PORT);
+            }
+        } else if (md.from_pair == 1) {
             if (hdr.efb_tag.isValid()) {
-                /* Back from a filter: strip the tag, return to the tag's link. */
-                md.link_id = hdr.efb_tag.link_id;
+                strip_tag();
                 link_ports.apply();
-                hdr.ethernet.ether_type = hdr.efb_tag.ether_type;
-                hdr.efb_tag.setInvalid();
-                ig_tm_md.ucast_egress_port = (md.side_wan == 0) ? md.lan_port : md.wan_port;
+                if (md.side_wan == 0) { out_lan(); } else { out_wan(); }
             } else if (hdr.keepalive.isValid()) {
-                /* A keep-alive that went round its filter: to the controller. */
-                ig_tm_md.ucast_egress_port = CPU_PORT;
-                hdr.packet_in.setValid();
-                hdr.packet_in.ingress_port = (bit<16>)ig_intr_md.ingress_port;
-                hdr.packet_in.rx_tstamp = ig_intr_md.ingress_mac_tstamp;
+                platform.apply();
+                send_packet_in();
             } else {
-                count_drop(DROP_FROM_FILTER_UNTAGGED);
+                mark_drop(DROP_FROM_FILTER_UNTAGGED);
             }
-            exit;
-        }
-
-        /* From an operator link. Malformed frames are counted and dropped. */
-        if (ig_prsr_md.parser_err != 0) {
-            count_drop(DROP_MALFORMED);
-            exit;
-        }
-        link_ports.apply();
-        if (ig_dprsr_md.drop_ctl == 1) { exit; }
-        /* Bypass unless something below sends the frame to a filter. */
-        ig_tm_md.ucast_egress_port = (md.side_wan == 0) ? md.wan_port : md.lan_port;
-
-        if (hdr.inner_ipv4.isValid()) {
-            lookup_ipv4(hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr, hdr.inner_ipv4.protocol);
-        } else if (hdr.inner_ipv6.isValid()) {
-            lookup_ipv6(hdr.inner_ipv6.src_addr, hdr.inner_ipv6.dst_addr, hdr.inner_ipv6.next_hdr);
-        } else if (hdr.ipv4.isValid()) {
-            lookup_ipv4(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol);
-        } else if (hdr.ipv6.isValid()) {
-            lookup_ipv6(hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.next_hdr);
-        }
-        if (hdr.l4.isValid()) {
-            md.lkp.l4_valid = 1;
-            md.lkp.l4_src_port = hdr.l4.src_port;
-            md.lkp.l4_dst_port = hdr.l4.dst_port;
-        }
-        if (hdr.ipv4.isValid() || hdr.ipv6.isValid()) {
-            /* Egress drops frames shorter than their IP length says. */
-            md.bridged.setValid();
-            md.bridged.check_length = 1;
-            md.bridged.ip_end = md.ip_offset + md.ip_len;
-        }
-
-        flows.apply();
-        if (ig_dprsr_md.drop_ctl == 1 || md.unit_id == 0 || md.lkp.ip_version == 0) {
-            exit;   /* bypass, drop, or no IP inside: never to a filter */
-        }
-
-        balancing.apply();
-        units.apply();
-        if (md.unit_id == 0) { exit; }
-
-        /* The symmetric key of MODEL.md version 2: A XOR B (and PA XOR PB), the same in
-         * both directions without any comparison, then CRC-32 over the field list.
-         * Protocols without ports leave l4 invalid and the ports 0. */
-        md.xor_port = md.lkp.l4_src_port ^ md.lkp.l4_dst_port;
-        if (md.lkp.ip_version == 4) {
-            md.xor_v4 = md.lkp.ipv4_src ^ md.lkp.ipv4_dst;
-            if (md.method == METHOD_LAYER4) {
-                md.hash = hash_v4_l4.get({ md.xor_v4, md.lkp.ip_proto, md.xor_port });
-            } else if (md.method == METHOD_DST_IP) {
-                md.hash = hash_v4_dst.get({ md.lkp.ipv4_dst });
-            } else {
-                md.hash = hash_v4_l3.get({ md.xor_v4, md.lkp.ip_proto });
-            }
+        } else if (ig_prsr_md.parser_err != 0) {
+            mark_drop(DROP_MALFORMED);
         } else {
-            md.xor_v6 = md.lkp.ipv6_src ^ md.lkp.ipv6_dst;
-            if (md.method == METHOD_LAYER4) {
-                md.hash = hash_v6_l4.get({ md.xor_v6, md.lkp.ip_proto, md.xor_port });
-            } else if (md.method == METHOD_DST_IP) {
-                md.hash = hash_v6_dst.get({ md.lkp.ipv6_dst });
+            /* From an operator link: bypass (the link's other port) unless a flow and
+             * a live pair send the frame to a filter. */
+            link_ports.apply();
+            if (md.side_wan == 0) { out_wan(); } else { out_lan(); }
+
+            if (hdr.inner_ipv4.isValid()) {
+                lookup_ipv4(hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr, hdr.inner_ipv4.protocol);
+            } else if (hdr.inner_ipv6.isValid()) {
+                lookup_ipv6(hdr.inner_ipv6.src_addr, hdr.inner_ipv6.dst_addr, hdr.inner_ipv6.next_hdr);
+            } else if (hdr.ipv4.isValid()) {
+                lookup_ipv4(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol);
+            } else if (hdr.ipv6.isValid()) {
+                lookup_ipv6(hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.next_hdr);
+            }
+            if (hdr.l4.isValid()) { l4_ports(); }
+            if (hdr.ipv4.isValid()) {
+                ipv4_length();
+                ip_offset.apply();
+                check_length();
+            } else if (hdr.ipv6.isValid()) {
+                ipv6_length();
+                ip_offset.apply();
+                check_length();
+            }
+
+            if (md.lkp.ip_version == 4) {
+                flows_ipv4.apply(hdr, md);
+            } else if (md.lkp.ip_version == 6) {
+                flows_ipv6.apply(hdr, md);
             } else {
-                md.hash = hash_v6_l3.get({ md.xor_v6, md.lkp.ip_proto });
+                flows_other.apply(hdr, md);
+            }
+
+            if (md.flow_drop == 1) {
+                mark_drop(DROP_FLOW);
+            } else if (md.unit_id != 0) {
+                balancing.apply();
+                units.apply();
+            }
+            if (md.unit_id != 0) {
+                if (md.lkp.ip_version == 4) {
+                    xor_ipv4();
+                    if (md.method == METHOD_LAYER4) {
+                        md.hash = hash_v4_l4.get({ md.xor_v4, md.lkp.ip_proto, md.xor_port });
+                    } else if (md.method == METHOD_DST_IP) {
+                        md.hash = hash_v4_dst.get({ md.lkp.ipv4_dst });
+                    } else {
+                        md.hash = hash_v4_l3.get({ md.xor_v4, md.lkp.ip_proto });
+                    }
+                } else {
+                    xor_ipv6();
+                    if (md.method == METHOD_LAYER4) {
+                        md.hash = hash_v6_l4.get({ md.xor_v6, md.lkp.ip_proto, md.xor_port });
+                    } else if (md.method == METHOD_DST_IP) {
+                        md.hash = hash_v6_dst.get({ md.lkp.ipv6_dst });
+                    } else {
+                        md.hash = hash_v6_l3.get({ md.xor_v6, md.lkp.ip_proto });
+                    }
+                }
+                md.bucket = md.hash[15:0] & md.bucket_mask;
+                buckets.apply();
+            }
+            /* Unit in bypass, no bucket entry or pair down: the bypass port stays. */
+            if (md.unit_id != 0) {
+                pairs.apply();
+                if (md.unit_id != 0) {
+                    if (md.side_wan == 0) { out_pair_lan(); } else { out_pair_wan(); }
+                }
             }
         }
-        md.bucket = md.hash[15:0] & md.bucket_mask;
 
-        buckets.apply();
-        if (md.unit_id == 0) { exit; }
-        pairs.apply();
-        /* pair_down / miss left the bypass port in place. */
+        if (md.drop == 1) { count_drop(); }
     }
 }
 
@@ -798,7 +1040,7 @@ control EfbIngressDeparser(packet_out pkt,
                            in ig_metadata_t md,
                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     apply {
-        pkt.emit(md.bridged);
+        pkt.emit(hdr.bridged);
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.efb_tag);
@@ -826,8 +1068,9 @@ parser EfbEgressParser(packet_in pkt,
                        out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
         pkt.extract(eg_intr_md);
-        pkt.extract(md.bridged);
-        transition select(md.bridged.is_keepalive_out) {
+        pkt.extract(hdr.bridged);
+        md.ip_end_over = 0;
+        transition select(hdr.bridged.is_keepalive_out) {
             1       : parse_keepalive_out;
             default : accept;
         }
@@ -859,10 +1102,15 @@ control EfbEgress(inout headers_t hdr,
              * clock (the arrival is stamped at ingress). */
             hdr.keepalive.tx_tstamp = (bit<64>)eg_prsr_md.global_tstamp;
         }
-        /* Wrong lengths: an IP length past the frame (pkt_length counts the 4-byte FCS). */
-        if (md.bridged.check_length == 1 && (bit<16>)md.bridged.ip_end > eg_intr_md.pkt_length - 4) {
-            eg_dprsr_md.drop_ctl = 1;
+        /* Wrong lengths: an IP length past the frame (pkt_length counts the 4-byte FCS).
+         * A saturating subtraction says by how much, without comparing two variables. */
+        if (hdr.bridged.check_length == 1) {
+            md.ip_end_over = hdr.bridged.ip_end |-| eg_intr_md.pkt_length;
+            if (md.ip_end_over != 0) {
+                eg_dprsr_md.drop_ctl = 1;
+            }
         }
+        hdr.bridged.setInvalid();
     }
 }
 

@@ -1,7 +1,8 @@
 //! The southbound path end to end (release build; management API -> efbd -> P4Runtime ->
 //! efb-target, real gRPC on loopback): the first push of a large configuration, the latency
 //! of a one-flow commit, counters read back (one flow, every flow), and a restart of efbd
-//! with nothing to reconcile, at 100, 10 000 and 100 000 flows. Prints figures:
+//! with nothing to reconcile, at 100 flows and at the chip's capacity (the IPv4 flow table's
+//! size as compiled for Tofino, less the example site's own entries). Prints figures:
 //! `cargo bench -p efb-tests --bench chip`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -151,14 +152,26 @@ fn counter_reads(client: &mut Client, flows: usize, rounds: usize) {
     );
 }
 
+/// The example site's own flows take at most this many IPv4 entries.
+const SITE_ENTRIES: usize = 16;
+
+/// The most one-link IPv4 flows (one entry each) the chip holds beside the example site's.
+fn chip_capacity() -> usize {
+    let index = efb_p4info::index().unwrap();
+    let ipv4 = index
+        .table_by_name(efb_p4info::names::flows::IPV4.table)
+        .unwrap();
+    usize::try_from(ipv4.size).unwrap() - SITE_ENTRIES
+}
+
 fn main() {
     let quick = std::env::var_os("EFB_BENCH_QUICK").is_some();
-    let sizes: &[(usize, usize)] = if quick {
-        &[(100, 4)]
+    let sizes: Vec<(usize, usize)> = if quick {
+        vec![(100, 4)]
     } else {
-        &[(100, 200), (10_000, 200), (100_000, 50)]
+        vec![(100, 200), (chip_capacity(), 200)]
     };
-    for &(flows, rounds) in sizes {
+    for (flows, rounds) in sizes {
         let dir = tempfile::tempdir().unwrap();
         let datastore = dir.path().join("datastore");
         let target = Target::start(&["--capture-limit", "0"]);

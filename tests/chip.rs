@@ -28,16 +28,16 @@ fn what_is_committed_is_what_the_chip_does() {
     );
     assert!(out.contains("chip programmed"), "{out}");
     // `commit check` tells the writes a change would make (a priority is part of an entry's
-    // key: delete and insert), and makes none.
+    // key: delete and insert, in both IP flow tables), and makes none.
     let (code, check, err) = daemon.cli(
         &[],
         "edit\nset ecofilter-balancer flow dns priority 251\ncommit check\ndiscard\n",
     );
     assert_eq!(code, 0, "{err}");
     assert!(
-        check.contains("chip: 2 writes")
-            && check.contains("1 delete")
-            && check.contains("1 insert"),
+        check.contains("chip: 4 writes")
+            && check.contains("flows_ipv4.flows: 1 delete")
+            && check.contains("flows_ipv6.flows: 1 insert"),
         "{check}"
     );
     let mut chip = Chip::connect(&target);
@@ -263,8 +263,10 @@ fn sessions_meet_at_the_pair_and_core_efb_config_predicts() {
 #[test]
 fn a_commit_the_chip_refuses_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    // Room for the 4 096 buckets, not for 4 500 flows.
-    let target = Target::start(&["--table-size-limit", "4100"]);
+    // A chip with less room than the program declares (the compiler lets the flows
+    // through): one core per filter makes 256 buckets, which fit in 1000 entries; 1200
+    // IPv4 flows do not.
+    let target = Target::start(&["--table-size-limit", "1000"]);
     let users = repo().join("examples/users.demo.toml");
     let daemon = Daemon::start(
         &dir.path().join("datastore"),
@@ -276,14 +278,14 @@ fn a_commit_the_chip_refuses_changes_nothing() {
             users.to_str().unwrap(),
         ],
     );
-    configure(&daemon, "");
+    configure(&daemon, "set ecofilter-balancer ecofilter-unit ef1 cores 1");
     let (_, before, _) = daemon.cli(&["-c", "show configuration | display set"], "");
-    let many: String = (0..4500)
+    let many: String = (0..1200u32)
         .map(|i| {
+            let [_, _, a, b] = i.to_be_bytes();
             format!(
-                "set ecofilter-balancer flow many{i} priority {} match ip-proto 6 dst-port {}\n",
-                1000 + i,
-                i + 1
+                "set ecofilter-balancer flow many{i} priority {} match dst-ipv4 10.0.{a}.{b}/32\n",
+                1000 + i
             )
         })
         .collect();
@@ -299,7 +301,7 @@ fn a_commit_the_chip_refuses_changes_nothing() {
     let err = mgmt_io::commit_lines(&rt, &mut mgmt, &many).unwrap_err();
     assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
     assert!(err.message().contains("flow[name='many"), "{err:?}");
-    let err = gnmi_set_flows(&rt, &daemon, 4500).unwrap_err();
+    let err = gnmi_set_flows(&rt, &daemon, 1200).unwrap_err();
     assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
     assert!(err.message().contains("flow[name='many"), "{err:?}");
     let (_, after, _) = daemon.cli(&["-c", "show configuration | display set"], "");
@@ -308,6 +310,52 @@ fn a_commit_the_chip_refuses_changes_nothing() {
     assert!(status.contains("in sync"), "{status}");
     // The chip is as before: a site frame still goes to a filter, and a restarted efbd
     // finds nothing to correct.
+    assert!(daemon.stop());
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address],
+    );
+    wait_reconciled(&daemon, "wrote 0 entries");
+}
+
+#[test]
+fn a_commit_past_the_chips_capacity_is_refused_with_the_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address],
+    );
+    configure(&daemon, "");
+    let (_, before, _) = daemon.cli(&["-c", "show configuration | display set"], "");
+    // The IPv6 flow table as compiled for the chip; the site has IPv6 entries of its own.
+    let capacity = efb_p4info::index()
+        .unwrap()
+        .table_by_name(efb_p4info::names::flows::IPV6.table)
+        .unwrap()
+        .size;
+    let many: String = (0..capacity)
+        .map(|i| {
+            format!(
+                "set ecofilter-balancer flow v6-{i} priority {} match src-ipv6 2001:db8::{i:x}/128\n",
+                1000 + i
+            )
+        })
+        .collect();
+    let (code, _, err) = daemon.cli(&[], &format!("edit\n{many}commit\n"));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("the chip holds {capacity} IPv6 flow entries")),
+        "{err}"
+    );
+    // Before anything was written: the same code as a full table, from the API too.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut mgmt = mgmt_io::connect(&rt, &daemon);
+    let err = mgmt_io::commit_lines(&rt, &mut mgmt, &many).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    assert!(err.message().contains("needs"), "{err:?}");
+    let (_, after, _) = daemon.cli(&["-c", "show configuration | display set"], "");
+    assert_eq!(after, before, "running unchanged");
     assert!(daemon.stop());
     let daemon = Daemon::start(
         &dir.path().join("datastore"),
@@ -328,10 +376,11 @@ fn gnmi_set_flows(
 
     let flows: Vec<serde_json::Value> = (0..count)
         .map(|i| {
+            let [_, _, a, b] = i.to_be_bytes();
             serde_json::json!({
                 "name": format!("many{i}"),
                 "priority": 1000 + i,
-                "match": {"ip-proto": 6, "dst-port": i + 1},
+                "match": {"dst-ipv4": format!("10.0.{a}.{b}/32")},
             })
         })
         .collect();
@@ -372,8 +421,8 @@ fn reconcile_after_restarts_of_efbd_and_of_the_chip() {
     // The chip restarted empty: everything written again.
     let mut chip = Chip::connect(&target);
     chip.restart(false);
-    let status = wait_reconciled(&daemon, "wrote 4133 entries");
-    assert!(status.contains("4134 entries"), "{status}");
+    let status = wait_reconciled(&daemon, "wrote 4144 entries");
+    assert!(status.contains("4145 entries"), "{status}");
     // A commit while the chip is away: refused, unless offline; then reconciled on return.
     drop(target);
     std::thread::sleep(Duration::from_millis(300));
@@ -415,12 +464,19 @@ fn a_killed_efbd_restarts_with_old_or_new_and_reconciles_the_chip() {
     let datastore = dir.path().join("datastore");
     let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
     configure(&daemon, "");
+    // As many flows as the chip holds beside the site's (one IPv4 entry each).
+    let bulk = efb_p4info::index()
+        .unwrap()
+        .table_by_name(efb_p4info::names::flows::IPV4.table)
+        .unwrap()
+        .size as u32
+        - 16;
     let mut lines = String::from("edit\n");
-    for i in 0..20_000 {
+    for i in 0..bulk {
+        let [_, a, b, c] = i.to_be_bytes();
         lines.push_str(&format!(
-            "set ecofilter-balancer flow bulk{i} priority {} match ip-proto 17 dst-port {}\n",
-            1000 + i,
-            i % 60000 + 1
+            "set ecofilter-balancer flow bulk{i} priority {} match dst-ipv4 10.{a}.{b}.{c}/32 ip-proto 17\n",
+            1000 + i
         ));
     }
     lines.push_str("commit\n");
@@ -452,7 +508,7 @@ fn a_killed_efbd_restarts_with_old_or_new_and_reconciles_the_chip() {
         .unwrap()
         - 1;
     assert!(
-        flows == 6 || flows == 20_006,
+        flows == 6 || flows == bulk as usize + 6,
         "running is the old or the new configuration: {flows} flows"
     );
     // What the chip holds is exactly the running configuration: a second restart of efbd

@@ -7,6 +7,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -309,8 +310,25 @@ fn commits_do_not_wait_for_subscribers() {
 }
 
 /// True when the peer closed `stream` (end of file or reset) within `within`.
-fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
-    stream.set_read_timeout(Some(within)).unwrap();
+/// A connection whose reads can time out: gNMI's TCP, the management API's Unix socket.
+trait Timed: Read {
+    fn time_out(&self, within: Duration);
+}
+
+impl Timed for TcpStream {
+    fn time_out(&self, within: Duration) {
+        self.set_read_timeout(Some(within)).unwrap();
+    }
+}
+
+impl Timed for UnixStream {
+    fn time_out(&self, within: Duration) {
+        self.set_read_timeout(Some(within)).unwrap();
+    }
+}
+
+fn closed_within(stream: &mut impl Timed, within: Duration) -> bool {
+    stream.time_out(within);
     let mut buf = [0u8; 256];
     loop {
         match stream.read(&mut buf) {
@@ -337,8 +355,8 @@ fn connections_that_never_handshake_are_closed() {
     // No TLS ClientHello on gNMI; nothing, then half an HTTP/2 preface, on the
     // management API.
     let mut silent_tls = TcpStream::connect(&gnmi).unwrap();
-    let mut silent = TcpStream::connect(&daemon.address).unwrap();
-    let mut half = TcpStream::connect(&daemon.address).unwrap();
+    let mut silent = UnixStream::connect(&daemon.address).unwrap();
+    let mut half = UnixStream::connect(&daemon.address).unwrap();
     half.write_all(b"PRI * HTTP/2.0\r\n").unwrap();
     let within = Duration::from_secs(10);
     assert!(
@@ -367,11 +385,11 @@ fn connections_past_the_cap_are_closed_at_once() {
     let daemon = started(dir.path(), settings, false, None);
     let gnmi = daemon.gnmi.clone().unwrap();
     let mut held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(&gnmi).unwrap()).collect();
-    let held_mgmt: Vec<TcpStream> = (0..2)
-        .map(|_| TcpStream::connect(&daemon.address).unwrap())
+    let held_mgmt: Vec<UnixStream> = (0..2)
+        .map(|_| UnixStream::connect(&daemon.address).unwrap())
         .collect();
     let mut extra = TcpStream::connect(&gnmi).unwrap();
-    let mut extra_mgmt = TcpStream::connect(&daemon.address).unwrap();
+    let mut extra_mgmt = UnixStream::connect(&daemon.address).unwrap();
     let within = Duration::from_secs(5);
     assert!(
         closed_within(&mut extra, within),

@@ -313,12 +313,7 @@ fn efbd_refuses_a_factory_default_that_holds_nothing() {
         .arg(dir.path().join("datastore"))
         .arg("--factory-default")
         .arg(&empty)
-        .args([
-            "--no-data-plane",
-            "--no-gnmi",
-            "--mgmt-listen",
-            "127.0.0.1:0",
-        ]);
+        .args(["--no-data-plane", "--no-gnmi"]);
     let (code, out, err) = finish(command, "");
     assert!(
         code != 0 && err.contains("factory-default.json holds only white space"),

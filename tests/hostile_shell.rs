@@ -403,7 +403,7 @@ fn a_gnmi_users_file_with_a_name_past_the_limit_is_refused_at_start() {
     let out = Command::new(binary("efbd"))
         .arg("--datastore")
         .arg(dir.path().join("datastore"))
-        .args(["--no-data-plane", "--mgmt-listen", "127.0.0.1:0"])
+        .arg("--no-data-plane")
         .args(["--gnmi-listen", "127.0.0.1:0", "--gnmi-plaintext"])
         .arg("--gnmi-users")
         .arg(&users)

@@ -76,10 +76,14 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
-/// A real efbd on a temporary (or given) datastore, on ports the system picks.
+/// A real efbd on a temporary (or given) datastore, its management API on the Unix socket
+/// in the datastore directory, gNMI on a port the system picks.
 pub struct Daemon {
     child: Child,
+    /// The management API's Unix socket (efb-cli --connect takes it as it is).
     pub address: String,
+    /// The management API's TCP address (with TLS), when started with `--mgmt-listen`.
+    pub tcp: Option<String>,
     /// The gNMI server's address, if efbd serves gNMI.
     pub gnmi: Option<String>,
     /// Whether gNMI runs over TLS.
@@ -109,7 +113,7 @@ impl Daemon {
         let mut child = Command::new(binary("efbd"))
             .arg("--datastore")
             .arg(datastore)
-            .args(["--mgmt-listen", "127.0.0.1:0", "--log-level", level])
+            .args(["--log-level", level])
             .args(["--gnmi-listen", "127.0.0.1:0"])
             .args(data_plane)
             .args(extra)
@@ -125,7 +129,7 @@ impl Daemon {
             .expect("efbd says where it listens");
         let address = line
             .trim()
-            .strip_prefix("efbd: management API on ")
+            .strip_prefix("efbd: management API on unix:")
             .unwrap_or_else(|| panic!("unexpected first line from efbd: {line:?}"))
             .to_string();
         // Second line: `efbd: gNMI on ADDR (TLS|plaintext)` or `efbd: gNMI off`.
@@ -138,9 +142,23 @@ impl Daemon {
             .strip_prefix("efbd: gNMI on ")
             .and_then(|rest| rest.split_once(' '))
             .map(|(addr, mode)| (addr.to_string(), mode == "(TLS)"));
+        // Third, with TCP on: `efbd: management API on ADDR (TLS)`.
+        let tcp = extra.contains(&"--mgmt-listen").then(|| {
+            let mut third = String::new();
+            reader
+                .read_line(&mut third)
+                .expect("efbd says where its TCP listener is");
+            third
+                .trim()
+                .strip_prefix("efbd: management API on ")
+                .and_then(|rest| rest.strip_suffix(" (TLS)"))
+                .unwrap_or_else(|| panic!("unexpected third line from efbd: {third:?}"))
+                .to_string()
+        });
         Daemon {
             child,
             address,
+            tcp,
             gnmi_tls: gnmi.as_ref().is_some_and(|(_, tls)| *tls),
             gnmi: gnmi.map(|(addr, _)| addr),
             datastore: datastore.to_path_buf(),
@@ -200,25 +218,32 @@ impl Daemon {
 
     /// Runs `efb-cli` non-interactively against this daemon: stdin lines or `-c`.
     pub fn cli(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
-        use std::io::Write;
-        let mut child = Command::new(binary("efb-cli"))
+        let mut command = Command::new(binary("efb-cli"));
+        command
             .args(["--connect", &self.address, "--user", "tester"])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("efb-cli starts");
-        if let Some(mut input) = child.stdin.take() {
-            let _ = input.write_all(stdin.as_bytes());
-        }
-        let out = child.wait_with_output().expect("efb-cli runs");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+            .args(args);
+        run_cli(command, stdin)
     }
+}
+
+/// Runs an efb-cli `command` with `stdin`: exit code, standard output, standard error.
+pub fn run_cli(mut command: Command, stdin: &str) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("efb-cli starts");
+    if let Some(mut input) = child.stdin.take() {
+        let _ = input.write_all(stdin.as_bytes());
+    }
+    let out = child.wait_with_output().expect("efb-cli runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 impl Drop for Daemon {

@@ -6,13 +6,14 @@ use tonic::transport::Channel;
 
 use crate::Daemon;
 
-/// A management API client of `daemon`.
+/// A management API client of `daemon`, on its Unix socket.
 pub fn connect(rt: &tokio::runtime::Runtime, daemon: &Daemon) -> ManagementClient<Channel> {
-    rt.block_on(ManagementClient::connect(format!(
-        "http://{}",
-        daemon.address
-    )))
-    .expect("efbd's management API answers")
+    let channel = rt
+        .block_on(efb_cli::client::unix_channel(std::path::Path::new(
+            &daemon.address,
+        )))
+        .expect("efbd's management API answers");
+    ManagementClient::new(channel)
 }
 
 /// A new session of `user`.

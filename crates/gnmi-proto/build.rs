@@ -16,6 +16,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let version = service_version(&text).ok_or("gnmi.proto has no `option (gnmi_service)`")?;
     println!("cargo:rustc-env=GNMI_SERVICE_VERSION={version}");
     let fds = protox::compile(FILES, [&proto_root])?;
+    // The same descriptors, imports included, for gRPC server reflection (grpcurl).
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(
+        out.join("gnmi_descriptor.bin"),
+        prost::Message::encode_to_vec(&fds),
+    )?;
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)

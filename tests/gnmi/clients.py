@@ -5,7 +5,8 @@ non-zero at the first failure.
 
 Usage: python clients.py SCENARIO --gnmi HOST:PORT --mgmt HOST:PORT --cli EFB-CLI
                          [--cert PEM] (TLS with that certificate; plain text without)
-Scenarios: read_write, subscribe, auth, confirmed, bad_values
+Scenarios: read_write, subscribe, auth, confirmed, bad_values, targets, timestamps, defaults,
+           typed_values, missing_keys, unknown_paths, proto, rollback_duration, reflection
 
 pygnmi sends a Python string in json_val / json_ietf_val as it is, unquoted: a string leaf's
 value is given as JSON text, json.dumps("uplink A"), as the gNMI specification asks.
@@ -132,7 +133,8 @@ def read_write():
         wild = get(gc, "/ports/port[name=*]/speed")
         check(len(wild) == 20 and set(wild.values()) == {"100g", "10g"}, "wildcard keys: one update per port", wild)
 
-        refused(lambda: gc.get(path=["/ports/prot"]), grpc.StatusCode.NOT_FOUND, "unknown path: NOT_FOUND")
+        refused(lambda: gc.get(path=["/ports/prot"]), grpc.StatusCode.INVALID_ARGUMENT,
+                "a path the model does not have: INVALID_ARGUMENT")
         refused(lambda: gc.get(path=["/ports/port[name=nope]"]), grpc.StatusCode.NOT_FOUND, "missing entry: NOT_FOUND")
 
         # replace resets what the value leaves out (mtu 9216 -> default, description gone)
@@ -141,7 +143,7 @@ def read_write():
         r = gc.set(replace=[("ecofilter-balancer:ports/port[name=p9-0]", {"number": 9, "lane": 0, "speed": "10g"})])
         check(r["response"][0]["op"] == "REPLACE", "set replace: one REPLACE result", r)
         after = list(get(gc, "/ports/port[name=p9-0]").values())[0]
-        check("mtu" not in after and "description" not in after and after["speed"] == "10g",
+        check(after.get("mtu") == 9000 and "description" not in after and after["speed"] == "10g",
               "replace resets omitted leaves to their defaults", after)
         check(list(get(gc, "/ports/port[name=p9-0]/mtu").values()) == [9000], "mtu reads its default now")
 
@@ -441,10 +443,427 @@ def confirmed():
     check(read() == "plain again", "after cancel, plain Sets go through")
 
 
+# ----- the specification's corners (grpcio + gnmi-pb: every field as sent) -----
+
+def channel():
+    if ARGS.cert:
+        with open(ARGS.cert, "rb") as f:
+            return grpc.secure_channel(ARGS.gnmi, grpc.ssl_channel_credentials(f.read()))
+    return grpc.insecure_channel(ARGS.gnmi)
+
+
+class Raw:
+    """gNMI through grpcio with the gnmi-pb definitions, as admin (or `user`)."""
+
+    def __init__(self, user="admin"):
+        from gnmi_pb import gnmi_ext_pb2, gnmi_pb2, gnmi_pb2_grpc
+
+        self.pb = gnmi_pb2
+        self.ext = gnmi_ext_pb2
+        self.stub = gnmi_pb2_grpc.gNMIStub(channel())
+        self.md = [("username", user), ("password", user)]
+
+    def path(self, text, origin="", target=""):
+        """'/ports/port[name=p1]/mtu' -> Path (keys: one per element, `k=v`)."""
+        elems = []
+        for part in [p for p in text.strip("/").split("/") if p]:
+            name, _, rest = part.partition("[")
+            keys = {}
+            for kv in rest.rstrip("]").split("][") if rest else []:
+                k, _, v = kv.partition("=")
+                keys[k] = v
+            elems.append(self.pb.PathElem(name=name, key=keys))
+        return self.pb.Path(origin=origin, elem=elems, target=target)
+
+    def get(self, *paths, encoding=None, prefix=None, datatype=0):
+        encoding = self.pb.JSON_IETF if encoding is None else encoding
+        request = self.pb.GetRequest(path=[self.path(p) for p in paths], encoding=encoding,
+                                     type=datatype, prefix=prefix)
+        return self.stub.Get(request, metadata=self.md, timeout=10)
+
+    def value(self, path, encoding=None):
+        """The one value at `path` (JSON parsed, or the scalar's field and value)."""
+        n = self.get(path, encoding=encoding).notification[0]
+        return typed(n.update[0].val)
+
+    def set(self, update=(), replace=(), delete=(), extension=()):
+        def updates(pairs):
+            return [self.pb.Update(path=self.path(p), val=v) for p, v in pairs]
+        request = self.pb.SetRequest(update=updates(update), replace=updates(replace),
+                                     delete=[self.path(p) for p in delete], extension=list(extension))
+        return self.stub.Set(request, metadata=self.md, timeout=10)
+
+    def subscribe(self, paths, mode, encoding=None, prefix=None, poll=None, **sub):
+        """The responses of a subscription: all of ONCE; for POLL and STREAM an iterator
+        (requests after the list come from `poll`, an iterator of further messages).
+        `sub` sets the Subscription's fields (its mode as `sub_mode`)."""
+        if "sub_mode" in sub:
+            sub["mode"] = sub.pop("sub_mode")
+        encoding = self.pb.JSON_IETF if encoding is None else encoding
+        subs = [self.pb.Subscription(path=self.path(p), **sub) for p in paths]
+        first = self.pb.SubscribeRequest(subscribe=self.pb.SubscriptionList(
+            subscription=subs, mode=mode, encoding=encoding, prefix=prefix))
+
+        def requests():
+            yield first
+            for message in poll or []:
+                yield message
+        return self.stub.Subscribe(requests(), metadata=self.md)
+
+
+def typed(val):
+    """A TypedValue: JSON parsed, other fields as (field, value)."""
+    field = val.WhichOneof("value")
+    if field in ("json_val", "json_ietf_val"):
+        return json.loads(getattr(val, field))
+    if field == "leaflist_val":
+        return ("leaflist_val", [typed(e) for e in val.leaflist_val.element])
+    return (field, getattr(val, field))
+
+
+def updates_until_sync(responses):
+    """Every update of the notifications before the sync_response: {path text: value}."""
+    found = {}
+    notifications = []
+    for r in responses:
+        if r.HasField("sync_response"):
+            return found, notifications
+        notifications.append(r.update)
+        for u in r.update.update:
+            found[show(u.path)] = typed(u.val)
+    return found, notifications
+
+
+def show(path):
+    out = ""
+    for e in path.elem:
+        out += "/" + e.name + "".join(f"[{k}={v}]" for k, v in sorted(e.key.items()))
+    return out or "/"
+
+
+def next_update(responses, what, timeout=5):
+    """The next notification of a stream, within `timeout` seconds."""
+    result = []
+
+    def read():
+        for r in responses:
+            if r.HasField("update"):
+                result.append(r.update)
+                return
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(timeout)
+    check(result, what, f"nothing within {timeout} s")
+    return result[0]
+
+
+def status_of(call):
+    try:
+        call()
+    except grpc.RpcError as exc:
+        return exc.code(), exc.details()
+    return None, "accepted"
+
+
+def targets():
+    """prefix.target comes back in every notification of Get and Subscribe."""
+    raw = Raw()
+    pb = raw.pb
+    prefix = raw.path("/ports", target="site-a")
+    r = raw.stub.Get(pb.GetRequest(prefix=prefix, path=[raw.path("/port[name=p1]/mtu")],
+                                   encoding=pb.JSON_IETF), metadata=raw.md)
+    check(r.notification[0].prefix.target == "site-a", "Get: prefix.target reflected", r.notification[0].prefix)
+    check(show(r.notification[0].update[0].path) == "/ports/port[name=p1]/mtu",
+          "Get: the update's path is whole", r.notification[0])
+    r = raw.get("/ports/port[name=p1]/mtu")
+    check(not r.notification[0].HasField("prefix"), "Get without a target: no prefix")
+    for mode in (pb.SubscriptionList.ONCE, pb.SubscriptionList.POLL, pb.SubscriptionList.STREAM):
+        name = pb.SubscriptionList.Mode.Name(mode)
+        stream = raw.subscribe(["/port[name=p1]/mtu"], mode, prefix=prefix)
+        _, notifications = updates_until_sync(stream)
+        check(notifications and all(n.prefix.target == "site-a" for n in notifications),
+              f"{name}: prefix.target reflected in every notification", notifications)
+        stream.cancel()
+    stream = raw.subscribe(["/port[name=p1]/description"], pb.SubscriptionList.STREAM, prefix=prefix)
+    updates_until_sync(stream)
+    raw.set(update=[("/ports/port[name=p1]/description", pb.TypedValue(string_val="target check"))])
+    n = next_update(stream, "STREAM: the change")
+    check(n.prefix.target == "site-a", "STREAM on_change: prefix.target reflected", n)
+    stream.cancel()
+
+
+def timestamps():
+    """Values read now are stamped with the time of the read: Get and ONCE alike, config
+    and state alike; a change is stamped with the time it was published."""
+    raw = Raw()
+    pb = raw.pb
+    raw.set(update=[("/ports/port[name=p1]/description", pb.TypedValue(string_val="stamped"))])
+    committed = time.time_ns()
+    time.sleep(1.5)
+    for datatype, name in ((pb.GetRequest.CONFIG, "CONFIG"), (pb.GetRequest.STATE, "STATE"),
+                           (pb.GetRequest.ALL, "ALL")):
+        before = time.time_ns()
+        r = raw.get("/ports/port[name=p1]", datatype=datatype)
+        after = time.time_ns()
+        stamp = r.notification[0].timestamp
+        check(before - 50_000_000 <= stamp <= after + 50_000_000,
+              f"Get {name}: stamped at the read ({(stamp - committed) / 1e9:.2f} s after the commit)")
+    before = time.time_ns()
+    stream = raw.subscribe(["/ports/port[name=p1]"], pb.SubscriptionList.ONCE)
+    _, notifications = updates_until_sync(stream)
+    after = time.time_ns()
+    check(all(before - 50_000_000 <= n.timestamp <= after + 50_000_000 for n in notifications),
+          "ONCE: stamped at the read, as Get")
+    stream = raw.subscribe(["/ports/port[name=p1]/description"], pb.SubscriptionList.STREAM)
+    updates_until_sync(stream)
+    before = time.time_ns()
+    raw.set(update=[("/ports/port[name=p1]/description", pb.TypedValue(string_val="stamped again"))])
+    n = next_update(stream, "STREAM: the change")
+    check(before - 50_000_000 <= n.timestamp <= time.time_ns(), "ON_CHANGE: stamped when the change was published")
+    stream.cancel()
+
+
+def defaults():
+    """A leaf at its default is there in every dump as in Get; set back to its default it
+    comes as an update with the default."""
+    raw = Raw()
+    pb = raw.pb
+    mtu = "/ports/port[name=p2]/mtu"
+    check(raw.value(mtu) == 9000, "Get: p2's mtu reads as its default 9000")
+    entry = raw.value("/ports/port[name=p2]")
+    check(entry.get("mtu") == 9000 and entry.get("enabled") is True,
+          "Get of the entry: defaults included", entry)
+    config = typed(raw.get("/ports/port[name=p2]", datatype=pb.GetRequest.CONFIG).notification[0].update[0].val)
+    check(config.get("mtu") == 9000, "Get CONFIG of the entry: defaults included", config)
+    for mode in (pb.SubscriptionList.ONCE, pb.SubscriptionList.POLL, pb.SubscriptionList.STREAM):
+        name = pb.SubscriptionList.Mode.Name(mode)
+        for path in (mtu, "/ports/port[name=p2]", "/ports/port[name=*]/mtu", "/ports/port/mtu"):
+            stream = raw.subscribe([path], mode)
+            found, _ = updates_until_sync(stream)
+            stream.cancel()
+            check(found.get("/ports/port[name=p2]/mtu") == 9000, f"{name} {path}: the default 9000 is there",
+                  found)
+    stream = raw.subscribe(["/ports/port[name=p9-0]"], pb.SubscriptionList.STREAM)
+    found, _ = updates_until_sync(stream)
+    check(found.get("/ports/port[name=p9-0]/mtu") == 9216, "p9-0's mtu is 9216 (the example sets it)", found)
+    raw.set(delete=["/ports/port[name=p9-0]/mtu"])
+    n = next_update(stream, "STREAM: mtu set back to its default")
+    values = {show(u.path): typed(u.val) for u in n.update}
+    check(values.get("/ports/port[name=p9-0]/mtu") == 9000 and not n.delete,
+          "ON_CHANGE: a leaf back to its default is an update with the default, not a delete", n)
+    raw.set(update=[("/ports/port[name=p9-0]/mtu", pb.TypedValue(uint_val=9100))])
+    n = next_update(stream, "STREAM: mtu set again")
+    check({show(u.path): typed(u.val) for u in n.update}.get("/ports/port[name=p9-0]/mtu") == 9100,
+          "ON_CHANGE: the new value", n)
+    stream.cancel()
+    # a new entry comes with its defaults
+    stream = raw.subscribe(["/ports/port[name=p99]"], pb.SubscriptionList.STREAM)
+    updates_until_sync(stream)
+    raw.set(update=[("/ports/port[name=p99]", pb.TypedValue(json_ietf_val=json.dumps(
+        {"number": 30, "speed": "10g", "lane": 1}).encode()))])
+    n = next_update(stream, "STREAM: a new entry")
+    values = {show(u.path): typed(u.val) for u in n.update}
+    check(values.get("/ports/port[name=p99]/mtu") == 9000 and values.get("/ports/port[name=p99]/enabled") is True,
+          "ON_CHANGE: a new entry comes with its leaves at their default", values)
+    stream.cancel()
+    raw.set(delete=["/ports/port[name=p99]"])
+
+
+def typed_values():
+    """Values of the wrong type are refused naming the leaf and its type; nothing changes."""
+    raw = Raw()
+    pb = raw.pb
+    before = raw.get("/", datatype=pb.GetRequest.CONFIG).notification[0].update[0].val.json_ietf_val
+    cases = [
+        ("replace", "/ports/port[name=p1]/description", pb.TypedValue(json_ietf_val=b"null"),
+         ["description", "a string", "got null"]),
+        ("replace", "/ports/port[name=p1]/description", pb.TypedValue(json_val=b"null"),
+         ["description", "got null"]),
+        ("update", "/ports/port[name=p1]/mtu", pb.TypedValue(string_val="9500"),
+         ["mtu", "string_val \"9500\"", "an integer in 1500..10240", "int_val or uint_val"]),
+        ("update", "/ports/port[name=p1]/description", pb.TypedValue(uint_val=7),
+         ["description", "uint_val 7", "a string", "string_val"]),
+        ("update", "/ports/port[name=p1]/description", pb.TypedValue(ascii_val="uplink"),
+         ["description", "ascii_val", "string_val"]),
+        ("update", "/ports/port[name=p1]/mtu", pb.TypedValue(ascii_val="9500"),
+         ["mtu", "ascii_val", "uint_val"]),
+        ("update", "/ports/port[name=p1]/enabled", pb.TypedValue(string_val="true"),
+         ["enabled", "bool_val"]),
+    ]
+    for verb, path, value, words in cases:
+        call = (lambda: raw.set(replace=[(path, value)])) if verb == "replace" else \
+            (lambda: raw.set(update=[(path, value)]))
+        code, details = status_of(call)
+        what = f"{verb} {path} with {str(value).strip()}"
+        check(code == grpc.StatusCode.INVALID_ARGUMENT and all(w in details for w in words),
+              f"{what}: INVALID_ARGUMENT naming the leaf and its type", f"{code} {details}")
+    after = raw.get("/", datatype=pb.GetRequest.CONFIG).notification[0].update[0].val.json_ietf_val
+    check(before == after, "refused values changed nothing")
+    raw.set(update=[("/ports/port[name=p1]/mtu", pb.TypedValue(uint_val=9500)),
+                    ("/ports/port[name=p1]/enabled", pb.TypedValue(bool_val=False)),
+                    ("/ports/port[name=p1]/description", pb.TypedValue(string_val="typed"))])
+    check(raw.value("/ports/port[name=p1]/mtu") == 9500 and raw.value("/ports/port[name=p1]/enabled") is False
+          and raw.value("/ports/port[name=p1]/description") == "typed", "values in the right fields are taken")
+
+
+def missing_keys():
+    """Keys left out are `*` in Get, Subscribe and Set delete alike."""
+    raw = Raw()
+    pb = raw.pb
+    speeds = raw.get("/ports/port/speed").notification[0].update
+    check(len(speeds) == 20 and all(u.path.elem[1].key["name"] for u in speeds),
+          "Get /ports/port/speed: every port's, with its key", len(speeds))
+    stream = raw.subscribe(["/ports/port/speed"], pb.SubscriptionList.ONCE)
+    found, _ = updates_until_sync(stream)
+    check(len(found) == 20, "ONCE /ports/port/speed: the same", len(found))
+    r = raw.set(delete=["/ports/port/description"])
+    check(r.response[0].op == pb.UpdateResult.DELETE, "Set delete /ports/port/description")
+    left = [u for u in raw.get("/ports/port[name=*]/description").notification[0].update]
+    check(not left, "... deleted every port's description", left)
+
+
+def unknown_paths():
+    """A path the model does not have is INVALID_ARGUMENT with the nearest names, in Get,
+    Subscribe and Set; data that is not there is NOT_FOUND."""
+    raw = Raw()
+    pb = raw.pb
+    for path, words in (("/ports/prot", ['no element "prot"', 'did you mean "port"?']),
+                        ("/ports/port[name=p1]/mtuu", ['did you mean "mtu"?']),
+                        ("/ecofilter-balancer/flows", ['did you mean "flow"?'])):
+        code, details = status_of(lambda: raw.get(path))
+        check(code == grpc.StatusCode.INVALID_ARGUMENT and all(w in details for w in words),
+              f"Get {path}: INVALID_ARGUMENT with the nearest names", f"{code} {details}")
+        code, details = status_of(lambda: next(iter(raw.subscribe([path], pb.SubscriptionList.ONCE))))
+        check(code == grpc.StatusCode.INVALID_ARGUMENT, f"Subscribe {path}: INVALID_ARGUMENT", f"{code} {details}")
+        code, details = status_of(lambda: raw.set(delete=[path]))
+        check(code == grpc.StatusCode.INVALID_ARGUMENT, f"Set delete {path}: INVALID_ARGUMENT", f"{code} {details}")
+    code, details = status_of(lambda: raw.get("/ports/port[name=nope]"))
+    check(code == grpc.StatusCode.NOT_FOUND and "no data" in details, "Get of an entry not there: NOT_FOUND", details)
+    code, details = status_of(lambda: raw.get("/ports/port[name=nope]/mtu"))
+    check(code == grpc.StatusCode.NOT_FOUND, "Get of a leaf of an entry not there: NOT_FOUND", details)
+
+
+def proto():
+    """Encoding PROTO: scalars per leaf in Get and Subscribe, and taken by Set."""
+    raw = Raw()
+    pb = raw.pb
+    caps = raw.stub.Capabilities(pb.CapabilityRequest(), metadata=raw.md)
+    check(pb.PROTO in caps.supported_encodings, "Capabilities lists PROTO", caps.supported_encodings)
+    r = raw.get("/ports/port[name=p1]", encoding=pb.PROTO)
+    values = {show(u.path): typed(u.val) for u in r.notification[0].update}
+    check(values.get("/ports/port[name=p1]/name") == ("string_val", "p1")
+          and values.get("/ports/port[name=p1]/number") == ("uint_val", 1)
+          and values.get("/ports/port[name=p1]/speed") == ("string_val", "100g")
+          and values.get("/ports/port[name=p1]/enabled") == ("bool_val", True)
+          and values.get("/ports/port[name=p1]/mtu") == ("uint_val", 9000),
+          "Get PROTO of an entry: one scalar per leaf, by type", values)
+    state = raw.get("/ecofilter-balancer/balancing-config-hash", encoding=pb.PROTO, datatype=pb.GetRequest.STATE)
+    check(typed(state.notification[0].update[0].val)[0] == "string_val", "Get PROTO of state", state)
+    raw.set(update=[("/ecofilter-balancer/flow[name=bgp-to]/links", pb.TypedValue(leaflist_val=pb.ScalarArray(
+        element=[pb.TypedValue(string_val="l1"), pb.TypedValue(string_val="l2")])))])
+    links = raw.get("/ecofilter-balancer/flow[name=bgp-to]/links", encoding=pb.PROTO)
+    value = typed(links.notification[0].update[0].val)
+    check(value == ("leaflist_val", [("string_val", "l1"), ("string_val", "l2")]),
+          "Set and Get PROTO of a leaf-list: leaflist_val of string_val", value)
+    stream = raw.subscribe(["/ports/port[name=p2]"], pb.SubscriptionList.STREAM, encoding=pb.PROTO)
+    found, _ = updates_until_sync(stream)
+    check(found.get("/ports/port[name=p2]/number") == ("uint_val", 2)
+          and found.get("/ports/port[name=p2]/mtu") == ("uint_val", 9000),
+          "STREAM PROTO: scalars in the dump", found)
+    raw.set(update=[("/ports/port[name=p2]/mtu", pb.TypedValue(uint_val=9200))])
+    n = next_update(stream, "STREAM PROTO: the change")
+    check([typed(u.val) for u in n.update] == [("uint_val", 9200)], "Set with uint_val; ON_CHANGE in PROTO", n)
+    stream.cancel()
+    once = raw.subscribe(["/ports/port[name=p2]/mtu"], pb.SubscriptionList.ONCE, encoding=pb.PROTO)
+    found, _ = updates_until_sync(once)
+    check(list(found.values()) == [("uint_val", 9200)], "ONCE PROTO", found)
+    # Telegraf's gnmi input: SAMPLE in PROTO, list keys left out
+    stream = raw.subscribe(["/ports/port/mtu"], pb.SubscriptionList.STREAM, encoding=pb.PROTO,
+                           sub_mode=pb.SAMPLE, sample_interval=100_000_000)
+    updates_until_sync(stream)
+    n = next_update(stream, "SAMPLE PROTO: a sample")
+    values = {show(u.path): typed(u.val) for u in n.update}
+    check(len(values) == 20 and values.get("/ports/port[name=p2]/mtu") == ("uint_val", 9200)
+          and values.get("/ports/port[name=p1]/mtu") == ("uint_val", 9000),
+          "SAMPLE PROTO of /ports/port/mtu: every port's, defaults included", values)
+    stream.cancel()
+    code, details = status_of(lambda: raw.get("/ports", encoding=pb.ASCII))
+    check(code == grpc.StatusCode.UNIMPLEMENTED and "PROTO" in details, "ASCII: UNIMPLEMENTED naming what is", details)
+
+
+def rollback_duration():
+    """set_rollback_duration moves the deadline of the waiting commit confirmed."""
+    from google.protobuf import duration_pb2
+
+    raw = Raw()
+    pb, ext = raw.pb, raw.ext
+    desc = "/ports/port[name=p1]/description"
+    original = raw.value(desc)
+
+    def control(**kw):
+        return raw.set(extension=[ext.Extension(commit=ext.Commit(**kw))])
+
+    def seconds(n):
+        return duration_pb2.Duration(seconds=n)
+
+    raw.set(update=[(desc, pb.TypedValue(string_val="tentative"))],
+            extension=[ext.Extension(commit=ext.Commit(id="r1", commit=ext.CommitRequest(rollback_duration=seconds(2))))])
+    control(id="r1", set_rollback_duration=ext.CommitSetRollbackDuration(rollback_duration=seconds(30)))
+    time.sleep(3)
+    check(raw.value(desc) == "tentative", "set_rollback_duration 30 s: not rolled back after the first 2 s")
+    code, details = status_of(lambda: control(id="other", set_rollback_duration=ext.CommitSetRollbackDuration(
+        rollback_duration=seconds(1))))
+    check(code == grpc.StatusCode.INVALID_ARGUMENT and "does not match" in details, "a wrong id: INVALID_ARGUMENT",
+          details)
+    code, details = status_of(lambda: control(id="r1", set_rollback_duration=ext.CommitSetRollbackDuration(
+        rollback_duration=seconds(-5))))
+    check(code == grpc.StatusCode.INVALID_ARGUMENT and "65535 minutes" in details, "out of range: INVALID_ARGUMENT",
+          details)
+    started = time.monotonic()
+    control(id="r1", set_rollback_duration=ext.CommitSetRollbackDuration(rollback_duration=seconds(1)))
+    while raw.value(desc) == "tentative" and time.monotonic() - started < 10:
+        time.sleep(0.1)
+    took = time.monotonic() - started
+    check(raw.value(desc) == original and 0.8 < took < 3, f"set_rollback_duration 1 s: rolled back {took:.1f} s later")
+    code, details = status_of(lambda: control(id="r1", set_rollback_duration=ext.CommitSetRollbackDuration(
+        rollback_duration=seconds(5))))
+    check(code == grpc.StatusCode.FAILED_PRECONDITION, "nothing waits: FAILED_PRECONDITION", details)
+
+
+def reflection():
+    """grpcurl's way: the services and their descriptors from the server itself."""
+    from google.protobuf import descriptor_pool
+    from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+
+    db = ProtoReflectionDescriptorDatabase(channel())
+    services = list(db.get_services())
+    check("gnmi.gNMI" in services, "reflection lists gnmi.gNMI", services)
+    pool = descriptor_pool.DescriptorPool(db)
+    service = pool.FindServiceByName("gnmi.gNMI")
+    check({m.name for m in service.methods} == {"Capabilities", "Get", "Set", "Subscribe"},
+          "reflection describes the four RPCs", [m.name for m in service.methods])
+    get = pool.FindMessageTypeByName("gnmi.GetRequest")
+    check("prefix" in get.fields_by_name and "extension" in get.fields_by_name,
+          "reflection describes the messages, their imports resolved", list(get.fields_by_name))
+    commit = pool.FindMessageTypeByName("gnmi_ext.Commit")
+    check("set_rollback_duration" in commit.fields_by_name, "and gnmi_ext's")
+    # grpcurl asks v1 first: the same messages under another service name
+    from grpc_reflection.v1alpha import reflection_pb2 as rpb
+
+    call = channel().stream_stream("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+                                   request_serializer=rpb.ServerReflectionRequest.SerializeToString,
+                                   response_deserializer=rpb.ServerReflectionResponse.FromString)
+    answers = list(call(iter([rpb.ServerReflectionRequest(list_services="")]), timeout=10))
+    names = [s.name for a in answers for s in a.list_services_response.service]
+    check("gnmi.gNMI" in names, "reflection v1 lists gnmi.gNMI too", names)
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["read_write", "subscribe", "auth", "confirmed", "bad_values"])
+    parser.add_argument("scenario", choices=[
+        "read_write", "subscribe", "auth", "confirmed", "bad_values", "targets", "timestamps", "defaults",
+        "typed_values", "missing_keys", "unknown_paths", "proto", "rollback_duration", "reflection"])
     parser.add_argument("--gnmi", required=True)
     parser.add_argument("--mgmt", required=True)
     parser.add_argument("--cli", required=True)

@@ -1,11 +1,187 @@
 //! The shell's side of the management API: a blocking wrapper, since the shell itself is a
-//! simple read-eval-print loop.
+//! simple read-eval-print loop. efbd listens on a Unix socket (the kernel tells it who
+//! connects), and optionally on TCP with TLS, where the shell logs in as a user of the
+//! users file (a password, or a client certificate).
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use efb_mgmt_proto::v1::management_client::ManagementClient;
 use efb_mgmt_proto::v1::*;
-use tonic::transport::Channel;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+/// Where efbd's management API listens when `--connect` is not given: the socket of an
+/// efbd started with its defaults in the same directory (as `./run.sh` does).
+pub const DEFAULT_ADDRESS: &str = "datastore/efbd.sock";
+
+/// The management API, each call carrying the credentials (over TCP).
+pub type Api = ManagementClient<InterceptedService<Channel, Credentials>>;
+
+/// Where efbd listens, as `--connect` names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Address {
+    /// `unix:PATH`, or a path.
+    Unix(PathBuf),
+    /// `HOST:PORT` or `https://HOST:PORT`: TCP with TLS.
+    Tcp { host: String, port: String },
+}
+
+impl Address {
+    pub fn parse(text: &str) -> Address {
+        if let Some(path) = text.strip_prefix("unix:") {
+            return Address::Unix(PathBuf::from(path));
+        }
+        let tcp = text.strip_prefix("https://").unwrap_or(text);
+        match tcp.rsplit_once(':') {
+            Some((host, port)) if !text.contains('/') || text.starts_with("https://") => {
+                Address::Tcp {
+                    host: host.trim_matches(['[', ']']).to_string(),
+                    port: port.to_string(),
+                }
+            }
+            _ => Address::Unix(PathBuf::from(text)),
+        }
+    }
+}
+
+/// How the shell logs in over TCP; unused on the Unix socket.
+#[derive(Clone, Debug, Default)]
+pub struct Login {
+    /// The CA (or the server's own certificate) that signed efbd's certificate.
+    pub ca: Option<PathBuf>,
+    /// A client certificate and its key (mTLS): its subject CN is the user.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub password: Option<String>,
+}
+
+/// The `username` and `password` every call carries over TCP.
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    username: Option<MetadataValue<Ascii>>,
+    password: Option<MetadataValue<Ascii>>,
+}
+
+impl Interceptor for Credentials {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> std::result::Result<tonic::Request<()>, tonic::Status> {
+        let metadata = request.metadata_mut();
+        if let Some(user) = &self.username {
+            metadata.insert("username", user.clone());
+        }
+        if let Some(password) = &self.password {
+            metadata.insert("password", password.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// A channel to efbd's Unix socket at `path`.
+pub async fn unix_channel(path: &Path) -> std::result::Result<Channel, tonic::transport::Error> {
+    let path = path.to_path_buf();
+    // The URI is not used: every connection goes to the socket.
+    Endpoint::from_static("http://efbd.sock")
+        .connect_timeout(Duration::from_secs(5))
+        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+            let path = path.clone();
+            async move {
+                let stream = tokio::net::UnixStream::connect(path).await?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+            }
+        }))
+        .await
+}
+
+/// A TLS channel to efbd's TCP listener.
+async fn tls_channel(
+    host: &str,
+    port: &str,
+    login: &Login,
+) -> std::result::Result<Channel, String> {
+    let read = |path: &PathBuf| {
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    let ca = login.ca.as_ref().ok_or_else(|| {
+        "the management API over TCP uses TLS: give the CA (or efbd's certificate) with --ca FILE"
+            .to_string()
+    })?;
+    let mut tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read(ca)?))
+        .domain_name(host);
+    match (&login.cert, &login.key) {
+        (Some(cert), Some(key)) => tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?)),
+        (None, None) => {}
+        _ => return Err("--cert and --key go together".to_string()),
+    }
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    Endpoint::from_shared(format!("https://{host}:{port}"))
+        .map_err(|e| causes(&e))?
+        .connect_timeout(Duration::from_secs(5))
+        .tls_config(tls)
+        .map_err(|e| format!("TLS settings (--ca, --cert, --key): {}", causes(&e)))?
+        .connect()
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot connect ({}); is efbd listening there (management.listen)?",
+                causes(&e)
+            )
+        })
+}
+
+/// Why the socket cannot be used, in terms of the settings that decide it.
+fn unix_failure(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "no socket there: is efbd running? (its socket is \
+            management.socket, DIR/efbd.sock by default; give it with --connect PATH or \
+            $EFB_CONNECT)"
+            .to_string(),
+        std::io::ErrorKind::PermissionDenied => format!(
+            "this account may not connect ({error}): efbd's management.socket_mode and \
+             management.socket_group say who may, and the socket's directories must let \
+             the account through"
+        ),
+        _ => format!("cannot connect: {error}"),
+    }
+}
+
+/// A failed connection to the socket: said as [`unix_failure`] when the system said why.
+fn unix_connect_failure(error: &tonic::transport::Error) -> String {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(cause) = next {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return unix_failure(io);
+        }
+        next = cause.source();
+    }
+    format!("cannot connect: {}", causes(error))
+}
+
+/// An error and its causes in one line ("transport error: Permission denied (os error 13)").
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    text
+}
+
+fn metadata(name: &str, text: &str) -> std::result::Result<MetadataValue<Ascii>, String> {
+    text.parse()
+        .map_err(|_| format!("{name}: only visible ASCII characters can be sent"))
+}
 
 /// Message size limit: a 100 000-flow configuration in JSON is about 20 MiB.
 const MAX_MESSAGE: usize = 512 * 1024 * 1024;
@@ -25,7 +201,13 @@ impl From<tonic::Status> for ClientError {
             tonic::Code::Unavailable | tonic::Code::Unknown
                 if status.message().contains("transport") =>
             {
-                ClientError::Daemon(format!("lost the connection to efbd: {}", status.message()))
+                let mut text = status.message().to_string();
+                let mut next = std::error::Error::source(&status);
+                while let Some(cause) = next {
+                    text = format!("{text}: {cause}");
+                    next = cause.source();
+                }
+                ClientError::Daemon(format!("lost the connection to efbd: {text}"))
             }
             _ => ClientError::Daemon(status.message().to_string()),
         }
@@ -45,9 +227,10 @@ fn session_lost(status: &tonic::Status) -> bool {
 /// A connection to efbd with an open session.
 pub struct Client {
     runtime: tokio::runtime::Runtime,
-    inner: ManagementClient<Channel>,
+    inner: Api,
     pub session: u64,
     pub hello: HelloReply,
+    /// The name asked for (`--user`; empty: the caller's own).
     user: String,
     /// The session was lost (expired, or efbd restarted) and a new one opened: what to
     /// tell the user, once, if the request that found out was not theirs (a Tab).
@@ -55,7 +238,16 @@ pub struct Client {
 }
 
 impl Client {
+    /// Connects to efbd's Unix socket (or TCP without a login: it will be refused) and
+    /// opens a session recorded as `user` (empty: the caller's own name).
     pub fn connect(address: &str, user: &str) -> Result<Client> {
+        Client::connect_with(address, user, &Login::default())
+    }
+
+    /// Connects to `address`: over the Unix socket, `user` (when not empty and not the
+    /// caller's own) is recorded as "ACCOUNT as USER", which only an admin may; over TCP,
+    /// `user` logs in with `login`'s password or client certificate.
+    pub fn connect_with(address: &str, user: &str, login: &Login) -> Result<Client> {
         let fail = |message: String| ClientError::Connection {
             address: address.to_string(),
             message,
@@ -64,25 +256,38 @@ impl Client {
             .enable_all()
             .build()
             .map_err(|e| fail(e.to_string()))?;
-        let uri = if address.contains("://") {
-            address.to_string()
-        } else {
-            format!("http://{address}")
+        let mut credentials = Credentials::default();
+        let (channel, session_user) = match Address::parse(address) {
+            Address::Unix(path) => {
+                if let Err(e) = std::fs::metadata(&path) {
+                    return Err(fail(unix_failure(&e)));
+                }
+                let channel = runtime
+                    .block_on(unix_channel(&path))
+                    .map_err(|e| fail(unix_connect_failure(&e)))?;
+                (channel, user.to_string())
+            }
+            Address::Tcp { host, port } => {
+                if !user.is_empty() {
+                    credentials.username = Some(metadata("--user", user).map_err(fail)?);
+                }
+                if let Some(password) = &login.password {
+                    credentials.password = Some(metadata("the password", password).map_err(fail)?);
+                }
+                let channel = runtime
+                    .block_on(tls_channel(&host, &port, login))
+                    .map_err(fail)?;
+                // The user logged in is the one recorded.
+                (channel, String::new())
+            }
         };
-        let endpoint = Channel::from_shared(uri)
-            .map_err(|e| fail(e.to_string()))?
-            .connect_timeout(Duration::from_secs(5));
-        let channel = runtime
-            .block_on(endpoint.connect())
-            .map_err(|e| fail(format!("cannot connect ({e}); is efbd running?")))?;
-        let mut inner = ManagementClient::new(channel)
+        let mut inner = ManagementClient::with_interceptor(channel, credentials)
             .max_decoding_message_size(MAX_MESSAGE)
             .max_encoding_message_size(MAX_MESSAGE);
         let hello = runtime.block_on(inner.hello(HelloRequest {}))?.into_inner();
+        let user = session_user;
         let session = runtime
-            .block_on(inner.open_session(OpenSessionRequest {
-                user: user.to_string(),
-            }))?
+            .block_on(inner.open_session(OpenSessionRequest { user: user.clone() }))?
             .into_inner()
             .session;
         Ok(Client {
@@ -97,7 +302,7 @@ impl Client {
 
     fn call<T, F, Fut>(&mut self, f: F) -> Result<T>
     where
-        F: FnOnce(ManagementClient<Channel>) -> Fut,
+        F: FnOnce(Api) -> Fut,
         Fut: std::future::Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
     {
         let client = self.inner.clone();
@@ -249,6 +454,12 @@ impl Client {
         self.call(move |mut c| async move { c.list_keys(request).await })
     }
 
+    /// The newest `last` records of the audit.
+    pub fn audit(&mut self, last: u32) -> Result<Vec<AuditRecord>> {
+        self.call(move |mut c| async move { c.audit(AuditRequest { last }).await })
+            .map(|r| r.records)
+    }
+
     pub fn call_rpc(&mut self, rpc: &str, input: &serde_json::Value) -> Result<serde_json::Value> {
         let request = CallRequest {
             rpc: rpc.to_string(),
@@ -257,5 +468,38 @@ impl Client {
         let reply = self.call(move |mut c| async move { c.call(request).await })?;
         serde_json::from_str(&reply.output_json)
             .map_err(|e| ClientError::Daemon(format!("efbd answered with bad JSON: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_names_a_socket_path_or_a_tcp_address() {
+        let unix = |p: &str| Address::Unix(PathBuf::from(p));
+        let tcp = |host: &str, port: &str| Address::Tcp {
+            host: host.to_string(),
+            port: port.to_string(),
+        };
+        assert_eq!(
+            Address::parse("datastore/efbd.sock"),
+            unix("datastore/efbd.sock")
+        );
+        assert_eq!(
+            Address::parse("unix:/run/efbd/efbd.sock"),
+            unix("/run/efbd/efbd.sock")
+        );
+        assert_eq!(
+            Address::parse("/tmp/a:b/efbd.sock"),
+            unix("/tmp/a:b/efbd.sock")
+        );
+        assert_eq!(Address::parse("efbd.sock"), unix("efbd.sock"));
+        assert_eq!(Address::parse("balancer:50051"), tcp("balancer", "50051"));
+        assert_eq!(
+            Address::parse("https://10.0.0.1:50051"),
+            tcp("10.0.0.1", "50051")
+        );
+        assert_eq!(Address::parse("[::1]:50051"), tcp("::1", "50051"));
     }
 }

@@ -2,12 +2,13 @@
 //! standard input it runs them and exits 0 only if every one succeeded.
 
 use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use efb_cli::client::Client;
+use efb_cli::client::{Client, DEFAULT_ADDRESS, Login};
 use efb_cli::grammar::Grammar;
 use efb_cli::shell::{Flow, Shell};
 use efb_yang::schema::Schema;
@@ -15,15 +16,31 @@ use efb_yang::schema::Schema;
 #[derive(Parser)]
 #[command(name = "efb-cli", version, about = "The EcoFilter Balancer shell")]
 struct Args {
-    /// efbd's management API.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
-    connect: String,
+    /// efbd's management API: its Unix socket (PATH or unix:PATH), or HOST:PORT for TCP
+    /// with TLS [default: $EFB_CONNECT, else datastore/efbd.sock].
+    #[arg(long, value_name = "ADDR")]
+    connect: Option<String>,
     /// Run one command and exit (status 0 when it succeeded).
     #[arg(short = 'c', value_name = "COMMAND")]
     command: Option<String>,
-    /// The user recorded in the commit history [default: $USER].
+    /// On the Unix socket: another name to record in the commit history, as "ACCOUNT as
+    /// NAME" (admins only; without it, the Unix account is recorded). Over TCP: the user
+    /// to log in as.
     #[arg(long)]
     user: Option<String>,
+    /// Over TCP: the CA (or efbd's own certificate) that efbd's certificate is checked
+    /// against.
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// Over TCP: a client certificate (PEM) whose subject CN is a user of efbd's users
+    /// file, instead of a password.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    cert: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    key: Option<PathBuf>,
+    /// Over TCP: a file whose first line is the password [default: $EFB_PASSWORD].
+    #[arg(long, value_name = "FILE")]
+    password_file: Option<PathBuf>,
     /// The largest file `load` reads, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = efb_yang::input::DEFAULT_MAX_INPUT_MIB)]
     max_input_mib: u64,
@@ -41,11 +58,19 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<ExitCode> {
-    let user = args
-        .user
-        .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "unknown".to_string());
-    let client = Client::connect(&args.connect, &user)?;
+    let address = args
+        .connect
+        .clone()
+        .or_else(|| std::env::var("EFB_CONNECT").ok())
+        .unwrap_or_else(|| DEFAULT_ADDRESS.to_string());
+    let login = Login {
+        password: password(&args)?,
+        ca: args.ca.clone(),
+        cert: args.cert.clone(),
+        key: args.key.clone(),
+    };
+    let user = args.user.clone().unwrap_or_default();
+    let client = Client::connect_with(&address, &user, &login)?;
     // The daemon's own module: the shell speaks the model of the daemon it talks to.
     let text: &'static str = Box::leak(client.hello.module_text.clone().into_boxed_str());
     let schema: &'static Schema = Box::leak(Box::new(
@@ -69,12 +94,22 @@ fn run(args: Args) -> Result<ExitCode> {
             .lock()
             .map(|c| c.hello.daemon_version.clone())
             .unwrap_or_default(),
-        args.connect,
+        address,
         schema.module().name,
         schema.module().revision
     );
     efb_cli::interactive::run(shell, grammar)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The password for TCP: the first line of `--password-file`, else $EFB_PASSWORD.
+fn password(args: &Args) -> Result<Option<String>> {
+    let Some(file) = &args.password_file else {
+        return Ok(std::env::var("EFB_PASSWORD").ok());
+    };
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("--password-file {}", file.display()))?;
+    Ok(text.lines().next().map(str::to_string))
 }
 
 /// Runs commands one per line, stopping at the first that fails (so a script never commits

@@ -210,6 +210,7 @@ impl Shell {
             "exit" => Ok((Output::none(), Flow::Exit)),
             "history" => Ok((self.history()?, Flow::Continue)),
             "status" => Ok((self.status()?, Flow::Continue)),
+            "audit" => Ok((self.audit()?, Flow::Continue)),
             "show-configuration" => Ok((self.show_tree(Datastore::Running, rest)?, Flow::Continue)),
             other => fail(format!("the grammar names an unknown builtin {other}")),
         }
@@ -385,6 +386,28 @@ impl Shell {
                 kind,
                 c.comment.clone(),
             ]);
+        }
+        Ok(Output::lines(efb_table::align(&rows, &[])))
+    }
+
+    /// `show system audit`: who changed what, or was refused, newest last.
+    fn audit(&mut self) -> Result<Output> {
+        let records = self.client().audit(0)?;
+        let mut rows = vec![vec![
+            "Time".to_string(),
+            "User".into(),
+            "Role".into(),
+            "From".into(),
+            "What".into(),
+            "Result".into(),
+        ]];
+        for r in records {
+            let result = if r.accepted {
+                format!("accepted: {}", r.result)
+            } else {
+                format!("refused: {}", r.result)
+            };
+            rows.push(vec![r.time, r.user, r.role, r.from, r.what, result]);
         }
         Ok(Output::lines(efb_table::align(&rows, &[])))
     }

@@ -586,6 +586,27 @@ impl Datastore {
             .map(|p| UNIX_EPOCH + Duration::from_millis(p.deadline_ms))
     }
 
+    /// The pending `commit confirmed` now waits `timeout` from now (gNMI's
+    /// set_rollback_duration); returns its commit, or None when none waits.
+    pub fn set_confirm_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<u64>, DatastoreError> {
+        let Some(mut next) = self.pending.clone() else {
+            return Ok(None);
+        };
+        next.deadline_ms = millis(SystemTime::now() + timeout);
+        self.store.set_pending(Some(&next))?;
+        info!(
+            id = next.commit_id,
+            seconds = timeout.as_secs(),
+            "commit confirmed: new deadline"
+        );
+        let id = next.commit_id;
+        self.pending = Some(next);
+        Ok(Some(id))
+    }
+
     /// Rolls back a `commit confirmed` whose time is up at `now`. Called by the owner's
     /// timer, and at open for deadlines that passed while nothing was running.
     pub fn expire_pending_confirm(

@@ -152,6 +152,10 @@ pub enum ChipError {
     /// P4Info's size is only the most a chip may hold).
     #[error("{refusals}")]
     TableFull { table: String, refusals: Refusals },
+    /// The configuration needs more entries than a table of the chip holds as its program
+    /// was compiled: refused before anything is written.
+    #[error("{0}")]
+    OverCapacity(String),
     /// The configuration cannot be made into entries for this chip (a port the platform
     /// does not have, ids used up).
     #[error(transparent)]
@@ -162,7 +166,7 @@ impl ChipError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             ChipError::Unreachable { .. } | ChipError::Lost(_) => ErrorKind::ChipUnreachable,
-            ChipError::TableFull { .. } => ErrorKind::ChipFull,
+            ChipError::TableFull { .. } | ChipError::OverCapacity(_) => ErrorKind::ChipFull,
             ChipError::WriteRefused(_) | ChipError::Refused(_) | ChipError::Compile(_) => {
                 ErrorKind::ChipRefused
             }

@@ -8,7 +8,9 @@
 //! | operator | yes                          | no  |
 //! | viewer   | yes                          | no  |
 //!
-//! (The operator role also runs the model's RPCs, which gNMI does not carry.)
+//! (decided by [`crate::access::may`], as for the management API; the operator role also
+//! runs the model's RPCs, which gNMI does not carry). With a client CA configured, a
+//! client certificate whose subject CN is a user logs in as that user without a password.
 //!
 //! Argon2id is slow on purpose; a password that was checked once is remembered as a keyed
 //! digest, so later calls of a client cost a hash, not an Argon2 run. Argon2 runs are
@@ -29,8 +31,8 @@ use argon2::password_hash::{PasswordHasher, SaltString};
 use argon2::{Argon2, Params};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use tonic::Status;
 use tonic::metadata::MetadataMap;
+use tonic::{Request, Status};
 use tracing::{debug, warn};
 
 use crate::argon::{Checked, Checker, Stored};
@@ -49,10 +51,6 @@ pub enum Role {
 }
 
 impl Role {
-    pub fn may_set(self) -> bool {
-        self == Role::Admin
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Admin => "admin",
@@ -67,6 +65,10 @@ impl Role {
 pub struct Caller {
     pub user: String,
     pub role: Role,
+    /// The client's address, when known.
+    pub peer: Option<SocketAddr>,
+    /// Identified by a client certificate (mTLS) rather than a password.
+    pub certificate: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -247,6 +249,40 @@ impl Users {
         self.users.len()
     }
 
+    /// The caller of `request`: the user its client certificate names (mTLS: the
+    /// certificate's subject CN is a user of this file), else the user its `username` /
+    /// `password` metadata log in as (see [`Users::authenticate`]).
+    pub async fn identify<T>(self: &Arc<Self>, request: &Request<T>) -> Result<Caller, Status> {
+        let peer = crate::listen::remote_addr(request);
+        let Some(cert) = crate::listen::client_certificate(request) else {
+            return self.authenticate(request.metadata(), peer).await;
+        };
+        let name = crate::tls::subject_cn(&cert).ok_or_else(|| {
+            Status::unauthenticated("the client certificate has no subject common name (CN)")
+        })?;
+        let Some(user) = self.users.get(&name) else {
+            warn!(user = %shown(&name), ?peer, "gNMI login refused: the client certificate names no user of the users file");
+            return Err(Status::unauthenticated(format!(
+                "the client certificate's subject CN {} is not a user of the users file",
+                shown(&name)
+            )));
+        };
+        let claimed = metadata_text(request.metadata(), "username");
+        if !claimed.is_empty() && claimed != name {
+            return Err(Status::unauthenticated(format!(
+                "the client certificate is for {}, the call's username says {}",
+                shown(&name),
+                shown(&claimed)
+            )));
+        }
+        Ok(Caller {
+            user: name,
+            role: user.role,
+            peer,
+            certificate: true,
+        })
+    }
+
     /// Checks the `username` / `password` metadata of a call from `peer`. UNAUTHENTICATED
     /// for missing or wrong credentials (one message for both, so names cannot be probed);
     /// RESOURCE_EXHAUSTED for a peer with too many failures, or too many checks waiting.
@@ -261,19 +297,26 @@ impl Users {
             ));
         }
         let (user, password) = credentials(metadata)?;
+        let address = peer;
         let peer = Peer::of(peer);
         if let Some(left) = self.failures.blocked(peer) {
             debug!(user = %shown(&user), %peer, "gNMI login refused: too many failures");
             return Err(self.refused(peer, left));
         }
         let digest = self.digest(&user, &password);
+        let caller = |user, role| Caller {
+            user,
+            role,
+            peer: address,
+            certificate: false,
+        };
         if let Some(role) = self.remembered(&user, &digest) {
-            return Ok(Caller { user, role });
+            return Ok(caller(user, role));
         }
         match self.check(&user, password, digest, peer).await? {
             Some(role) => {
                 self.failures.succeeded(peer);
-                Ok(Caller { user, role })
+                Ok(caller(user, role))
             }
             None => {
                 self.failed(&user, peer);
@@ -377,20 +420,24 @@ impl Users {
 
 /// The `username` and `password` of a call's metadata.
 fn credentials(metadata: &MetadataMap) -> Result<(String, String), Status> {
-    let field = |name: &str| {
-        metadata
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
-    let (user, password) = (field("username"), field("password"));
+    let (user, password) = (
+        metadata_text(metadata, "username"),
+        metadata_text(metadata, "password"),
+    );
     if user.is_empty() {
         return Err(Status::unauthenticated(
             "credentials required: send `username` and `password` in the call metadata",
         ));
     }
     Ok((user, password))
+}
+
+fn metadata_text(metadata: &MetadataMap, name: &str) -> String {
+    metadata
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
 }
 
 /// The hash whose parameters most users have (the first of equals).
@@ -517,7 +564,6 @@ mod tests {
         );
         let nobody = login(&users, "nobody", "secret", here).await.unwrap_err();
         assert_eq!(nobody.message(), wrong.message(), "one message for both");
-        assert!(Role::Admin.may_set() && !Role::Operator.may_set() && !Role::Viewer.may_set());
     }
 
     #[tokio::test]

@@ -56,6 +56,9 @@ pub enum BackendError {
     /// The daemon is stopping.
     #[error("{0}")]
     Unavailable(String),
+    /// This backend cannot do it.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl From<DatastoreError> for BackendError {
@@ -104,7 +107,8 @@ pub trait Backend: Send + Sync + 'static {
     /// tree the patterns cover: what Get, ONCE, POLL and SAMPLE show. Counters move with
     /// every packet, so they are read when asked for and never sent ON_CHANGE; reading a
     /// flow's counters costs a read of the whole flow table, so only when a pattern needs
-    /// them. By default (a backend without a chip), the snapshot as it is.
+    /// them. A snapshot with counters read is stamped with the time of the read. By
+    /// default (a backend without a chip), the snapshot as it is.
     async fn with_counters(
         &self,
         snapshot: Arc<Snapshot>,
@@ -147,4 +151,15 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The pending `commit confirmed`, if any.
     async fn pending(&self) -> Result<Option<Pending>, BackendError>;
+
+    /// The pending `commit confirmed` now waits `wait` from now; returns it (None: none
+    /// waits).
+    async fn set_rollback_duration(
+        &self,
+        _wait: Duration,
+    ) -> Result<Option<Pending>, BackendError> {
+        Err(BackendError::Unsupported(
+            "this target cannot change the rollback duration of a waiting commit".into(),
+        ))
+    }
 }

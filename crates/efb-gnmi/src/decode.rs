@@ -4,15 +4,22 @@
 //! JSON and JSON_IETF are both accepted for subtrees, with or without module-qualified
 //! member names (only this module's), 64-bit numbers as numbers or strings, `empty` as
 //! `[null]`; the value is normalized to RFC 7951 by the schema and then read through
-//! libyang, which checks every name and value. Scalar TypedValues (string, integers, bool,
-//! double, leaf-list arrays) are accepted for leaves. JSON values are read as every reader
+//! libyang, which checks every name and value. Scalar TypedValues are accepted for leaves
+//! (and `leaflist_val` for leaf-lists) in the field of the leaf's type: `string_val` for
+//! strings, enumerations, identities and bits, `int_val` or `uint_val` for integers,
+//! `double_val` (or an integer) for decimal64, `bool_val` for booleans and `bool_val` true
+//! for `empty`; a union takes the fields of its members. Any other field (`ascii_val`,
+//! `string_val "9500"` for a uint16) is refused naming the leaf and its type; so is JSON
+//! `null` except for `empty` (`[null]`). JSON values are read as every reader
 //! of configuration JSON reads them (`efb_yang::input::check_json`): exactly one JSON value,
 //! no member named twice. Text that is not JSON is refused on string leaves too (pygnmi
 //! sends a Python string unquoted: send `json.dumps(text)`, or the text in `string_val`).
 
 use efb_yang::input::check_json;
 use efb_yang::json::{Check, from_json};
-use efb_yang::{DataPath, DataTree, JsonKind, NodeKind, Schema, SchemaId, Value};
+use efb_yang::{
+    BaseType, DataPath, DataTree, JsonKind, NodeKind, Schema, SchemaId, TypeInfo, Value,
+};
 use gnmi_proto::gnmi::{self, typed_value};
 use serde_json::{Map, Number, Value as Json};
 
@@ -78,6 +85,17 @@ fn to_json(
 ) -> Result<Json, DecodeError> {
     use typed_value::Value as V;
     let bad = |m: &str| DecodeError::Invalid(m.to_string());
+    if !matches!(
+        value,
+        V::JsonVal(_) | V::JsonIetfVal(_) | V::BytesVal(_) | V::ProtoBytes(_) | V::AnyVal(_)
+    ) {
+        check_scalar(schema, path, value)?;
+    }
+    if let (V::BoolVal(true), Some(id)) = (value, path.node())
+        && base(schema, id).is_some_and(|t| t.base == BaseType::Empty)
+    {
+        return Ok(Json::Array(vec![Json::Null]));
+    }
     Ok(match value {
         V::JsonVal(bytes) | V::JsonIetfVal(bytes) => json_value(schema, path, bytes)?,
         V::StringVal(s) | V::AsciiVal(s) => Json::String(s.clone()),
@@ -106,6 +124,123 @@ fn to_json(
             ));
         }
     })
+}
+
+/// The leaf's type through leafrefs.
+fn base(schema: &Schema, id: SchemaId) -> Option<&TypeInfo> {
+    fn real(t: &TypeInfo) -> &TypeInfo {
+        match (&t.base, &t.leafref_real) {
+            (BaseType::LeafRef, Some(target)) => real(target),
+            _ => t,
+        }
+    }
+    schema.node(id).leaf_type.as_ref().map(real)
+}
+
+/// The scalar fields a type takes (a union: its members').
+fn fields(t: &TypeInfo, out: &mut Vec<&'static str>) {
+    let add: &[&'static str] = match t.base {
+        BaseType::Int8
+        | BaseType::Int16
+        | BaseType::Int32
+        | BaseType::Int64
+        | BaseType::Uint8
+        | BaseType::Uint16
+        | BaseType::Uint32
+        | BaseType::Uint64 => &["int_val", "uint_val"],
+        BaseType::Decimal64 => &["double_val", "int_val", "uint_val"],
+        BaseType::Bool => &["bool_val"],
+        BaseType::Empty => &["bool_val"],
+        BaseType::LeafRef => match &t.leafref_real {
+            Some(real) => return fields(real, out),
+            None => &["string_val"],
+        },
+        BaseType::Union => {
+            for member in &t.members {
+                fields(member, out);
+            }
+            return;
+        }
+        _ => &["string_val"],
+    };
+    for f in add {
+        if !out.contains(f) {
+            out.push(f);
+        }
+    }
+}
+
+/// A scalar TypedValue must be in a field of the leaf's type: `string_val "9500"` is not
+/// a uint16, `uint_val` is not a string. The deprecated `float_val` and `decimal_val` count
+/// as `double_val`.
+#[allow(deprecated)]
+fn check_scalar(
+    schema: &Schema,
+    path: &DataPath,
+    value: &typed_value::Value,
+) -> Result<(), DecodeError> {
+    use typed_value::Value as V;
+    let given = match value {
+        V::StringVal(s) => format!("string_val {}", Json::String(s.clone())),
+        V::AsciiVal(s) => format!("ascii_val {}", Json::String(s.clone())),
+        V::IntVal(i) => format!("int_val {i}"),
+        V::UintVal(u) => format!("uint_val {u}"),
+        V::BoolVal(b) => format!("bool_val {b}"),
+        V::DoubleVal(d) => format!("double_val {d}"),
+        V::FloatVal(f) => format!("float_val {f}"),
+        V::DecimalVal(d) => format!("decimal_val {}", decimal(d.digits, d.precision)),
+        V::LeaflistVal(_) => "leaflist_val".to_string(),
+        _ => return Ok(()),
+    };
+    let field = match value {
+        V::StringVal(_) => "string_val",
+        V::AsciiVal(_) => "ascii_val",
+        V::IntVal(_) => "int_val",
+        V::UintVal(_) => "uint_val",
+        V::BoolVal(_) => "bool_val",
+        V::LeaflistVal(_) => "leaflist_val",
+        _ => "double_val",
+    };
+    let info = path.node().map(|id| (id, schema.node(id)));
+    let Some((id, info)) =
+        info.filter(|(_, i)| matches!(i.kind, NodeKind::Leaf | NodeKind::LeafList))
+    else {
+        return Err(DecodeError::Invalid(format!(
+            "{given}: a scalar value is for a leaf; send this node as JSON or JSON_IETF"
+        )));
+    };
+    if let V::LeaflistVal(items) = value {
+        if info.kind != NodeKind::LeafList {
+            return Err(DecodeError::Invalid(format!(
+                "leaflist_val: {} is a leaf, not a leaf-list ({}): send one scalar",
+                info.name,
+                info.accepts()
+            )));
+        }
+        for item in items.element.iter().filter_map(|e| e.value.as_ref()) {
+            check_scalar(schema, path, item)?;
+        }
+        return Ok(());
+    }
+    let mut accepted = Vec::new();
+    if let Some(t) = base(schema, id) {
+        fields(t, &mut accepted);
+    }
+    let empty = base(schema, id).is_some_and(|t| t.base == BaseType::Empty);
+    let fits = accepted.contains(&field) && !(empty && matches!(value, V::BoolVal(false)));
+    if fits {
+        return Ok(());
+    }
+    let wanted = if empty {
+        "bool_val true (or JSON [null]); to unset it, delete it".to_string()
+    } else {
+        accepted.join(" or ")
+    };
+    Err(DecodeError::Invalid(format!(
+        "{given} is not a value of {}, {}: send {wanted} (or JSON)",
+        info.name,
+        info.accepts()
+    )))
 }
 
 /// A JSON or JSON_IETF value: exactly one JSON value, with no member named twice. Anything
@@ -248,12 +383,14 @@ fn object(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, 
 fn scalar(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
     let info = schema.node(id);
     let wrong = || invalid(at, format!("expected {}, got {json}", info.accepts()));
+    let empty = || base(schema, id).is_some_and(takes_empty);
     let text = match json {
         Json::String(s) => s.clone(),
         Json::Number(n) => n.to_string(),
         Json::Bool(b) => b.to_string(),
-        Json::Array(items) if matches!(items.as_slice(), [Json::Null]) => String::new(),
-        Json::Null => String::new(),
+        // `null` stands for nothing but `empty`'s one value; a string leaf is not "".
+        Json::Array(items) if matches!(items.as_slice(), [Json::Null]) && empty() => String::new(),
+        Json::Null if empty() => String::new(),
         _ => return Err(wrong()),
     };
     // The leaf's type decides (a union member by the value itself).
@@ -268,6 +405,16 @@ fn scalar(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, 
         JsonKind::Empty => Json::Array(vec![Json::Null]),
         JsonKind::String => Json::String(value.as_str().to_string()),
     })
+}
+
+/// Whether a type is, or has a member that is, `empty`.
+fn takes_empty(t: &TypeInfo) -> bool {
+    match t.base {
+        BaseType::Empty => true,
+        BaseType::Union => t.members.iter().any(takes_empty),
+        BaseType::LeafRef => t.leafref_real.as_deref().is_some_and(takes_empty),
+        _ => false,
+    }
 }
 
 /// Puts the value of the last node of `path` inside its ancestors, up to the top.
@@ -401,7 +548,6 @@ mod tests {
             json("\"9100\""),
             typed(typed_value::Value::UintVal(9100)),
             typed(typed_value::Value::IntVal(9100)),
-            typed(typed_value::Value::StringVal("9100".into())),
         ] {
             assert_eq!(
                 decoded(&s, p, v).unwrap(),
@@ -413,6 +559,79 @@ mod tests {
             matches!(&err, DecodeError::Invalid(m) if m.contains("mtu")),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn a_scalar_in_a_field_its_leaf_does_not_take_is_refused_naming_the_leaf_and_type() {
+        let s = Schema::load().unwrap();
+        let mtu = "/ports/port[name='p1']/mtu";
+        let description = "/ports/port[name='p1']/description";
+        for (path, value, expected) in [
+            (
+                mtu,
+                typed_value::Value::StringVal("9500".into()),
+                "string_val \"9500\" is not a value of mtu, an integer in 1500..10240: send int_val or uint_val",
+            ),
+            (
+                mtu,
+                typed_value::Value::AsciiVal("9500".into()),
+                "ascii_val \"9500\" is not a value of mtu",
+            ),
+            (
+                description,
+                typed_value::Value::UintVal(7),
+                "uint_val 7 is not a value of description",
+            ),
+            (
+                description,
+                typed_value::Value::AsciiVal("x".into()),
+                "send string_val",
+            ),
+            (
+                "/ports/port[name='p1']/enabled",
+                typed_value::Value::StringVal("true".into()),
+                "send bool_val",
+            ),
+            (
+                "/ports/port[name='p1']",
+                typed_value::Value::StringVal("x".into()),
+                "a scalar value is for a leaf",
+            ),
+        ] {
+            let err = decoded(&s, path, typed(value)).unwrap_err();
+            assert!(
+                matches!(&err, DecodeError::Invalid(m) if m.contains(expected) && m.starts_with("/ecofilter-balancer:ports/port[name='p1']")),
+                "{err:?}"
+            );
+        }
+        let drop = "/ecofilter-balancer/flow[name='f']/action/drop";
+        assert!(
+            decoded(&s, drop, typed(typed_value::Value::BoolVal(true)))
+                .unwrap()
+                .contains(r#""drop":[null]"#)
+        );
+        let err = decoded(&s, drop, typed(typed_value::Value::BoolVal(false))).unwrap_err();
+        assert!(
+            matches!(&err, DecodeError::Invalid(m) if m.contains("delete it")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn null_is_only_the_value_of_empty() {
+        let s = Schema::load().unwrap();
+        for (path, value) in [
+            ("/ports/port[name='p1']/description", "null"),
+            ("/ports/port[name='p1']/description", "[null]"),
+            ("/ports/port[name='p1']", r#"{"description": null}"#),
+            ("/ports/port[name='p1']/mtu", "null"),
+        ] {
+            let err = decoded(&s, path, json(value)).unwrap_err();
+            assert!(
+                matches!(&err, DecodeError::Invalid(m) if m.contains("got null") || m.contains("got [null]")),
+                "{path} {value}: {err:?}"
+            );
+        }
     }
 
     #[test]

@@ -6,21 +6,31 @@
 //! - `JSON`: the same data with unqualified member names, 64-bit integers as JSON numbers
 //!   and identityref values without their module (the OpenConfig convention).
 //!
+//! - `PROTO`: one scalar TypedValue per leaf (`int_val`, `uint_val`, `bool_val`,
+//!   `double_val` for decimal64, `string_val` for the rest, `leaflist_val` for a leaf-list,
+//!   `bool_val` true for `empty` as ygot writes it): a node above a leaf is sent as its
+//!   leaves, one update each.
+//!
 //! A value at a list entry is the entry's object (keys first); at a list, an array of
 //! entries; at a leaf, the bare value. Get filters by data type: CONFIG keeps `config true`
 //! nodes, STATE keeps `config false` nodes with the keys and containers leading to them.
+//! Leaves left at their default are written with it ([`crate::defaults`]).
 
 use efb_yang::json::write_json_string;
 use efb_yang::{
     BaseType, Child, DataPath, DataTree, Inner, JsonKind, LeafList, List, NodeKind, NodeRef,
-    Schema, SchemaId, TypeInfo, Value,
+    Schema, SchemaId, Segment, TypeInfo, Value,
 };
+use gnmi_proto::gnmi::{ScalarArray, TypedValue, typed_value};
 
-/// The two JSON encodings gNMI defines.
+use crate::defaults;
+
+/// The encodings served: gNMI's two JSON ones, and PROTO (scalars per leaf).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
     Json,
     JsonIetf,
+    Proto,
 }
 
 /// Which data a Get returns.
@@ -42,7 +52,9 @@ impl Encoder<'_> {
     /// The JSON of the node at `path` in `tree`, or `None` when there is none or the filter
     /// leaves nothing of it.
     pub fn node(&self, tree: &DataTree, path: &DataPath) -> Option<String> {
-        let node = tree.get(self.schema, path)?;
+        let Some(node) = tree.get(self.schema, path) else {
+            return self.implied(tree, path);
+        };
         let mut out = String::new();
         let last = path.last();
         let wrote = match node {
@@ -69,6 +81,77 @@ impl Encoder<'_> {
             }),
         };
         wrote.then_some(out)
+    }
+
+    /// An absent node that exists by default: a leaf's default, or a container's object of
+    /// defaults.
+    fn implied(&self, tree: &DataTree, path: &DataPath) -> Option<String> {
+        let id = path.node()?;
+        if !self.keeps_leaf(id) || !defaults::implied(self.schema, tree, path) {
+            return None;
+        }
+        if let Some(value) = defaults::leaf_default(self.schema, id) {
+            return Some(self.scalar(id, &value));
+        }
+        let mut out = String::new();
+        self.object(&mut out, &Inner::default(), Some(id), None, false);
+        (out != "{}").then_some(out)
+    }
+
+    /// The value of one leaf (or a leaf-list's items) in this encoding's TypedValue.
+    pub fn typed(&self, value: &LeafValue) -> TypedValue {
+        let value = match (self.encoding, value) {
+            (Encoding::Proto, LeafValue::One(id, v)) => self.proto(*id, v),
+            (Encoding::Proto, LeafValue::Many(id, items)) => {
+                typed_value::Value::LeaflistVal(ScalarArray {
+                    element: items
+                        .iter()
+                        .map(|v| TypedValue {
+                            value: Some(self.proto(*id, v)),
+                        })
+                        .collect(),
+                })
+            }
+            (encoding, v) => return json_typed(encoding, v.json(self)),
+        };
+        TypedValue { value: Some(value) }
+    }
+
+    /// A scalar TypedValue by the leaf's type (a union's value by its own kind).
+    fn proto(&self, id: SchemaId, value: &Value) -> typed_value::Value {
+        use typed_value::Value as V;
+        let text = value.as_str();
+        let string = || V::StringVal(text.to_string());
+        let signed = || text.parse::<i64>().map_or_else(|_| string(), V::IntVal);
+        let unsigned = || text.parse::<u64>().map_or_else(|_| string(), V::UintVal);
+        match base(self.schema, id) {
+            Some(BaseType::Int8 | BaseType::Int16 | BaseType::Int32 | BaseType::Int64) => signed(),
+            Some(BaseType::Uint8 | BaseType::Uint16 | BaseType::Uint32 | BaseType::Uint64) => {
+                unsigned()
+            }
+            Some(BaseType::Decimal64) => {
+                text.parse::<f64>().map_or_else(|_| string(), V::DoubleVal)
+            }
+            Some(BaseType::IdentityRef) => {
+                V::StringVal(text.rsplit(':').next().unwrap_or(text).to_string())
+            }
+            _ => match value.kind() {
+                JsonKind::Bool => V::BoolVal(text == "true"),
+                JsonKind::Empty => V::BoolVal(true),
+                JsonKind::Number if text.starts_with('-') => signed(),
+                JsonKind::Number => unsigned(),
+                JsonKind::String => string(),
+            },
+        }
+    }
+
+    /// The leaves under the node at `path` this filter keeps, defaults included (see
+    /// [`leaves`]).
+    pub fn leaves(&self, tree: &DataTree, path: &DataPath, out: &mut Vec<(DataPath, LeafValue)>) {
+        let start = out.len();
+        leaves(self.schema, tree, path, out);
+        let found: Vec<_> = out.drain(start..).collect();
+        out.extend(found.into_iter().filter(|(_, v)| self.keeps_leaf(v.id())));
     }
 
     /// The JSON of one leaf value (or a leaf-list's items as an array).
@@ -121,11 +204,26 @@ impl Encoder<'_> {
             }
         }
         let mut kept = false;
-        for (child_id, child) in inner.children() {
+        let mut members: Vec<(SchemaId, Option<&Child>)> =
+            inner.children().map(|(id, c)| (id, Some(c))).collect();
+        if self.filter != Filter::State {
+            let parent = if top { None } else { id };
+            members.extend(
+                defaults::missing(self.schema, inner, parent)
+                    .into_iter()
+                    .map(|id| (id, None)),
+            );
+            members.sort_by_key(|(id, _)| *id);
+        }
+        for (child_id, child) in members {
             let mark = out.len();
             let was_first = first;
             self.member(out, &mut first, child_id, top);
-            if self.child(out, child_id, child) {
+            let wrote = match child {
+                Some(child) => self.child(out, child_id, child),
+                None => self.default_member(out, child_id),
+            };
+            if wrote {
                 kept = true;
             } else {
                 out.truncate(mark);
@@ -135,6 +233,25 @@ impl Encoder<'_> {
         out.push('}');
         if !kept && self.filter != Filter::All && (keys.is_some() || !top) {
             out.truncate(start);
+            return false;
+        }
+        true
+    }
+
+    /// A member that exists by default: a leaf's default, or a container of defaults
+    /// (nothing when the filter keeps none of it).
+    fn default_member(&self, out: &mut String, id: SchemaId) -> bool {
+        if !self.keeps_leaf(id) {
+            return false;
+        }
+        if let Some(value) = defaults::leaf_default(self.schema, id) {
+            self.value(out, id, &value);
+            return true;
+        }
+        let mark = out.len();
+        self.object(out, &Inner::default(), Some(id), None, false);
+        if &out[mark..] == "{}" {
+            out.truncate(mark);
             return false;
         }
         true
@@ -249,8 +366,20 @@ pub fn has_state(schema: &Schema, id: SchemaId) -> bool {
     !info.config || info.children.iter().any(|c| has_state(schema, *c))
 }
 
+/// A JSON value in the field its encoding calls for.
+pub fn json_typed(encoding: Encoding, json: String) -> TypedValue {
+    use typed_value::Value as V;
+    TypedValue {
+        value: Some(match encoding {
+            Encoding::JsonIetf => V::JsonIetfVal(json.into_bytes()),
+            Encoding::Json | Encoding::Proto => V::JsonVal(json.into_bytes()),
+        }),
+    }
+}
+
 /// The leaves under the node at `path` (itself if it is one), each with its path, for
-/// telemetry: a list entry's keys count as leaves, a leaf-list is one value (an array).
+/// telemetry: a list entry's keys count as leaves, a leaf-list is one value (an array),
+/// leaves at their default are there with it.
 pub fn leaves(
     schema: &Schema,
     tree: &DataTree,
@@ -258,6 +387,13 @@ pub fn leaves(
     out: &mut Vec<(DataPath, LeafValue)>,
 ) {
     let Some(node) = tree.get(schema, path) else {
+        let mut found = Vec::new();
+        defaults::leaves_below(schema, tree, path, &mut found);
+        out.extend(
+            found
+                .into_iter()
+                .map(|(p, id, v)| (p, LeafValue::One(id, v))),
+        );
         return;
     };
     match node {
@@ -293,6 +429,12 @@ pub enum LeafValue {
 }
 
 impl LeafValue {
+    pub fn id(&self) -> SchemaId {
+        match self {
+            LeafValue::One(id, _) | LeafValue::Many(id, _) => *id,
+        }
+    }
+
     pub fn json(&self, encoder: &Encoder<'_>) -> String {
         match self {
             LeafValue::One(id, v) => encoder.scalar(*id, v),
@@ -318,7 +460,23 @@ fn inner_leaves(
             }
         }
     }
-    for (id, child) in inner.children() {
+    let missing = path
+        .node()
+        .map(|id| defaults::missing(schema, inner, Some(id)))
+        .unwrap_or_else(|| defaults::missing(schema, inner, None));
+    let mut members: Vec<(SchemaId, Option<&Child>)> =
+        inner.children().map(|(id, c)| (id, Some(c))).collect();
+    members.extend(missing.into_iter().map(|id| (id, None)));
+    members.sort_by_key(|(id, _)| *id);
+    for (id, child) in members {
+        let Some(child) = child else {
+            let below = path.child(Segment::new(id));
+            match defaults::leaf_default(schema, id) {
+                Some(value) => out.push((below, LeafValue::One(id, value))),
+                None => inner_leaves(schema, &below, &Inner::default(), out),
+            }
+            continue;
+        };
         match child {
             Child::Leaf(v) => out.push((
                 path.child(efb_yang::Segment::new(id)),
@@ -412,7 +570,7 @@ mod tests {
                 Filter::All
             )
             .unwrap(),
-            r#"{"name":"p1","number":1,"speed":"100g","mtu":9100}"#
+            r#"{"name":"p1","number":1,"speed":"100g","mtu":9100,"enabled":true}"#
         );
         assert_eq!(
             at(
@@ -561,6 +719,91 @@ mod tests {
     }
 
     #[test]
+    fn leaves_at_their_default_are_written_with_it_where_their_node_exists() {
+        let s = Schema::load().unwrap();
+        let t = site(&s);
+        let e = encoder(&s, Encoding::Json, Filter::All);
+        let path = |p: &str| DataPath::parse(&s, p).unwrap();
+        assert_eq!(
+            e.node(&t, &path("/ports/port[name='p1']/enabled")).unwrap(),
+            "true"
+        );
+        assert_eq!(
+            e.node(&t, &path("/ecofilter-balancer/balancing-method"))
+                .unwrap(),
+            r#""layer-3""#
+        );
+        assert!(
+            at(&s, &t, "/ecofilter-balancer", Encoding::Json, Filter::All)
+                .unwrap()
+                .starts_with(r#"{"balancing-method":"layer-3","#)
+        );
+        // No entry, no default; state is never a default; CONFIG keeps them, STATE not.
+        assert_eq!(e.node(&t, &path("/ports/port[name='p9']/mtu")), None);
+        assert_eq!(
+            encoder(&s, Encoding::Json, Filter::State)
+                .node(&t, &path("/ports/port[name='p1']/enabled")),
+            None
+        );
+        let mut out = Vec::new();
+        leaves(&s, &t, &path("/ports/port[name='p1']"), &mut out);
+        let shown: Vec<String> = out
+            .iter()
+            .map(|(p, v)| format!("{} {}", p.display(&s), v.json(&e)))
+            .collect();
+        assert!(
+            shown.contains(&"/ecofilter-balancer:ports/port[name='p1']/enabled true".to_string()),
+            "{shown:?}"
+        );
+        // An empty configuration still has the top container's defaults.
+        let empty = DataTree::new();
+        assert_eq!(
+            at(&s, &empty, "/", Encoding::JsonIetf, Filter::Config).unwrap(),
+            r#"{"ecofilter-balancer:ecofilter-balancer":{"balancing-method":"layer-3"}}"#
+        );
+    }
+
+    #[test]
+    fn proto_values_are_scalars_of_the_leafs_type() {
+        use typed_value::Value as V;
+        let s = Schema::load().unwrap();
+        let mut t = site(&s);
+        let counter =
+            DataPath::parse(&s, "/ports/port[name='p1']/state/counters/in-frames").unwrap();
+        let big = s
+            .value(counter.node().unwrap(), "18446744073709551615")
+            .unwrap();
+        t.set(&s, &counter, Some(big)).unwrap();
+        let e = encoder(&s, Encoding::Proto, Filter::All);
+        let value = |p: &str| {
+            let path = DataPath::parse(&s, p).unwrap();
+            let mut out = Vec::new();
+            e.leaves(&t, &path, &mut out);
+            assert_eq!(out.len(), 1, "{p}: {out:?}");
+            e.typed(&out[0].1).value.unwrap()
+        };
+        assert_eq!(value("/ports/port[name='p1']/mtu"), V::UintVal(9100));
+        assert_eq!(value("/ports/port[name='p1']/enabled"), V::BoolVal(true));
+        assert_eq!(
+            value("/ports/port[name='p1']/speed"),
+            V::StringVal("100g".into())
+        );
+        assert_eq!(
+            value("/ports/port[name='p1']/state/counters/in-frames"),
+            V::UintVal(u64::MAX)
+        );
+        assert_eq!(
+            value("/ecofilter-balancer/flow[name='f1']/action/drop"),
+            V::BoolVal(true)
+        );
+        let links = value("/ecofilter-balancer/flow[name='f1']/links");
+        assert!(
+            matches!(&links, V::LeaflistVal(a) if a.element.len() == 1),
+            "{links:?}"
+        );
+    }
+
+    #[test]
     fn identityref_values_name_their_module_in_json_ietf_only() {
         let s = crate::testing::with_identities();
         let t = from_json(
@@ -579,7 +822,7 @@ mod tests {
         );
         assert_eq!(
             at(&s, &t, "/", Encoding::JsonIetf, Filter::All).unwrap(),
-            r#"{"ecofilter-balancer:kinds":{"kind":"ecofilter-balancer:dpi"}}"#
+            r#"{"ecofilter-balancer:ecofilter-balancer":{"balancing-method":"layer-3"},"ecofilter-balancer:kinds":{"kind":"ecofilter-balancer:dpi"}}"#
         );
         // Both forms read back to the same value.
         let qualified = from_json(

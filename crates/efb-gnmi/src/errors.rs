@@ -6,7 +6,8 @@
 //! | no or wrong credentials                           | UNAUTHENTICATED     |
 //! | a role that may not do it (a viewer's Set)        | PERMISSION_DENIED   |
 //! | a path that cannot be read, origins that disagree | INVALID_ARGUMENT    |
-//! | a node the schema does not have, data not there   | NOT_FOUND           |
+//! | a node the schema does not have (nearest names)   | INVALID_ARGUMENT    |
+//! | data that is not there (Get of a concrete path)   | NOT_FOUND           |
 //! | a value of the wrong type or shape                | INVALID_ARGUMENT    |
 //! | an encoding or extension not supported            | UNIMPLEMENTED       |
 //! | a commit confirmed waiting                        | FAILED_PRECONDITION |
@@ -32,7 +33,6 @@ use crate::path::PathError;
 pub fn path(context: &str, e: PathError) -> Status {
     match e {
         PathError::Invalid(m) => Status::invalid_argument(format!("{context}{m}")),
-        PathError::NotFound(m) => Status::not_found(format!("{context}{m}")),
     }
 }
 
@@ -51,6 +51,7 @@ pub fn backend(e: BackendError) -> Status {
         BackendError::Precondition(m) => Status::failed_precondition(m),
         BackendError::Datastore(e) => Status::new(code(e.kind()), e.to_string()),
         BackendError::Unavailable(m) => Status::unavailable(m),
+        BackendError::Unsupported(m) => Status::unimplemented(m),
     }
 }
 
@@ -98,11 +99,11 @@ pub fn bounded(status: Status) -> Status {
 pub fn encoding(number: i32) -> Status {
     match gnmi_proto::gnmi::Encoding::try_from(number) {
         Ok(e) => Status::unimplemented(format!(
-            "encoding {} is not supported; use JSON or JSON_IETF",
+            "encoding {} is not supported; use JSON, JSON_IETF or PROTO",
             e.as_str_name()
         )),
         Err(_) => Status::invalid_argument(format!(
-            "encoding {number} is not a gNMI encoding; use JSON (0) or JSON_IETF (4)"
+            "encoding {number} is not a gNMI encoding; use JSON (0), PROTO (2) or JSON_IETF (4)"
         )),
     }
 }

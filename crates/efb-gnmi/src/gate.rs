@@ -97,4 +97,8 @@ impl Backend for Gate {
     async fn pending(&self) -> Result<Option<Pending>, BackendError> {
         self.open()?.pending().await
     }
+
+    async fn set_rollback_duration(&self, wait: Duration) -> Result<Option<Pending>, BackendError> {
+        self.open()?.set_rollback_duration(wait).await
+    }
 }

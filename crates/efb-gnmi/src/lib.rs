@@ -4,19 +4,25 @@
 //!
 //! - [`backend`]: what the server needs from efbd (snapshots, changes, commit).
 //! - [`path`]: gNMI paths against the schema (origins, keys, wildcards).
-//! - [`encode`] / [`decode`]: JSON and JSON_IETF (RFC 7951) out of and into data trees,
-//!   driven by the schema.
-//! - [`auth`]: users, passwords, roles; [`argon`] runs the password checks in bounded
-//!   memory, `login` counts failures per peer. [`tls`]: the server certificate.
+//! - [`encode`] / [`decode`]: JSON, JSON_IETF (RFC 7951) and PROTO scalars out of and
+//!   into data trees, driven by the schema; [`defaults`]: leaves at their YANG default.
+//! - [`auth`]: users, passwords, client certificates; [`argon`] runs the password checks
+//!   in bounded memory, `login` counts failures per peer. [`tls`]: the server certificate
+//!   and the client CA.
+//! - [`access`]: who may do what, the one decision for gNMI and the management API;
+//!   [`audit`]: who did what.
 //! - [`listen`]: bounded connections (a limit, handshake deadlines, keepalive), also for
 //!   efbd's management API.
 //!
 //! efbd binds the listener (so it can print the address) and calls [`serve`].
 
+pub mod access;
 pub mod argon;
+pub mod audit;
 pub mod auth;
 pub mod backend;
 pub mod decode;
+pub mod defaults;
 pub mod encode;
 pub mod errors;
 mod gate;
@@ -90,6 +96,8 @@ pub struct ServerConfig {
     pub max_subscriptions_per_user: usize,
     /// Connections: how many, how long a handshake may take, keepalive.
     pub connections: listen::Limits,
+    /// Where Sets, accepted or refused, are recorded.
+    pub audit: audit::Audit,
 }
 
 impl Default for ServerConfig {
@@ -110,6 +118,7 @@ impl Default for ServerConfig {
                 name: "gNMI",
                 settings: "gnmi.connections",
             },
+            audit: audit::Audit::default(),
         }
     }
 }
@@ -120,6 +129,8 @@ pub enum ServeError {
     Tls(#[from] tls::TlsError),
     #[error("gNMI server: {0}")]
     Transport(#[from] tonic::transport::Error),
+    #[error("gNMI server reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
 }
 
 /// The gNMI service as a tonic server (message limits, gzip both ways), for [`serve`] and
@@ -162,8 +173,11 @@ pub async fn serve(
     let mut until = stopped.clone();
     let mut grace = stopped.clone();
     let gate = Arc::new(gate::Gate::new(backend));
+    let (reflection, reflection_alpha) = reflection()?;
     let server = builder
         .add_service(service(gate.clone(), &config, stopped))
+        .add_service(reflection)
+        .add_service(reflection_alpha)
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = until.wait_for(|stop| *stop).await;
         });
@@ -180,6 +194,28 @@ pub async fn serve(
     // keep the daemon's configuration owner alive.
     gate.close();
     Ok(())
+}
+
+/// gRPC server reflection of gNMI (v1, and v1alpha for older clients such as grpcio's),
+/// from the descriptors gnmi-proto was generated from: grpcurl and its kind list and call
+/// gNMI without the proto files. It tells only what the public protos tell, so it asks for
+/// no login.
+pub fn reflection() -> Result<
+    (
+        tonic_reflection::server::v1::ServerReflectionServer<
+            impl tonic_reflection::server::v1::ServerReflection,
+        >,
+        tonic_reflection::server::v1alpha::ServerReflectionServer<
+            impl tonic_reflection::server::v1alpha::ServerReflection,
+        >,
+    ),
+    ServeError,
+> {
+    let builder = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(gnmi_proto::FILE_DESCRIPTOR_SET)
+    };
+    Ok((builder().build_v1()?, builder().build_v1alpha()?))
 }
 
 /// How long stopping waits for gNMI connections to close by themselves.

@@ -6,7 +6,9 @@
 //! connections and sends nothing holds them for ever, one file descriptor each.
 //!
 //! [`incoming`] wraps a stream of accepted connections into one to give tonic's
-//! `serve_with_incoming`; [`server`] is a tonic server with the keepalive set.
+//! `serve_with_incoming`; [`server`] is a tonic server with the keepalive set. A request
+//! served on them carries [`ConnInfo`]: the transport's own (peer address, or the Unix
+//! peer's credentials) and the client certificate of a TLS connection that sent one.
 
 use std::io;
 use std::pin::Pin;
@@ -18,10 +20,12 @@ use futures::{Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::{Instant, Sleep};
-use tokio_rustls::TlsAcceptor;
+pub use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::pki_types::CertificateDer;
 use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::server::Connected;
+use tonic::Request;
+use tonic::transport::server::{Connected, TcpConnectInfo};
 use tracing::{debug, warn};
 
 /// What an HTTP/2 client sends first ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"): the handshake
@@ -183,15 +187,53 @@ pub struct Conn<IO> {
     preface: Option<(usize, Pin<Box<Sleep>>)>,
 }
 
+/// What a request knows of its connection.
+#[derive(Clone, Debug)]
+pub struct ConnInfo<I> {
+    /// The transport's: `TcpConnectInfo`, or `UdsConnectInfo` (the peer's uid, gid, pid).
+    pub transport: I,
+    /// The client's certificate (the end-entity one), verified against the client CA.
+    pub client_certificate: Option<CertificateDer<'static>>,
+}
+
 impl<IO: Connected> Connected for Conn<IO> {
-    type ConnectInfo = IO::ConnectInfo;
+    type ConnectInfo = ConnInfo<IO::ConnectInfo>;
 
     fn connect_info(&self) -> Self::ConnectInfo {
         match &self.io {
-            Io::Plain(io) => io.connect_info(),
-            Io::Tls(tls) => tls.get_ref().0.connect_info(),
+            Io::Plain(io) => ConnInfo {
+                transport: io.connect_info(),
+                client_certificate: None,
+            },
+            Io::Tls(tls) => {
+                let (io, session) = tls.get_ref();
+                ConnInfo {
+                    transport: io.connect_info(),
+                    client_certificate: session
+                        .peer_certificates()
+                        .and_then(<[_]>::first)
+                        .map(|c| c.clone().into_owned()),
+                }
+            }
         }
     }
+}
+
+/// The peer address of a request served over TCP (through [`incoming`] or not).
+pub fn remote_addr<T>(request: &Request<T>) -> Option<std::net::SocketAddr> {
+    request
+        .extensions()
+        .get::<ConnInfo<TcpConnectInfo>>()
+        .and_then(|info| info.transport.remote_addr())
+        .or_else(|| request.remote_addr())
+}
+
+/// The verified client certificate of a request served over TLS, if the client sent one.
+pub fn client_certificate<T>(request: &Request<T>) -> Option<CertificateDer<'static>> {
+    request
+        .extensions()
+        .get::<ConnInfo<TcpConnectInfo>>()
+        .and_then(|info| info.client_certificate.clone())
 }
 
 impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for Conn<IO> {

@@ -17,24 +17,29 @@ pub(crate) fn now_ns() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-/// JSON or JSON_IETF; anything else refused as the specification says.
+/// JSON, JSON_IETF or PROTO; anything else refused as the specification says.
 pub(crate) fn encoding(number: i32) -> Result<Encoding, Status> {
     match gnmi::Encoding::try_from(number) {
         Ok(gnmi::Encoding::Json) => Ok(Encoding::Json),
         Ok(gnmi::Encoding::JsonIetf) => Ok(Encoding::JsonIetf),
+        Ok(gnmi::Encoding::Proto) => Ok(Encoding::Proto),
         _ => Err(errors::encoding(number)),
     }
 }
 
-/// A JSON value in the field its encoding calls for.
-pub(crate) fn typed(encoding: Encoding, json: String) -> gnmi::TypedValue {
-    use gnmi::typed_value::Value;
-    gnmi::TypedValue {
-        value: Some(match encoding {
-            Encoding::Json => Value::JsonVal(json.into_bytes()),
-            Encoding::JsonIetf => Value::JsonIetfVal(json.into_bytes()),
-        }),
-    }
+/// The prefix of a response's notifications: the request's target, reflected as the
+/// specification says (nothing else: update paths are whole).
+pub(crate) fn reflected_prefix(prefix: Option<&gnmi::Path>) -> Option<gnmi::Path> {
+    prefix.filter(|p| !p.target.is_empty()).map(|p| gnmi::Path {
+        target: p.target.clone(),
+        ..gnmi::Path::default()
+    })
+}
+
+/// A notification's timestamp for values read now: the time of the read, or later when
+/// the backend read counters and stamped the snapshot with their time.
+pub(crate) fn read_stamp(read_at: i64, snapshot_ns: u64) -> i64 {
+    read_at.max(i64::try_from(snapshot_ns).unwrap_or(i64::MAX))
 }
 
 /// `use_models` may only name the model this target serves.

@@ -9,9 +9,15 @@
 //! - origin empty and a module-qualified first element (gnmic's style):
 //!   `ecofilter-balancer:ports`
 //! - origin `rfc7951`, elements qualified as RFC 7951 qualifies names.
+//!
+//! A list element without some or all of its keys selects every value of the keys left
+//! out, as if they were `*` (the path conventions' rule), except a list named last with no
+//! keys at all, which is the whole list.
 
 use efb_yang::{DataPath, DataTree, NodeKind, NodeRef, Schema, SchemaId, Segment, Value};
 use gnmi_proto::gnmi;
+
+use crate::defaults;
 
 /// The origin RFC 7951-style clients use for YANG paths with module-qualified names.
 pub const RFC7951_ORIGIN: &str = "rfc7951";
@@ -19,12 +25,10 @@ pub const RFC7951_ORIGIN: &str = "rfc7951";
 /// Why a path is refused, with the gRPC code each maps to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
-    /// Cannot be read as a path of this target: INVALID_ARGUMENT.
+    /// Cannot be read as a path of this target, or names a node the schema does not have:
+    /// INVALID_ARGUMENT. (Data that is not there is NOT_FOUND, decided by the reader.)
     #[error("{0}")]
     Invalid(String),
-    /// Names a node the schema does not have: NOT_FOUND.
-    #[error("{0}")]
-    NotFound(String),
 }
 
 /// One element of a path as the client wrote it (module prefix removed).
@@ -68,7 +72,8 @@ pub enum Relation {
 
 impl Pattern {
     /// Joins a prefix and a path, checks origins and names, reads keys. The schema must
-    /// have some node the result could select (else NOT_FOUND).
+    /// have some node the result could select (else INVALID_ARGUMENT, with the names
+    /// nearest to the unknown one).
     pub fn parse(
         schema: &Schema,
         prefix: Option<&gnmi::Path>,
@@ -86,7 +91,7 @@ impl Pattern {
             .flat_map(|p| p.elem.first())
             .next()
             .is_some_and(|e| e.name.contains(':'));
-        let pattern = Pattern { steps, style };
+        let mut pattern = Pattern { steps, style };
         pattern.check(schema)?;
         Ok(pattern)
     }
@@ -147,10 +152,12 @@ impl Pattern {
     }
 
     /// Schema-level check: some node can match, and every key is a key and reads as one.
-    fn check(&self, schema: &Schema) -> Result<(), PathError> {
+    /// Keys left out of a list element that is not last become `*`.
+    fn check(&mut self, schema: &Schema) -> Result<(), PathError> {
         let mut candidates: Vec<Option<SchemaId>> = vec![None];
         let mut shown = DataPath::root();
-        for step in &self.steps {
+        let count = self.steps.len();
+        for (index, step) in self.steps.iter_mut().enumerate() {
             let mut next = Vec::new();
             match step {
                 Step::Any => {
@@ -172,14 +179,24 @@ impl Pattern {
                         }
                     }
                     if next.is_empty() {
-                        let parent = candidates.first().copied().flatten();
-                        return Err(match (candidates.len(), parent) {
-                            (1, _) => unknown(schema, &shown, name),
-                            _ => PathError::NotFound(format!(
-                                "no node \"{name}\" matches {}",
-                                describe(&self.steps)
-                            )),
+                        return Err(match candidates.len() {
+                            1 => unknown(schema, &shown, name),
+                            _ => {
+                                let names: Vec<String> = candidates
+                                    .iter()
+                                    .flat_map(|c| children(schema, *c))
+                                    .map(|id| schema.node(id).name.clone())
+                                    .collect();
+                                PathError::Invalid(format!(
+                                    "no element \"{name}\" in the model where the path puts it{}",
+                                    nearest_note(name, &names)
+                                ))
+                            }
                         });
+                    }
+                    let last = index + 1 == count;
+                    if !(last && keys.is_empty()) {
+                        missing_keys_as_any(schema, &next, keys);
                     }
                     if let (1, Some(Some(id))) = (next.len(), next.first()) {
                         shown = shown.child(Segment::new(*id));
@@ -233,7 +250,7 @@ fn step(schema: &Schema, elem: &gnmi::PathElem) -> Result<Step, PathError> {
     let name = match elem.name.split_once(':') {
         Some((module, name)) if module == schema.module().name => name,
         Some((module, _)) => {
-            return Err(PathError::NotFound(format!(
+            return Err(PathError::Invalid(format!(
                 "element \"{}\": unknown module \"{module}\"; this target serves \"{}\"",
                 elem.name,
                 schema.module().name
@@ -292,6 +309,27 @@ fn descendants(schema: &Schema, parent: Option<SchemaId>) -> Vec<SchemaId> {
     out
 }
 
+/// The keys a list element leaves out, as `*` (a key given is kept).
+fn missing_keys_as_any(
+    schema: &Schema,
+    nodes: &[Option<SchemaId>],
+    keys: &mut Vec<(String, Option<String>)>,
+) {
+    let Some(list) = nodes
+        .iter()
+        .flatten()
+        .find(|id| schema.node(**id).kind == NodeKind::List)
+    else {
+        return;
+    };
+    for name in key_names(schema, *list) {
+        if !keys.iter().any(|(k, _)| k == name) {
+            keys.push((name.to_string(), None));
+        }
+    }
+    keys.sort();
+}
+
 fn unknown(schema: &Schema, parent: &DataPath, name: &str) -> PathError {
     let expected: Vec<String> = children(schema, parent.node())
         .into_iter()
@@ -302,31 +340,58 @@ fn unknown(schema: &Schema, parent: &DataPath, name: &str) -> PathError {
     } else {
         parent.display(schema)
     };
-    PathError::NotFound(format!(
-        "no element \"{name}\" under {at}; expected one of: {}",
-        expected.join(", ")
+    PathError::Invalid(format!(
+        "the model has no element \"{name}\" under {at}{}",
+        nearest_note(name, &expected)
     ))
 }
 
-fn describe(steps: &[Step]) -> String {
+/// `; did you mean "port"? (expected one of: port, ...)`: the names nearest to `name`
+/// (by edit distance, a third of the name at most), then all of them.
+fn nearest_note(name: &str, names: &[String]) -> String {
+    let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    let limit = (name.chars().count() / 3).max(2);
+    let mut near: Vec<(usize, &str)> = names
+        .iter()
+        .map(|n| (distance(name, n), *n))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    near.sort();
     let mut out = String::new();
-    for step in steps {
-        out.push('/');
-        match step {
-            Step::Any => out.push('*'),
-            Step::Descendants => out.push_str("..."),
-            Step::Node { name, keys } => {
-                out.push_str(name);
-                for (k, v) in keys {
-                    out.push_str(&format!("[{k}={}]", v.as_deref().unwrap_or("*")));
-                }
-            }
-        }
+    if let Some(&(best, _)) = near.first() {
+        let nearest: Vec<String> = near
+            .iter()
+            .filter(|(d, _)| *d == best)
+            .map(|(_, n)| format!("\"{n}\""))
+            .collect();
+        out.push_str(&format!("; did you mean {}?", nearest.join(" or ")));
     }
-    if out.is_empty() {
-        out.push('/');
+    if names.is_empty() {
+        out.push_str(" (it has no elements there)");
+    } else {
+        out.push_str(&format!(" (expected one of: {})", names.join(", ")));
     }
     out
+}
+
+/// Levenshtein distance, by characters.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 fn key_names(schema: &Schema, list: SchemaId) -> Vec<&str> {
@@ -507,12 +572,13 @@ impl Expand<'_> {
             return;
         }
         let p = path.child(Segment::new(id));
-        if self.tree.contains(self.schema, &p) {
+        if defaults::exists(self.schema, self.tree, &p) {
             out.push(p);
         }
     }
 
-    /// Schema children of the node at `path` that have data, key leaves first.
+    /// Schema children of the node at `path` that have data or exist by default, key
+    /// leaves first.
     fn present_children(&self, path: &DataPath) -> Vec<SchemaId> {
         let mut ids = Vec::new();
         if let Some(last) = path.last() {
@@ -521,9 +587,16 @@ impl Expand<'_> {
                 ids.extend(info.keys.iter().copied());
             }
         }
-        if let Some(NodeRef::Inner(inner)) = self.tree.get(self.schema, path) {
-            ids.extend(inner.children().map(|(id, _)| id));
-        }
+        let empty = efb_yang::Inner::default();
+        let inner = match self.tree.get(self.schema, path) {
+            Some(NodeRef::Inner(inner)) => inner,
+            None if defaults::implied(self.schema, self.tree, path) => &empty,
+            _ => return ids,
+        };
+        let mut children: Vec<SchemaId> = inner.children().map(|(id, _)| id).collect();
+        children.extend(defaults::missing(self.schema, inner, path.node()));
+        children.sort();
+        ids.extend(children);
         ids
     }
 }
@@ -718,17 +791,33 @@ mod tests {
             Some(&path("", vec![elem("ietf-interfaces:interfaces", &[])])),
         )
         .unwrap_err();
-        assert!(matches!(err, PathError::NotFound(m) if m.contains("unknown module")));
+        assert!(matches!(err, PathError::Invalid(m) if m.contains("unknown module")));
         let err = Pattern::parse(
             &s,
             None,
             Some(&path("", vec![elem("ports", &[]), elem("prot", &[])])),
         )
         .unwrap_err();
+        assert_eq!(
+            err,
+            PathError::Invalid(
+                "the model has no element \"prot\" under /ecofilter-balancer:ports; \
+                 did you mean \"port\"? (expected one of: port)"
+                    .into()
+            )
+        );
+        let err = Pattern::parse(
+            &s,
+            None,
+            Some(&path("", vec![elem("...", &[]), elem("mtuu", &[])])),
+        )
+        .unwrap_err();
         assert!(
-            matches!(&err, PathError::NotFound(m) if m.contains("\"prot\"") && m.contains("port")),
+            matches!(&err, PathError::Invalid(m) if m.contains("did you mean \"mtu\"?")),
             "{err:?}"
         );
+        assert_eq!(distance("prot", "port"), 2);
+        assert_eq!(distance("", "abc"), 3);
     }
 
     #[test]
@@ -744,13 +833,21 @@ mod tests {
             Pattern::parse(&s, None, Some(&on_container)).unwrap_err(),
             PathError::Invalid(_)
         ));
+        // Keys left out are `*` (and cannot name one entry to write).
         let partial = path(
             "",
             vec![elem("ports", &[]), elem("port", &[]), elem("mtu", &[])],
         );
         let pattern = Pattern::parse(&s, None, Some(&partial)).unwrap();
+        assert!(pattern.has_wildcards());
         assert!(
             matches!(pattern.data_path(&s).unwrap_err(), PathError::Invalid(m) if m.contains("needs all its keys"))
+        );
+        let whole = path("", vec![elem("ports", &[]), elem("port", &[])]);
+        let pattern = Pattern::parse(&s, None, Some(&whole)).unwrap();
+        assert!(
+            !pattern.has_wildcards(),
+            "a list named last is the whole list"
         );
     }
 
@@ -768,10 +865,20 @@ mod tests {
         );
         let pattern = Pattern::parse(&s, None, Some(&any_key)).unwrap();
         assert!(pattern.has_wildcards());
+        // p2 has no mtu set: it has its default.
         assert_eq!(
             shown(&s, &pattern.expand(&s, &t)),
-            ["/ecofilter-balancer:ports/port[name='p1']/mtu"]
+            [
+                "/ecofilter-balancer:ports/port[name='p1']/mtu",
+                "/ecofilter-balancer:ports/port[name='p2']/mtu"
+            ]
         );
+        let no_key = path(
+            "",
+            vec![elem("ports", &[]), elem("port", &[]), elem("mtu", &[])],
+        );
+        let pattern = Pattern::parse(&s, None, Some(&no_key)).unwrap();
+        assert_eq!(pattern.expand(&s, &t).len(), 2, "a key left out is *");
         let no_keys = path("", vec![elem("ports", &[]), elem("port", &[])]);
         let pattern = Pattern::parse(&s, None, Some(&no_keys)).unwrap();
         assert_eq!(pattern.expand(&s, &t).len(), 2);
@@ -789,7 +896,9 @@ mod tests {
             [
                 "/ecofilter-balancer:ports/port[name='p2']/name",
                 "/ecofilter-balancer:ports/port[name='p2']/number",
-                "/ecofilter-balancer:ports/port[name='p2']/speed"
+                "/ecofilter-balancer:ports/port[name='p2']/speed",
+                "/ecofilter-balancer:ports/port[name='p2']/mtu",
+                "/ecofilter-balancer:ports/port[name='p2']/enabled"
             ]
         );
         let deep = path("", vec![elem("...", &[]), elem("dst-port", &[])]);

@@ -17,9 +17,12 @@ use tracing::{Instrument, info_span};
 use crate::ServerConfig;
 use crate::auth::Caller;
 use crate::backend::Backend;
-use crate::encode::{Encoder, Filter};
+use crate::defaults;
+use crate::encode::{Encoder, Encoding, Filter, json_typed};
 use crate::errors;
-use crate::message::{check_models, check_read_extensions, encoding, typed};
+use crate::message::{
+    check_models, check_read_extensions, encoding, now_ns, read_stamp, reflected_prefix,
+};
 use crate::path::{Pattern, to_gnmi};
 use crate::set::SetState;
 use crate::subscribe::Subscriptions;
@@ -49,11 +52,11 @@ impl GnmiService {
     }
 
     async fn caller<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
-        self.config
-            .users
-            .authenticate(request.metadata(), request.remote_addr())
-            .await
-            .map_err(errors::bounded)
+        let caller = self.config.users.identify(request).await;
+        let caller = caller.map_err(errors::bounded)?;
+        let show = crate::access::may(Some(caller.role), crate::access::Operation::Show);
+        show.map_err(|denied| denied.status(&caller.user))?;
+        Ok(caller)
     }
 }
 
@@ -75,7 +78,11 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
                 organization: module.organization.clone(),
                 version: module.revision.clone(),
             }],
-            supported_encodings: vec![gnmi::Encoding::Json as i32, gnmi::Encoding::JsonIetf as i32],
+            supported_encodings: vec![
+                gnmi::Encoding::Json as i32,
+                gnmi::Encoding::JsonIetf as i32,
+                gnmi::Encoding::Proto as i32,
+            ],
             g_nmi_version: gnmi_proto::GNMI_VERSION.to_string(),
             extension: Vec::new(),
         }))
@@ -95,10 +102,13 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         let caller = self.caller(&request).await?;
         let span =
             info_span!("gnmi", rpc = "Set", user = %caller.user, role = caller.role.as_str());
-        crate::set::set(&self.set, &caller, request.into_inner())
+        let what = crate::audit::describe_set(request.get_ref());
+        let result = crate::set::set(&self.set, &caller, request.into_inner())
             .instrument(span)
             .await
-            .map_err(errors::bounded)
+            .map_err(errors::bounded);
+        self.config.audit.gnmi_set(&caller, what, &result);
+        result
     }
 
     type SubscribeStream = SubscribeStream;
@@ -148,6 +158,7 @@ impl GnmiService {
                 .map_err(|e| errors::path("", e))?;
             patterns.push(pattern);
         }
+        let read_at = now_ns();
         let mut snapshot = self.backend.snapshot().await.map_err(errors::backend)?;
         if filter != Filter::Config {
             snapshot = self
@@ -157,6 +168,8 @@ impl GnmiService {
                 .map_err(errors::backend)?;
         }
         let schema = self.schema.clone();
+        let prefix = reflected_prefix(request.prefix.as_ref());
+        let timestamp = read_stamp(read_at, snapshot.timestamp_ns);
         // Printing a large configuration takes milliseconds: off the async threads.
         tokio::task::spawn_blocking(move || {
             let tree = match filter {
@@ -170,8 +183,15 @@ impl GnmiService {
             };
             let notification = patterns
                 .iter()
-                .map(|p| get_one(&encoder, tree, p, snapshot.timestamp_ns))
-                .collect::<Result<Vec<_>, _>>()?;
+                .map(|p| {
+                    Ok(Notification {
+                        timestamp,
+                        prefix: prefix.clone(),
+                        update: get_one(&encoder, tree, p)?,
+                        ..Notification::default()
+                    })
+                })
+                .collect::<Result<Vec<_>, Status>>()?;
             Ok(GetResponse {
                 notification,
                 ..GetResponse::default()
@@ -182,76 +202,49 @@ impl GnmiService {
     }
 }
 
-/// One notification: the node a path names (NOT_FOUND if there is none), or each node a
-/// wildcard path selects (maybe none).
+/// The updates of one path: the node it names (NOT_FOUND if there is none), or each node
+/// a wildcard path selects (maybe none). A leaf at its default reads as the default. In
+/// PROTO, each leaf under the nodes selected, one update each.
 fn get_one(
     encoder: &Encoder<'_>,
     tree: &efb_yang::DataTree,
     pattern: &Pattern,
-    timestamp_ns: u64,
-) -> Result<Notification, Status> {
+) -> Result<Vec<Update>, Status> {
     let schema = encoder.schema;
     let paths = if pattern.has_wildcards() {
         pattern.expand(schema, tree)
     } else {
         let path = pattern.data_path(schema).map_err(|e| errors::path("", e))?;
-        if !tree.contains(schema, &path) && !path.is_root() {
-            let value = default_leaf(encoder, tree, &path)
-                .ok_or_else(|| Status::not_found(format!("no data at {}", path.display(schema))))?;
-            return Ok(Notification {
-                timestamp: i64::try_from(timestamp_ns).unwrap_or(i64::MAX),
-                update: vec![Update {
-                    path: Some(to_gnmi(schema, &path, &pattern.style)),
-                    val: Some(typed(encoder.encoding, value)),
-                    ..Update::default()
-                }],
-                ..Notification::default()
-            });
+        if !defaults::exists(schema, tree, &path) {
+            return Err(Status::not_found(format!(
+                "no data at {}",
+                path.display(schema)
+            )));
         }
         vec![path]
     };
-    let update = paths
+    if encoder.encoding == Encoding::Proto {
+        let mut leaves = Vec::new();
+        for path in &paths {
+            encoder.leaves(tree, path, &mut leaves);
+        }
+        return Ok(leaves
+            .iter()
+            .map(|(path, value)| Update {
+                path: Some(to_gnmi(schema, path, &pattern.style)),
+                val: Some(encoder.typed(value)),
+                ..Update::default()
+            })
+            .collect());
+    }
+    Ok(paths
         .iter()
         .filter_map(|path| {
             encoder.node(tree, path).map(|json| Update {
                 path: Some(to_gnmi(schema, path, &pattern.style)),
-                val: Some(typed(encoder.encoding, json)),
+                val: Some(json_typed(encoder.encoding, json)),
                 ..Update::default()
             })
         })
-        .collect();
-    Ok(Notification {
-        timestamp: i64::try_from(timestamp_ns).unwrap_or(i64::MAX),
-        update,
-        ..Notification::default()
-    })
-}
-
-/// A leaf asked for by itself and left at its default: its default, when the list
-/// entries on its way exist (containers hold nothing until something is set in them).
-fn default_leaf(
-    encoder: &Encoder<'_>,
-    tree: &efb_yang::DataTree,
-    path: &efb_yang::DataPath,
-) -> Option<String> {
-    let schema = encoder.schema;
-    let id = path.node()?;
-    let info = schema.node(id);
-    let default = info.default.as_deref()?;
-    if info.kind != efb_yang::NodeKind::Leaf || !info.cases.is_empty() {
-        return None;
-    }
-    let mut at = path.parent();
-    while !at.is_root() {
-        let seg = at.last()?;
-        if schema.node(seg.node).kind == efb_yang::NodeKind::List {
-            if !tree.contains(schema, &at) {
-                return None;
-            }
-            break;
-        }
-        at = at.parent();
-    }
-    let value = schema.value(id, default).ok()?;
-    Some(encoder.scalar(id, &value))
+        .collect())
 }

@@ -5,8 +5,9 @@
 //! adds its items to the ones there).
 //!
 //! The commit confirmed extension: `commit` starts one (a rollback duration of 0 or none
-//! means 10 minutes, at most 65 535 minutes as Junos), `confirm` keeps it, `cancel` rolls it back; while one waits, other
-//! Sets are refused with FAILED_PRECONDITION, and a wrong id with INVALID_ARGUMENT.
+//! means 10 minutes, at most 65 535 minutes as Junos), `confirm` keeps it, `cancel` rolls it
+//! back, `set_rollback_duration` makes it wait that long from now instead; while one waits,
+//! other Sets are refused with FAILED_PRECONDITION, and a wrong id with INVALID_ARGUMENT.
 
 use std::fmt;
 use std::sync::Arc;
@@ -58,13 +59,8 @@ pub(crate) async fn set(
     caller: &Caller,
     request: SetRequest,
 ) -> Result<Response<SetResponse>, Status> {
-    if !caller.role.may_set() {
-        return Err(Status::permission_denied(format!(
-            "user {} has role {}, which may not change the configuration (Set needs admin)",
-            caller.user,
-            caller.role.as_str()
-        )));
-    }
+    let commit = crate::access::may(Some(caller.role), crate::access::Operation::Commit);
+    commit.map_err(|denied| denied.status(&caller.user))?;
     if !request.union_replace.is_empty() {
         return Err(Status::unimplemented(
             "union_replace is not supported; use replace",
@@ -316,10 +312,10 @@ async fn confirmed(
             }
             Ok(outcome)
         }
-        Some(Action::Confirm(_)) | Some(Action::Cancel(_)) => {
+        Some(Action::Confirm(_) | Action::Cancel(_) | Action::SetRollbackDuration(_)) => {
             if !edits.is_empty() {
                 return Err(Status::invalid_argument(
-                    "a confirm or cancel carries no changes; send them in a Set of their own",
+                    "a confirm, cancel or set_rollback_duration carries no changes; send them in a Set of their own",
                 ));
             }
             let Some(pending) = pending else {
@@ -342,6 +338,9 @@ async fn confirmed(
                     )));
                 }
             }
+            if let Some(Action::SetRollbackDuration(asked)) = commit.action {
+                return rollback_duration(state, &commit.id, asked).await;
+            }
             let confirm = matches!(commit.action, Some(Action::Confirm(_)));
             let done = if confirm {
                 state.backend.confirm().await
@@ -353,13 +352,33 @@ async fn confirmed(
             *waiting = None;
             Ok(Committed::default())
         }
-        Some(Action::SetRollbackDuration(_)) => Err(Status::unimplemented(
-            "set_rollback_duration is not supported: cancel and commit again",
-        )),
         None => Err(Status::invalid_argument(
             "the commit extension has no action",
         )),
     }
+}
+
+/// The waiting commit confirmed now waits `asked` from now (0 or none: 10 minutes), within
+/// the same range as at its commit.
+async fn rollback_duration(
+    state: &SetState,
+    id: &str,
+    asked: gnmi_ext::CommitSetRollbackDuration,
+) -> Result<Committed, Status> {
+    let wait = rollback_wait(asked.rollback_duration)?;
+    let pending = state
+        .backend
+        .set_rollback_duration(wait)
+        .await
+        .map_err(errors::backend)?
+        .ok_or_else(|| Status::failed_precondition("no commit confirmed is waiting"))?;
+    info!(
+        id,
+        commit_id = pending.commit_id,
+        seconds = wait.as_secs(),
+        "commit confirmed: rollback duration set"
+    );
+    Ok(Committed::default())
 }
 
 #[cfg(test)]

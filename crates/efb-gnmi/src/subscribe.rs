@@ -22,7 +22,7 @@ use gnmi_proto::gnmi::{
     subscribe_request, subscribe_response, subscription_list,
 };
 use tokio::sync::{broadcast, mpsc, watch};
-use tokio::time::Instant;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
 use tracing::{Instrument, Span, debug, info, warn};
@@ -30,9 +30,12 @@ use tracing::{Instrument, Span, debug, info, warn};
 use crate::ServerConfig;
 use crate::auth::Caller;
 use crate::backend::{Backend, Snapshot};
+use crate::defaults;
 use crate::encode::{Encoder, Encoding, Filter, LeafValue, leaves};
 use crate::errors;
-use crate::message::{check_models, check_read_extensions, encoding, now_ns, typed};
+use crate::message::{
+    check_models, check_read_extensions, encoding, now_ns, read_stamp, reflected_prefix,
+};
 use crate::path::{Pattern, Relation, Style, to_gnmi};
 
 type Out = mpsc::Sender<Result<SubscribeResponse, Status>>;
@@ -48,10 +51,11 @@ struct Sub {
     pattern: Pattern,
     trigger: Trigger,
     heartbeat: Option<Duration>,
-    /// When the next sample is due (SAMPLE).
-    sample_due: Option<Instant>,
-    /// When every value is to be sent again (heartbeat_interval).
-    heartbeat_due: Option<Instant>,
+    /// The samples' schedule (SAMPLE): fixed from the start of the stream, a sample that
+    /// could not be taken in time is skipped rather than shifting the ones after it.
+    sample_timer: Option<Interval>,
+    /// When every value is to be sent again (heartbeat_interval), on the same terms.
+    heartbeat_timer: Option<Interval>,
     /// What the last sample saw (suppress_redundant sends the difference).
     sampled: Option<Arc<Snapshot>>,
 }
@@ -61,6 +65,8 @@ struct Session {
     schema: Arc<Schema>,
     encoding: Encoding,
     style: Style,
+    /// The subscription list's target, reflected in every notification.
+    prefix: Option<gnmi_proto::gnmi::Path>,
     subs: Vec<Sub>,
     out: Out,
     per_notification: usize,
@@ -210,6 +216,7 @@ pub(crate) async fn start(
             .first()
             .map(|s| s.pattern.style.clone())
             .unwrap_or_default(),
+        prefix: reflected_prefix(list.prefix.as_ref()),
         subs,
         out,
         per_notification: state.updates_per_notification.max(1),
@@ -284,8 +291,8 @@ fn subscriptions(
             pattern,
             trigger,
             heartbeat,
-            sample_due: None,
-            heartbeat_due: None,
+            sample_timer: None,
+            heartbeat_timer: None,
             sampled: None,
         });
     }
@@ -396,7 +403,7 @@ impl Session {
                 .iter()
                 .map(|(path, value)| Update {
                     path: Some(to_gnmi(&self.schema, path, &self.style)),
-                    val: Some(typed(self.encoding, value.json(&encoder))),
+                    val: Some(encoder.typed(value)),
                     ..Update::default()
                 })
                 .collect();
@@ -414,6 +421,7 @@ impl Session {
     ) -> Result<(), Ended> {
         self.send(subscribe_response::Response::Update(Notification {
             timestamp,
+            prefix: self.prefix.clone(),
             update,
             delete,
             ..Notification::default()
@@ -421,7 +429,8 @@ impl Session {
         .await
     }
 
-    /// Every value under the subscriptions `which` selects, as they are in `snapshot`.
+    /// Every value under the subscriptions `which` selects, as they are in `snapshot`
+    /// (leaves at their default with it, as Get shows them).
     async fn dump(
         &self,
         snapshot: &Snapshot,
@@ -461,18 +470,21 @@ impl Session {
         }
     }
 
-    /// The latest snapshot with its counters.
-    async fn counted_snapshot(&self) -> Result<Arc<Snapshot>, Ended> {
+    /// The latest snapshot with its counters, and the time of the read.
+    async fn counted_snapshot(&self) -> Result<(Arc<Snapshot>, i64), Ended> {
+        let read_at = now_ns();
         let snapshot = self.snapshot().await?;
-        self.counted(snapshot).await
+        let counted = self.counted(snapshot).await?;
+        let stamp = read_stamp(read_at, counted.timestamp_ns);
+        Ok((counted, stamp))
     }
 
     async fn once(self, updates_only: bool) -> Ended {
-        let snapshot = match self.counted_snapshot().await {
+        let (snapshot, stamp) = match self.counted_snapshot().await {
             Ok(s) => s,
             Err(e) => return e,
         };
-        if !updates_only && let Err(e) = self.dump(&snapshot, &self.all(), stamp(&snapshot)).await {
+        if !updates_only && let Err(e) = self.dump(&snapshot, &self.all(), stamp).await {
             return e;
         }
         match self.sync().await {
@@ -489,12 +501,11 @@ impl Session {
     ) -> Ended {
         let mut skip_dump = updates_only;
         loop {
-            let snapshot = match self.counted_snapshot().await {
+            let (snapshot, stamp) = match self.counted_snapshot().await {
                 Ok(s) => s,
                 Err(e) => return e,
             };
-            if !skip_dump && let Err(e) = self.dump(&snapshot, &self.all(), stamp(&snapshot)).await
-            {
+            if !skip_dump && let Err(e) = self.dump(&snapshot, &self.all(), stamp).await {
                 return e;
             }
             skip_dump = false;
@@ -532,6 +543,8 @@ impl Session {
         // Listen before looking: no change can fall between the dump and the first
         // snapshot received.
         let mut changes = self.backend.changes();
+        let start = Instant::now();
+        let read_at = now_ns();
         let mut latest = match self.snapshot().await {
             Ok(s) => s,
             Err(e) => return e,
@@ -540,28 +553,33 @@ impl Session {
             Ok(s) => s,
             Err(e) => return e,
         };
-        if !updates_only && let Err(e) = self.dump(&counted, &self.all(), stamp(&counted)).await {
+        let stamp = read_stamp(read_at, counted.timestamp_ns);
+        if !updates_only && let Err(e) = self.dump(&counted, &self.all(), stamp).await {
             return e;
         }
         if let Err(e) = self.sync().await {
             return e;
         }
-        let now = Instant::now();
         for sub in &mut self.subs {
             sub.sampled = Some(counted.clone());
-            sub.sample_due = sub.interval().map(|i| now + i);
-            sub.heartbeat_due = sub.heartbeat.map(|h| now + h);
+            sub.sample_timer = sub.interval().map(|i| schedule(start, i));
+            sub.heartbeat_timer = sub.heartbeat.map(|h| schedule(start, h));
         }
         let mut inbound_open = true;
         loop {
-            let due = self.subs.iter().filter_map(Sub::due).min();
             let step = tokio::select! {
                 () = stopped(&mut stop) => return self.fail(Status::unavailable("efbd is stopping")).await,
                 () = self.out.closed() => return Ended::ClientGone,
                 next = changes.recv() => self.changed(next, &mut latest).await,
-                () = sleep_until(due) => match self.counted(latest.clone()).await {
-                    Ok(counted) => self.timers(&counted).await,
-                    Err(e) => Err(e),
+                fired = ticks(&mut self.subs) => {
+                    let read_at = now_ns();
+                    match self.counted(latest.clone()).await {
+                        Ok(counted) => {
+                            let stamp = read_stamp(read_at, counted.timestamp_ns);
+                            self.timers(&fired, &counted, stamp).await
+                        }
+                        Err(e) => Err(e),
+                    }
                 },
                 message = inbound.recv(), if inbound_open => match message {
                     // The client closed its side: the subscription goes on.
@@ -625,46 +643,34 @@ impl Session {
         self.notify(stamp(latest), updates, deletes).await
     }
 
-    /// Samples and heartbeats that are due. A heartbeat sends every value of its
-    /// subscription (and counts as its sample); a sample with suppress_redundant sends
-    /// what changed since the last one, without it every value.
-    async fn timers(&mut self, latest: &Arc<Snapshot>) -> Result<(), Ended> {
-        let now = Instant::now();
-        let timestamp = now_ns();
+    /// Samples and heartbeats that fired. A heartbeat sends every value of its
+    /// subscription; a sample with suppress_redundant sends what changed since the last
+    /// one, without it every value.
+    async fn timers(
+        &mut self,
+        fired: &[Fired],
+        latest: &Arc<Snapshot>,
+        timestamp: i64,
+    ) -> Result<(), Ended> {
         let mut full = Vec::new();
         let mut updates = Vec::new();
         let mut deletes = Vec::new();
-        for (i, sub) in self.subs.iter_mut().enumerate() {
-            let heartbeat = sub.heartbeat_due.is_some_and(|d| d <= now);
-            let sample = sub.sample_due.is_some_and(|d| d <= now);
-            if heartbeat {
-                sub.heartbeat_due = sub.heartbeat.map(|h| now + h);
-            }
-            if heartbeat || sample {
-                sub.sample_due = sub.interval().map(|i| now + i);
-            }
-            match (heartbeat, sample, sub.trigger) {
-                (true, _, _)
-                | (
-                    false,
-                    true,
-                    Trigger::Sample {
-                        suppress: false, ..
-                    },
-                ) => full.push(i),
-                (false, true, _) => {
-                    if let Some(old) = &sub.sampled {
-                        let (u, d) = between(
-                            &self.schema,
-                            &[&sub.pattern],
-                            &old.operational,
-                            &latest.operational,
-                        );
-                        updates.extend(u);
-                        deletes.extend(d);
-                    }
-                }
-                (false, false, _) => continue,
+        for f in fired {
+            let Some(sub) = self.subs.get_mut(f.sub) else {
+                continue;
+            };
+            let suppress = matches!(sub.trigger, Trigger::Sample { suppress: true, .. });
+            if f.heartbeat || (f.sample && !suppress) {
+                full.push(f.sub);
+            } else if let Some(old) = &sub.sampled {
+                let (u, d) = between(
+                    &self.schema,
+                    &[&sub.pattern],
+                    &old.operational,
+                    &latest.operational,
+                );
+                updates.extend(u);
+                deletes.extend(d);
             }
             sub.sampled = Some(latest.clone());
         }
@@ -683,25 +689,52 @@ impl Sub {
             Trigger::OnChange => None,
         }
     }
+}
 
-    fn due(&self) -> Option<Instant> {
-        match (self.sample_due, self.heartbeat_due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+/// A timer firing every `period` after `start`, on that grid whatever a tick costs.
+fn schedule(start: Instant, period: Duration) -> Interval {
+    let mut timer = tokio::time::interval_at(start + period, period);
+    timer.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    timer
+}
+
+/// Which timers of one subscription fired.
+struct Fired {
+    sub: usize,
+    sample: bool,
+    heartbeat: bool,
+}
+
+/// The samples and heartbeats due next (pending forever when there are no timers).
+async fn ticks(subs: &mut [Sub]) -> Vec<Fired> {
+    std::future::poll_fn(|cx| {
+        let mut fired = Vec::new();
+        for (i, sub) in subs.iter_mut().enumerate() {
+            let mut tick = |timer: &mut Option<Interval>| {
+                timer.as_mut().is_some_and(|t| t.poll_tick(cx).is_ready())
+            };
+            let sample = tick(&mut sub.sample_timer);
+            let heartbeat = tick(&mut sub.heartbeat_timer);
+            if sample || heartbeat {
+                fired.push(Fired {
+                    sub: i,
+                    sample,
+                    heartbeat,
+                });
+            }
         }
-    }
+        if fired.is_empty() {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(fired)
+        }
+    })
+    .await
 }
 
 /// Completes when efbd stops (the watch's guard is not held across awaits).
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await.map(|_| ());
-}
-
-async fn sleep_until(due: Option<Instant>) {
-    match due {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 fn stamp(snapshot: &Snapshot) -> i64 {
@@ -747,12 +780,21 @@ pub(crate) fn between(
                 }
             }
             Change::Delete { path } => {
-                if relation(path) != Relation::Outside {
+                if relation(path) == Relation::Outside {
+                    continue;
+                }
+                // What is removed but has a default reads as the default again: an update.
+                let mut back = Vec::new();
+                defaults::leaves_below(schema, new, path, &mut back);
+                let leaf_back = back.len() == 1 && back[0].0 == *path;
+                if !leaf_back {
                     deletes.push(path.clone());
                 }
+                defaults_inside(back, &relation, &mut updates);
             }
             Change::Create { path } => {
-                // The entry's keys are leaves too; what it holds comes as further changes.
+                // The entry's keys are leaves too; what it holds comes as further changes,
+                // and what it leaves at its default here.
                 if let Some(seg) = path.last() {
                     for key in &schema.node(seg.node).keys {
                         let key_path = path.child(Segment::new(*key));
@@ -763,6 +805,9 @@ pub(crate) fn between(
                         }
                     }
                 }
+                let mut defaulted = Vec::new();
+                defaults::leaves_below(schema, new, path, &mut defaulted);
+                defaults_inside(defaulted, &relation, &mut updates);
             }
         }
     }
@@ -775,6 +820,19 @@ pub(crate) fn between(
         }
     }
     (updates, deletes)
+}
+
+/// Leaves at their default, as updates, where the subscription reaches.
+fn defaults_inside(
+    found: Vec<(DataPath, efb_yang::SchemaId, efb_yang::Value)>,
+    relation: &impl Fn(&DataPath) -> Relation,
+    updates: &mut Vec<(DataPath, LeafValue)>,
+) {
+    for (path, id, value) in found {
+        if relation(&path) == Relation::Inside {
+            updates.push((path, LeafValue::One(id, value)));
+        }
+    }
 }
 
 /// For a leaf-list item's path, the leaf-list's.

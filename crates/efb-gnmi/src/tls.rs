@@ -19,6 +19,10 @@ pub struct TlsIdentity {
     pub key_path: PathBuf,
     /// Made just now (first start without a configured certificate).
     pub generated: bool,
+    /// The CA that signs client certificates (PEM) and its file: with one, a client may
+    /// present a certificate signed by it (mTLS) instead of a password; without, clients
+    /// are not asked for one.
+    pub client_ca: Option<(String, PathBuf)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +46,15 @@ pub enum TlsError {
 }
 
 impl TlsIdentity {
-    /// The TLS side of the server: this certificate, HTTP/2 by ALPN, no client
-    /// certificates (users log in with passwords).
+    /// The same identity, with client certificates signed by the CA in `path` accepted.
+    pub fn with_client_ca(mut self, path: &Path) -> Result<TlsIdentity, TlsError> {
+        self.client_ca = Some((read(path)?, path.to_path_buf()));
+        Ok(self)
+    }
+
+    /// The TLS side of the server: this certificate, HTTP/2 by ALPN; client certificates
+    /// optional, and verified against the client CA when there is one (without, users log
+    /// in with passwords only).
     pub fn acceptor(&self) -> Result<TlsAcceptor, TlsError> {
         let invalid = |path: &Path, message: String| TlsError::Invalid {
             path: path.display().to_string(),
@@ -61,15 +72,55 @@ impl TlsIdentity {
         let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
             .map_err(|e| invalid(&self.key_path, format!("not a PEM private key: {e}")))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = ServerConfig::builder_with_provider(provider)
+        let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| invalid(&self.cert_path, e.to_string()))?
-            .with_no_client_auth()
+            .map_err(|e| invalid(&self.cert_path, e.to_string()))?;
+        let builder = match &self.client_ca {
+            None => builder.with_no_client_auth(),
+            Some((pem, path)) => {
+                builder.with_client_cert_verifier(client_verifier(pem, path, provider)?)
+            }
+        };
+        let mut config = builder
             .with_single_cert(certs, key)
             .map_err(|e| invalid(&self.cert_path, format!("certificate and key: {e}")))?;
         config.alpn_protocols = vec![b"h2".to_vec()];
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
+}
+
+/// Verifies client certificates against the CA in `pem`; a client without one is let
+/// through (it logs in with a password).
+fn client_verifier(
+    pem: &str,
+    path: &Path,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, TlsError> {
+    let invalid = |message: String| TlsError::Invalid {
+        path: path.display().to_string(),
+        message,
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+        let cert = cert.map_err(|e| invalid(format!("not a PEM certificate: {e}")))?;
+        roots
+            .add(cert)
+            .map_err(|e| invalid(format!("not a CA certificate: {e}")))?;
+    }
+    if roots.is_empty() {
+        return Err(invalid("no certificate in the file".into()));
+    }
+    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| invalid(e.to_string()))
+}
+
+/// The subject's common name (CN) of a DER certificate.
+pub fn subject_cn(cert: &CertificateDer<'_>) -> Option<String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let cn = parsed.subject().iter_common_name().next()?;
+    cn.as_str().ok().map(str::to_string)
 }
 
 /// File names of the generated pair inside the directory efbd gives (its datastore).
@@ -109,6 +160,7 @@ fn read_pair(cert: &Path, key: &Path, generated: bool) -> Result<TlsIdentity, Tl
         cert_path: cert.to_path_buf(),
         key_path: key.to_path_buf(),
         generated,
+        client_ca: None,
     })
 }
 
@@ -147,6 +199,7 @@ fn generate(cert_path: &Path, key_path: &Path) -> Result<TlsIdentity, TlsError> 
         cert_path: cert_path.to_path_buf(),
         key_path: key_path.to_path_buf(),
         generated: true,
+        client_ca: None,
     })
 }
 

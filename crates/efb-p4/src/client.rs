@@ -251,6 +251,7 @@ impl Connection {
     pub async fn ensure_pipeline(
         &mut self,
         p4info: &P4Info,
+        device_config: &[u8],
         cookie: u64,
     ) -> Result<bool, ClientError> {
         let current = self
@@ -286,7 +287,7 @@ impl Connection {
                 action: p4::set_forwarding_pipeline_config_request::Action::VerifyAndCommit as i32,
                 config: Some(p4::ForwardingPipelineConfig {
                     p4info: Some(p4info.clone()),
-                    p4_device_config: Vec::new(),
+                    p4_device_config: device_config.to_vec(),
                     cookie: Some(p4::forwarding_pipeline_config::Cookie { cookie }),
                 }),
                 ..Default::default()
@@ -360,13 +361,21 @@ impl Connection {
     }
 
     /// Entries of a table with their direct counters.
-    pub async fn read_counters(&mut self, table: u32) -> Result<Vec<p4::TableEntry>, ClientError> {
-        self.read(vec![table_entity(p4::TableEntry {
-            table_id: table,
-            counter_data: Some(p4::CounterData::default()),
-            ..Default::default()
-        })])
-        .await
+    pub async fn read_counters(
+        &mut self,
+        tables: &[u32],
+    ) -> Result<Vec<p4::TableEntry>, ClientError> {
+        let entities = tables
+            .iter()
+            .map(|table| {
+                table_entity(p4::TableEntry {
+                    table_id: *table,
+                    counter_data: Some(p4::CounterData::default()),
+                    ..Default::default()
+                })
+            })
+            .collect();
+        self.read(entities).await
     }
 
     /// Reads the given entries (match and priority; the action is not part of the key)

@@ -13,6 +13,7 @@ use imbl::ordmap::DiffItem;
 
 use efb_balancing::{BypassMode, LiveState, UnitLayout, bucket_table, unit_active};
 use efb_model::{Action, BalancingMethod, Config, Flow, FlowMatch, MacMatch, Prefix, paths};
+use efb_p4info::names::flows::{self, FrameKind};
 use efb_p4info::names::{actions as a, fields as f, tables as t};
 use efb_p4info::{P4InfoIndex, PortMap, PortName};
 use p4runtime_proto::p4::v1 as p4;
@@ -31,6 +32,8 @@ pub struct Desired {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Group {
     Balancing,
+    /// The board's CPU port (from the port map).
+    Platform,
     Link(String),
     /// A unit's status and its pairs (what liveness changes).
     Unit(String),
@@ -51,12 +54,23 @@ pub enum CompileError {
         port: String,
         message: String,
     },
+    #[error("the chip holds {capacity} {what} and this configuration needs {needed}{hint}")]
+    Capacity {
+        /// What the table holds ("IPv4 flow entries", "entries in table buckets").
+        what: String,
+        needed: usize,
+        capacity: u64,
+        hint: &'static str,
+    },
 }
 
 /// What a group was compiled from: equal inputs give equal entries.
 #[derive(Clone, Debug, PartialEq)]
 enum Inputs {
     Balancing(BalancingMethod),
+    Platform {
+        cpu_port: u32,
+    },
     Link {
         link: efb_model::Link,
         id: u32,
@@ -115,6 +129,8 @@ pub struct Compiled {
     groups: imbl::OrdMap<Group, Compiled1>,
     /// The flows compiled, as the configuration held them (to find the ones that changed).
     flows: imbl::OrdMap<String, Arc<Flow>>,
+    /// Entries per table, kept up to date group by group (capacity is checked on it).
+    entries_per_table: BTreeMap<u32, usize>,
 }
 
 impl Compiled {
@@ -199,6 +215,12 @@ impl Compiler {
             Ok(())
         };
         put(Group::Balancing, Inputs::Balancing(config.balancing_method))?;
+        put(
+            Group::Platform,
+            Inputs::Platform {
+                cpu_port: self.ports.cpu_port(),
+            },
+        )?;
         for link in config.links.values() {
             let ports = (
                 self.device_port(config, &paths::link(&link.name), &link.lan_port)?,
@@ -260,7 +282,7 @@ impl Compiler {
                 .keys()
                 .take_while(|group| !incremental || !matches!(group, Group::Flow(_)))
                 .filter(|group| match group {
-                    Group::Balancing => false,
+                    Group::Balancing | Group::Platform => false,
                     Group::Link(name) => !config.links.contains_key(name),
                     Group::Unit(name) | Group::Buckets(name) => !config.units.contains_key(name),
                     Group::Flow(name) => !config.flows.contains_key(name),
@@ -270,11 +292,47 @@ impl Compiler {
         for group in gone {
             groups.remove(&group);
         }
+        let entries_per_table = self.check_capacity(previous, &groups)?;
         Ok(Compiled {
             ids,
             groups,
             flows: config.flows.clone(),
+            entries_per_table,
         })
+    }
+
+    /// The entries per table of `groups`, from those of `previous` and the groups that
+    /// changed; refuses a flow table with more entries than the chip as compiled holds
+    /// (its P4Info size).
+    fn check_capacity(
+        &self,
+        previous: &Compiled,
+        groups: &imbl::OrdMap<Group, Compiled1>,
+    ) -> Result<BTreeMap<u32, usize>, CompileError> {
+        let mut counts = previous.entries_per_table.clone();
+        for item in previous.groups.diff(groups) {
+            let (old, new): (&[Desired], &[Desired]) = match item {
+                DiffItem::Add(_, new) => (&[], &new.entries),
+                DiffItem::Remove(_, old) => (&old.entries, &[]),
+                DiffItem::Update { old, new } => (&old.1.entries, &new.1.entries),
+            };
+            for d in old {
+                let n = counts.entry(d.entry.table_id).or_default();
+                *n = n.saturating_sub(1);
+            }
+            for d in new {
+                *counts.entry(d.entry.table_id).or_default() += 1;
+            }
+        }
+        for (table, needed) in &counts {
+            let Some(info) = self.index.table(*table) else {
+                continue;
+            };
+            if *needed as u64 > info.size && info.size > 0 {
+                return Err(over_capacity(info, *needed));
+            }
+        }
+        Ok(counts)
     }
 
     fn device_port(&self, config: &Config, path: &str, port: &str) -> Result<u32, CompileError> {
@@ -357,6 +415,7 @@ fn compile_group(
 ) -> Result<Vec<Desired>, CompileError> {
     match (group, inputs) {
         (_, Inputs::Balancing(method)) => balancing(b, *method),
+        (_, Inputs::Platform { cpu_port }) => platform(b, *cpu_port),
         (Group::Link(name), Inputs::Link { id, ports, .. }) => link(b, name, *id, *ports),
         (_, Inputs::Unit(u)) => unit(b, u),
         (_, Inputs::Buckets(u)) => buckets(b, u),
@@ -382,6 +441,28 @@ fn balancing(b: &Builder, method: BalancingMethod) -> Result<Vec<Desired>, Compi
         entry: b.default_entry(t::BALANCING, action, &[])?,
         source: paths::method(),
     }])
+}
+
+/// The CPU port: where packet-ins go (`platform`), and the port packet-outs come in by
+/// (`ingress_port`: the program drops them from any other).
+fn platform(b: &Builder, cpu_port: u32) -> Result<Vec<Desired>, CompileError> {
+    let source = "platform: the port map's cpu_port".to_string();
+    Ok(vec![
+        Desired {
+            entry: b.default_entry(t::PLATFORM, a::SET_CPU_PORT, &[(f::PORT, cpu_port.into())])?,
+            source: source.clone(),
+        },
+        Desired {
+            entry: b.entry(
+                t::INGRESS_PORT,
+                &[(f::INGRESS_PORT, Criterion::Exact(cpu_port.into()))],
+                0,
+                a::FROM_CPU,
+                &[],
+            )?,
+            source,
+        },
+    ])
 }
 
 fn link(
@@ -559,8 +640,9 @@ fn unit(b: &Builder, u: &UnitInputs) -> Result<Vec<Desired>, CompileError> {
     Ok(out)
 }
 
-/// A flow: one entry per link it is scoped to (one for every link when it names none).
-/// Its priority on the chip is its configured priority plus one (the chip wants them
+/// A flow: in each flow table whose frames it can match, one entry per link it is scoped
+/// to (one for every link when it names none) and per prefix its ranges make. Its
+/// priority on the chip is its configured priority plus one (the chip wants them
 /// positive).
 fn flow(
     b: &Builder,
@@ -568,17 +650,6 @@ fn flow(
     links: &[u32],
     unit: Option<u32>,
 ) -> Result<Vec<Desired>, CompileError> {
-    let Some(criteria) = criteria(&flow.matches) else {
-        // The match can never hold (an IPv4 and an IPv6 address, a VLAN deeper than the
-        // depth asked for): nothing to program.
-        return Ok(Vec::new());
-    };
-    let (action, params): (&str, Vec<(&str, u128)>) = match (&flow.action, unit) {
-        (Action::Bypass, _) => (a::BYPASS, vec![]),
-        (Action::Drop, _) => (a::DROP, vec![]),
-        (Action::ToUnit(_), Some(uid)) => (a::TO_UNIT, vec![(f::UNIT_ID, u128::from(uid))]),
-        (Action::ToUnit(_), None) => (a::BYPASS, vec![]),
-    };
     let priority = i32::try_from(flow.priority).unwrap_or(i32::MAX - 1) + 1;
     let source = paths::flow(&flow.name);
     let scopes: Vec<Option<u32>> = if flow.links.is_empty() {
@@ -586,23 +657,79 @@ fn flow(
     } else {
         links.iter().map(|l| Some(*l)).collect()
     };
-    let mut out = Vec::with_capacity(scopes.len());
-    for scope in scopes {
-        let mut c = criteria.clone();
-        if let Some(link) = scope {
-            c.push((f::LINK_ID, Criterion::Ternary(link.into(), 0xff)));
+    let mut out = Vec::new();
+    for kind in frame_kinds(&flow.matches) {
+        let table = kind.table();
+        let (action, params): (&str, Vec<(&str, u128)>) = match (&flow.action, unit, table.to_unit)
+        {
+            (Action::Drop, _, _) => (table.drop, vec![]),
+            (Action::ToUnit(_), Some(uid), Some(to_unit)) => {
+                (to_unit, vec![(f::UNIT_ID, u128::from(uid))])
+            }
+            _ => (table.bypass, vec![]),
+        };
+        let Some(variants) = criteria(&flow.matches, kind) else {
+            continue;
+        };
+        for scope in &scopes {
+            for criteria in &variants {
+                let mut c = criteria.clone();
+                if let Some(link) = scope {
+                    c.push((f::LINK_ID, Criterion::Ternary((*link).into(), 0xff)));
+                }
+                out.push(Desired {
+                    entry: b.entry(table.table, &c, priority, action, &params)?,
+                    source: source.clone(),
+                });
+            }
         }
-        out.push(Desired {
-            entry: b.entry(t::FLOWS, &c, priority, action, &params)?,
-            source: source.clone(),
-        });
     }
     Ok(out)
 }
 
-/// The flow table's criteria for a match; `None` when no packet can match.
-fn criteria(m: &FlowMatch) -> Option<Vec<(&'static str, Criterion)>> {
-    let mut c: Vec<(&'static str, Criterion)> = Vec::new();
+/// The kinds of frame a match can hold for: an address names its IP version, a protocol
+/// or a port needs IP, LLC fields need a frame without IP; otherwise any frame.
+fn frame_kinds(m: &FlowMatch) -> Vec<FrameKind> {
+    let v4 = m.src_ipv4.is_some() || m.dst_ipv4.is_some();
+    let v6 = m.src_ipv6.is_some() || m.dst_ipv6.is_some();
+    let ip = m.ip_proto.is_some() || m.src_port.is_some() || m.dst_port.is_some();
+    let llc = m.llc_dsap.is_some() || m.llc_ssap.is_some();
+    let by_fields = match (v4, v6, ip || v4 || v6, llc) {
+        (true, true, _, _) | (_, _, true, true) => Vec::new(),
+        (true, false, _, _) => vec![FrameKind::Ipv4],
+        (false, true, _, _) => vec![FrameKind::Ipv6],
+        (false, false, true, _) => vec![FrameKind::Ipv4, FrameKind::Ipv6],
+        (false, false, false, true) => vec![FrameKind::Other],
+        (false, false, false, false) => flows::ALL.iter().map(|t| t.kind).collect(),
+    };
+    let by_type = m.packet_type.map(kinds_of_ether_type);
+    by_fields
+        .into_iter()
+        .filter(|k| by_type.as_ref().is_none_or(|kinds| kinds.contains(k)))
+        .collect()
+}
+
+/// The frames an EtherType (the one after the VLAN tags) can lead the parser to: IP
+/// behind IPv4 and IPv6 of course, and behind MPLS and PPPoE (or not); only non-IP frames
+/// behind any other (TCAM entries are too few to write where nothing can match).
+fn kinds_of_ether_type(ether_type: u16) -> Vec<FrameKind> {
+    match ether_type {
+        0x0800 => vec![FrameKind::Ipv4],
+        0x86dd => vec![FrameKind::Ipv6],
+        0x8847 | 0x8848 | 0x8864 => flows::ALL.iter().map(|t| t.kind).collect(),
+        _ => vec![FrameKind::Other],
+    }
+}
+
+/// One criterion per field, or several ternary prefixes for a range.
+type Criteria = Vec<(&'static str, Criterion)>;
+
+/// A flow table's criteria for a match, one set per combination of the prefixes its
+/// ranges make; `None` when no frame can match.
+fn criteria(m: &FlowMatch, kind: FrameKind) -> Option<Vec<Criteria>> {
+    let mut c: Criteria = Vec::new();
+    // Ranges, each as the prefixes that cover it (none: any value).
+    let mut ranges: Vec<(&'static str, Vec<(u128, u128)>)> = Vec::new();
     // VLAN tags: a tag criterion needs that many tags (an absent tag reads 0).
     let vids = [f::VLAN0_VID, f::VLAN1_VID, f::VLAN2_VID];
     let mut min_depth = 0u8;
@@ -617,9 +744,9 @@ fn criteria(m: &FlowMatch) -> Option<Vec<(&'static str, Criterion)>> {
         Some(d) => (d, d),
         None => (min_depth, 3),
     };
-    c.push((f::VLAN_DEPTH, Criterion::Range(lo.into(), hi.into())));
+    ranges.push((f::VLAN_DEPTH, range_prefixes(lo.into(), hi.into(), 2)));
     if let Some(d) = m.mpls_depth {
-        c.push((f::MPLS_DEPTH, Criterion::Range(d.into(), d.into())));
+        c.push((f::MPLS_DEPTH, Criterion::Ternary(d.into(), 0x7)));
     }
     for (field, mac) in [(f::SRC_MAC, m.src_mac), (f::DST_MAC, m.dst_mac)] {
         if let Some(MacMatch { addr, mask }) = mac {
@@ -629,6 +756,21 @@ fn criteria(m: &FlowMatch) -> Option<Vec<(&'static str, Criterion)>> {
     if let Some(t) = m.packet_type {
         c.push((f::ETHER_TYPE, Criterion::Ternary(t.into(), 0xffff)));
     }
+    match kind {
+        FrameKind::Other => llc_criteria(m, &mut c),
+        FrameKind::Ipv4 | FrameKind::Ipv6 => {
+            ip_criteria(m, kind, &mut c);
+            for (field, range) in [(f::L4_SRC_PORT, m.src_port), (f::L4_DST_PORT, m.dst_port)] {
+                if let Some(r) = range {
+                    ranges.push((field, range_prefixes(r.lo.into(), r.hi.into(), 16)));
+                }
+            }
+        }
+    }
+    Some(expand(c, &ranges))
+}
+
+fn llc_criteria(m: &FlowMatch, c: &mut Criteria) {
     if m.llc_dsap.is_some() || m.llc_ssap.is_some() {
         c.push((f::LLC_VALID, Criterion::Ternary(1, 1)));
     }
@@ -638,37 +780,21 @@ fn criteria(m: &FlowMatch) -> Option<Vec<(&'static str, Criterion)>> {
     if let Some(v) = m.llc_ssap {
         c.push((f::LLC_SSAP, Criterion::Ternary(v.into(), 0xff)));
     }
-    ip_criteria(m, &mut c)?;
-    for (field, range) in [(f::L4_SRC_PORT, m.src_port), (f::L4_DST_PORT, m.dst_port)] {
-        if let Some(r) = range {
-            c.push((field, Criterion::Range(r.lo.into(), r.hi.into())));
-        }
-    }
-    if m.src_port.is_some() || m.dst_port.is_some() {
-        c.push((f::L4_VALID, Criterion::Ternary(1, 1)));
-    }
-    Some(c)
 }
 
-/// The IP version the match needs (4, 6, or either: value 4 mask 0xd matches 4 and 6) and
-/// the address criteria.
-fn ip_criteria(m: &FlowMatch, c: &mut Vec<(&'static str, Criterion)>) -> Option<()> {
-    let v4 = m.src_ipv4.is_some() || m.dst_ipv4.is_some();
-    let v6 = m.src_ipv6.is_some() || m.dst_ipv6.is_some();
-    let needs_ip = m.ip_proto.is_some() || m.src_port.is_some() || m.dst_port.is_some();
-    match (v4, v6) {
-        (true, true) => return None,
-        (true, false) => c.push((f::IP_VERSION, Criterion::Ternary(4, 0xf))),
-        (false, true) => c.push((f::IP_VERSION, Criterion::Ternary(6, 0xf))),
-        (false, false) if needs_ip => c.push((f::IP_VERSION, Criterion::Ternary(4, 0xd))),
-        _ => {}
-    }
-    for (field, prefix, width) in [
-        (f::IPV4_SRC, m.src_ipv4, 32u32),
-        (f::IPV4_DST, m.dst_ipv4, 32),
-        (f::IPV6_SRC, m.src_ipv6, 128),
-        (f::IPV6_DST, m.dst_ipv6, 128),
-    ] {
+/// The address, protocol and port-presence criteria of an IP flow table.
+fn ip_criteria(m: &FlowMatch, kind: FrameKind, c: &mut Criteria) {
+    let addresses = match kind {
+        FrameKind::Ipv4 => [
+            (f::IPV4_SRC, m.src_ipv4, 32u32),
+            (f::IPV4_DST, m.dst_ipv4, 32),
+        ],
+        _ => [
+            (f::IPV6_SRC, m.src_ipv6, 128),
+            (f::IPV6_DST, m.dst_ipv6, 128),
+        ],
+    };
+    for (field, prefix, width) in addresses {
         if let Some(p) = prefix {
             let (value, mask) = prefix_bits(&p, width);
             c.push((field, Criterion::Ternary(value, mask)));
@@ -677,7 +803,84 @@ fn ip_criteria(m: &FlowMatch, c: &mut Vec<(&'static str, Criterion)>) -> Option<
     if let Some(p) = m.ip_proto {
         c.push((f::IP_PROTO, Criterion::Ternary(p.into(), 0xff)));
     }
-    Some(())
+    if m.src_port.is_some() || m.dst_port.is_some() {
+        c.push((f::L4_VALID, Criterion::Ternary(1, 1)));
+    }
+}
+
+/// The error for a table that would hold more than its size.
+fn over_capacity(info: &efb_p4info::TableInfo, needed: usize) -> CompileError {
+    let flow_table = flows::ALL.iter().find(|t| t.table == info.name);
+    let (what, hint) = match flow_table {
+        Some(t) => (
+            format!("{} flow entries", t.kind.as_str()),
+            " (a flow takes one entry per link it names, times one per prefix of each port \
+             or VLAN-depth range, in each of the IPv4, IPv6 and non-IP tables it can match)",
+        ),
+        None => (format!("entries in table {}", info.alias), ""),
+    };
+    CompileError::Capacity {
+        what,
+        needed,
+        capacity: info.size,
+        hint,
+    }
+}
+
+/// Every combination of one prefix per range, added to the fixed criteria.
+fn expand(fixed: Criteria, ranges: &[(&'static str, Vec<(u128, u128)>)]) -> Vec<Criteria> {
+    let mut out = vec![fixed];
+    for (field, prefixes) in ranges {
+        if prefixes.len() == 1 && prefixes[0].1 == 0 {
+            continue; // the whole range: any value
+        }
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                prefixes.iter().map(move |(value, mask)| {
+                    let mut c = c.clone();
+                    c.push((*field, Criterion::Ternary(*value, *mask)));
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// The fewest (value, mask) prefixes of a `width`-bit field that together match exactly
+/// `lo..=hi`: the largest aligned block that starts at `lo` and fits, repeatedly (at most
+/// 2 * width - 2 of them).
+pub fn range_prefixes(lo: u128, hi: u128, width: u32) -> Vec<(u128, u128)> {
+    let full = if width >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << width) - 1
+    };
+    let mut out = Vec::new();
+    let (mut lo, hi) = (lo.min(full), hi.min(full));
+    while lo <= hi {
+        // The block size: the lowest set bit of lo (any size at 0), shrunk until it fits.
+        let mut size_bits = if lo == 0 {
+            width
+        } else {
+            lo.trailing_zeros().min(width)
+        };
+        while size_bits > 0 && lo + ((1u128 << size_bits) - 1) > hi {
+            size_bits -= 1;
+        }
+        let block = if size_bits >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << size_bits) - 1
+        };
+        out.push((lo, full & !block));
+        match (lo | block).checked_add(1) {
+            Some(next) if next <= full => lo = next,
+            _ => break,
+        }
+    }
+    out
 }
 
 fn prefix_bits(p: &Prefix, width: u32) -> (u128, u128) {

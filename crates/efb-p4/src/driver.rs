@@ -26,7 +26,7 @@ use tokio::sync::{Mutex, mpsc};
 use tracing::{error, info, warn};
 
 use crate::client::{ClientError, Connection, Opened, PacketSender, StreamEvent, WriteFailure};
-use crate::compile::{Compiled, Compiler, Desired, Group};
+use crate::compile::{CompileError, Compiled, Compiler, Desired, Group};
 use crate::entry::{EntryKey, normalized};
 use crate::ids::Ids;
 use crate::plan::{Op, Plan, Tables};
@@ -83,6 +83,8 @@ struct Inner {
     compiler: Compiler,
     tables: Tables,
     p4info: P4Info,
+    /// The compiled program for the chip (a serialized `BfPipelineConfig`).
+    device_config: Arc<Vec<u8>>,
     cookie: u64,
     conn: Option<Connection>,
     /// What the chip holds, as compiled from the configuration last programmed.
@@ -122,12 +124,14 @@ impl Driver {
             .and_then(|header| header.field(efb_p4info::names::packet_io::EGRESS_PORT))
             .map(|f| f.id);
         let tables = Tables::new(&index)?;
-        let cookie = cookie_of(&p4info);
+        let device_config = Arc::new(efb_p4info::device_config::device_config());
+        let cookie = cookie_of(&p4info, &device_config);
         let saved = load_state(&settings.state_file)?;
         let inner = Inner {
             compiler: Compiler { index, ports },
             tables,
             p4info,
+            device_config,
             cookie,
             conn: None,
             programmed: Compiled::with_ids(saved.ids.clone()),
@@ -311,8 +315,13 @@ impl Driver {
             inner.save();
         }
         let mut conn = elected.into_primary(events);
-        let (p4info, cookie) = (inner.p4info.clone(), inner.cookie);
-        conn.ensure_pipeline(&p4info, cookie).await?;
+        let (p4info, device_config, cookie) = (
+            inner.p4info.clone(),
+            inner.device_config.clone(),
+            inner.cookie,
+        );
+        conn.ensure_pipeline(&p4info, &device_config, cookie)
+            .await?;
         let packet_sender = conn.packet_sender();
         inner.conn = Some(conn);
         let started = std::time::Instant::now();
@@ -391,7 +400,7 @@ impl Driver {
 
     /// Flow counters: packets and bytes per flow name, summed over its entries; of the
     /// named flows only (their entries read one by one), or of every flow (`None`: one
-    /// read of the whole flow table).
+    /// read of the flow tables).
     pub fn flow_counters(&self, only: Option<&[String]>) -> Option<BTreeMap<String, (u64, u64)>> {
         self.runtime.block_on(async {
             let mut guard = self.inner.lock().await;
@@ -403,7 +412,7 @@ impl Driver {
                     let wanted: Vec<_> = flow_of.values().map(|(_, e)| (*e).clone()).collect();
                     conn.read_counters_of(&wanted).await.ok()?
                 }
-                None => conn.read_counters(inner.tables.flows).await.ok()?,
+                None => conn.read_counters(&inner.tables.flows).await.ok()?,
             };
             Some(sum_by_flow(&flow_of, entries))
         })
@@ -503,7 +512,7 @@ impl Inner {
                 &self.live,
                 &Compiled::with_ids(self.saved.ids.clone()),
             )
-            .map_err(|e| ChipError::Compile(Box::new(e)))?;
+            .map_err(compile_error)?;
         let tables: Vec<u32> = self.tables.all().to_vec();
         let conn = self
             .conn
@@ -539,7 +548,7 @@ impl Inner {
         let compiled = self
             .compiler
             .compile(config, &self.live, &self.programmed)
-            .map_err(|e| ChipError::Compile(Box::new(e)))?;
+            .map_err(compile_error)?;
         if self.conn.as_ref().is_none_or(|c| !c.is_primary()) {
             if offline_ok {
                 self.config = config.clone();
@@ -761,9 +770,23 @@ impl Southbound for Driver {
     }
 }
 
-fn cookie_of(p4info: &P4Info) -> u64 {
+/// A configuration the compiler could not make into entries: too many for the chip is
+/// "full" (as a full table would be), anything else a compile error.
+fn compile_error(e: CompileError) -> ChipError {
+    match e {
+        CompileError::Capacity { .. } => ChipError::OverCapacity(e.to_string()),
+        other => ChipError::Compile(Box::new(other)),
+    }
+}
+
+/// Names the pipeline: the P4Info and the compiled program together, so that a new build
+/// of either is pushed.
+fn cookie_of(p4info: &P4Info, device_config: &[u8]) -> u64 {
     use prost::Message;
-    let digest = Sha256::digest(p4info.encode_to_vec());
+    let mut hasher = Sha256::new();
+    hasher.update(p4info.encode_to_vec());
+    hasher.update(device_config);
+    let digest = hasher.finalize();
     u64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]))
 }
 

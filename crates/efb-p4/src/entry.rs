@@ -47,6 +47,12 @@ pub enum EntryError {
     NoField { table: String, field: String },
     #[error("{action}: no parameter {param}")]
     NoParam { action: String, param: String },
+    #[error("{table}: field {field} is {kind}: it cannot hold this criterion")]
+    Kind {
+        table: String,
+        field: String,
+        kind: &'static str,
+    },
 }
 
 impl Builder<'_> {
@@ -67,9 +73,12 @@ impl Builder<'_> {
                 table: table.to_string(),
                 field: name.to_string(),
             })?;
-            if let Some(m) = field_match(field.id, field.bitwidth, field.kind, criterion) {
-                matches.push(m);
-            }
+            let matched = field_match(field, criterion).map_err(|kind| EntryError::Kind {
+                table: table.to_string(),
+                field: name.to_string(),
+                kind: kind.as_str(),
+            })?;
+            matches.extend(matched);
         }
         matches.sort_by_key(|m| m.field_id);
         Ok(p4::TableEntry {
@@ -128,31 +137,30 @@ fn mask_of(bitwidth: u32) -> u128 {
     }
 }
 
-/// The field match, or `None` for a criterion that matches everything (targets refuse
-/// explicit don't-cares).
+/// The field match, `None` for a criterion that matches everything (targets refuse
+/// explicit don't-cares), or `Err` for a criterion the field's kind cannot express (left
+/// out, it would widen the entry to every value).
 fn field_match(
-    field_id: u32,
-    bitwidth: u32,
-    kind: MatchKind,
+    field: &efb_p4info::FieldInfo,
     criterion: &Criterion,
-) -> Option<p4::FieldMatch> {
-    let full = mask_of(bitwidth);
-    let kind = match (kind, criterion) {
-        (_, Criterion::Exact(v)) if kind == MatchKind::Exact => {
-            FieldMatchType::Exact(p4::field_match::Exact {
+) -> Result<Option<p4::FieldMatch>, MatchKind> {
+    let full = mask_of(field.bitwidth);
+    let kind = match (field.kind, criterion) {
+        (MatchKind::Exact, Criterion::Exact(v)) => {
+            Some(FieldMatchType::Exact(p4::field_match::Exact {
                 value: canonical(v & full),
-            })
+            }))
         }
-        (MatchKind::Ternary, Criterion::Exact(v)) => ternary(v & full, full)?,
-        (MatchKind::Ternary, Criterion::Ternary(v, m)) => ternary(v & m & full, m & full)?,
-        (MatchKind::Range, Criterion::Exact(v)) => range(*v, *v, full)?,
-        (MatchKind::Range, Criterion::Range(lo, hi)) => range(*lo, *hi, full)?,
-        _ => return None,
+        (MatchKind::Ternary, Criterion::Exact(v)) => ternary(v & full, full),
+        (MatchKind::Ternary, Criterion::Ternary(v, m)) => ternary(v & m & full, m & full),
+        (MatchKind::Range, Criterion::Exact(v)) => range(*v, *v, full),
+        (MatchKind::Range, Criterion::Range(lo, hi)) => range(*lo, *hi, full),
+        (kind, _) => return Err(kind),
     };
-    Some(p4::FieldMatch {
-        field_id,
+    Ok(kind.map(|kind| p4::FieldMatch {
+        field_id: field.id,
         field_match_type: Some(kind),
-    })
+    }))
 }
 
 fn ternary(value: u128, mask: u128) -> Option<FieldMatchType> {
@@ -333,24 +341,80 @@ mod tests {
     fn dont_care_criteria_are_left_out() {
         let index = efb_p4info::index().unwrap();
         let b = Builder { index: &index };
+        let flows = efb_p4info::names::flows::IPV4;
         let e = b
             .entry(
-                efb_p4info::names::tables::FLOWS,
+                flows.table,
                 &[
                     ("ip_proto", Criterion::Ternary(6, 0xff)),
-                    ("l4_dst_port", Criterion::Range(0, 65535)),
+                    ("l4_dst_port", Criterion::Ternary(1024, 0)),
                     ("ipv4_src", Criterion::Ternary(0, 0)),
                 ],
                 10,
-                efb_p4info::names::actions::BYPASS,
+                flows.bypass,
                 &[],
             )
             .unwrap();
-        assert_eq!(
-            e.r#match.len(),
-            1,
-            "full range and zero mask are don't-cares"
-        );
+        assert_eq!(e.r#match.len(), 1, "zero masks are don't-cares");
         assert_eq!(normalized(&e), e, "what we build is already normalized");
+    }
+
+    #[test]
+    fn an_exact_criterion_on_a_ternary_field_is_its_full_mask() {
+        let index = efb_p4info::index().unwrap();
+        let b = Builder { index: &index };
+        let flows = efb_p4info::names::flows::IPV4;
+        let e = b
+            .entry(
+                flows.table,
+                &[("l4_dst_port", Criterion::Exact(0x1_00b3))],
+                10,
+                flows.bypass,
+                &[],
+            )
+            .unwrap();
+        let expected = FieldMatchType::Ternary(p4::field_match::Ternary {
+            value: vec![0xb3],
+            mask: vec![0xff, 0xff],
+        });
+        assert_eq!(e.r#match.len(), 1);
+        assert_eq!(
+            e.r#match[0].field_match_type,
+            Some(expected),
+            "cut to the field's 16 bits, in canonical bytes"
+        );
+    }
+
+    /// Range fields are gone from efb.p4 (its TCAM keys are ternary), but a program that
+    /// has them gets the same treatment: the full range is a don't-care.
+    #[test]
+    fn a_full_range_is_left_out_on_a_range_field() {
+        let p4info = efb_p4info::p4info_from_text(
+            r#"
+tables { preamble { id: 33554540 name: "t_range" alias: "t_range" }
+  match_fields { id: 1 name: "port" bitwidth: 16 match_type: RANGE }
+  match_fields { id: 2 name: "proto" bitwidth: 8 match_type: RANGE }
+  action_refs { id: 16777326 } size: 16 }
+actions { preamble { id: 16777326 name: "hit" alias: "hit" } }
+"#,
+        )
+        .unwrap();
+        let index = P4InfoIndex::new(&p4info).unwrap();
+        let b = Builder { index: &index };
+        let e = b
+            .entry(
+                "t_range",
+                &[
+                    ("port", Criterion::Range(0, 65535)),
+                    ("proto", Criterion::Range(6, 17)),
+                ],
+                10,
+                "hit",
+                &[],
+            )
+            .unwrap();
+        assert_eq!(e.r#match.len(), 1, "the full range is left out");
+        assert_eq!(e.r#match[0].field_id, 2);
+        assert_eq!(normalized(&e), e);
     }
 }

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use efb_p4info::P4InfoIndex;
-use efb_p4info::names::tables as t;
+use efb_p4info::names::{flows, tables as t};
 use p4runtime_proto::p4::v1 as p4;
 
 use crate::compile::{Compiled, Desired};
@@ -68,7 +68,9 @@ pub struct Tables {
     pub units: u32,
     pub buckets: u32,
     pub ingress_port: u32,
-    pub flows: u32,
+    pub platform: u32,
+    /// The flow tables, in the order of [`flows::ALL`].
+    pub flows: [u32; 3],
     names: BTreeMap<u32, String>,
 }
 
@@ -82,21 +84,28 @@ impl Tables {
             units: id(t::UNITS)?,
             buckets: id(t::BUCKETS)?,
             ingress_port: id(t::INGRESS_PORT)?,
-            flows: id(t::FLOWS)?,
+            platform: id(t::PLATFORM)?,
+            flows: [
+                id(flows::IPV4.table)?,
+                id(flows::IPV6.table)?,
+                id(flows::OTHER.table)?,
+            ],
             names: index.tables().map(|t| (t.id, t.alias.clone())).collect(),
         })
     }
 
-    pub fn all(&self) -> [u32; 7] {
-        [
+    pub fn all(&self) -> Vec<u32> {
+        let mut all = vec![
             self.balancing,
             self.link_ports,
             self.pairs,
             self.units,
             self.buckets,
             self.ingress_port,
-            self.flows,
-        ]
+            self.platform,
+        ];
+        all.extend(self.flows);
+        all
     }
 
     pub fn name(&self, id: u32) -> &str {
@@ -110,7 +119,7 @@ impl Tables {
             1
         } else if table == self.ingress_port {
             2
-        } else if table == self.flows {
+        } else if self.flows.contains(&table) {
             3
         } else {
             0

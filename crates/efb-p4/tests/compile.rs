@@ -3,14 +3,17 @@
 
 #![allow(clippy::unwrap_used)]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use efb_balancing::LiveState;
 use efb_model::Config;
 use efb_model::validation::Validator;
+use efb_p4::compile::{CompileError, range_prefixes};
 use efb_p4::entry::describe;
 use efb_p4::{Compiled, Compiler, Plan, Tables};
-use efb_p4info::PortMap;
+use efb_p4info::names::flows::IPV4;
+use efb_p4info::{P4InfoIndex, PortMap};
 use efb_yang::json::{self, Check};
 use efb_yang::{Schema, setlines};
 
@@ -116,17 +119,23 @@ fn entries_per_table_follow_the_configuration() {
     let compiled = f.compile(&config, &Compiled::default());
     let plan = Plan::reconcile(&f.tables, &Default::default(), &compiled);
     let summary = plan.summary(&f.tables);
-    // 2 links x 2 ports + 8 pairs x 2 ports; 8 x 17 = 136 slots -> 4096 buckets; 6 flows + one
-    // flow on two links; one unit, 8 pairs, 2 links; the balancing default is modified.
+    // 2 links x 2 ports + 8 pairs x 2 ports + the CPU port; 8 x 17 = 136 slots -> 4096
+    // buckets; one unit, 8 pairs, 2 links; the balancing and platform defaults are
+    // modified. Flows, per table they can match: to-filters 1 in each; multicast-v4 and
+    // multicast-v6 1 in theirs; the two BGP flows 1 in each IP table; service-vlan 2 in
+    // each (VLAN depth 1..=3 is two prefixes); the scoped flow one per link in each.
     assert_eq!(
         summary,
         vec![
             "balancing: 1 modify",
             "buckets: 4096 inserts",
-            "flows: 8 inserts",
-            "ingress_port: 20 inserts",
+            "flows_ipv4.flows: 8 inserts",
+            "flows_ipv6.flows: 8 inserts",
+            "flows_other.flows: 5 inserts",
+            "ingress_port: 21 inserts",
             "link_ports: 2 inserts",
             "pairs: 8 inserts",
+            "platform: 1 modify",
             "units: 1 insert",
         ]
     );
@@ -135,11 +144,14 @@ fn entries_per_table_follow_the_configuration() {
 #[test]
 fn one_changed_flow_of_many_is_one_write() {
     let f = fixture();
+    // As many IPv4 flows (one entry each) as the chip holds with the site's own.
     let mut lines = String::new();
-    for i in 0..10_000 {
+    for i in 0..4000 {
         lines.push_str(&format!(
-            "set ecofilter-balancer flow bulk{i} priority {} match dst-port {}\n",
+            "set ecofilter-balancer flow bulk{i} priority {} match dst-ipv4 10.{}.{}.0/24 dst-port {}\n",
             1000 + i,
+            i / 256,
+            i % 256,
             i % 60000 + 1
         ));
     }
@@ -152,7 +164,7 @@ fn one_changed_flow_of_many_is_one_write() {
     let after = f.compile(&changed, &before);
     let plan = Plan::between(&f.tables, &before, &after);
     assert_eq!(plan.len(), 1);
-    assert_eq!(plan.summary(&f.tables), vec!["flows: 1 modify"]);
+    assert_eq!(plan.summary(&f.tables), vec!["flows_ipv4.flows: 1 modify"]);
     // A priority is part of the key: a priority change is a delete and an insert.
     let moved = f.config(
         &example("one-filter-site.json"),
@@ -161,7 +173,7 @@ fn one_changed_flow_of_many_is_one_write() {
     let plan = Plan::between(&f.tables, &before, &f.compile(&moved, &before));
     assert_eq!(
         plan.summary(&f.tables),
-        vec!["flows: 1 delete", "flows: 1 insert"]
+        vec!["flows_ipv4.flows: 1 delete", "flows_ipv4.flows: 1 insert"]
     );
 }
 
@@ -205,14 +217,24 @@ fn removals_go_last_and_in_reverse() {
         "delete ecofilter-balancer flow to-filters\ndelete ecofilter-balancer ecofilter-unit ef1",
     );
     let plan = Plan::between(&f.tables, &before, &f.compile(&smaller, &before));
-    let order: Vec<&str> = plan
+    let order: Vec<BTreeSet<&str>> = plan
         .phases
         .iter()
-        .map(|p| f.tables.name(p[0].entry().entry.table_id))
+        .map(|p| {
+            p.iter()
+                .map(|op| f.tables.name(op.entry().entry.table_id))
+                .collect()
+        })
         .collect();
+    let phase = |tables: &[&'static str]| tables.iter().copied().collect::<BTreeSet<_>>();
     assert_eq!(
         order,
-        vec!["flows", "ingress_port", "buckets", "units"],
+        vec![
+            phase(&["flows_ipv4.flows", "flows_ipv6.flows", "flows_other.flows"]),
+            phase(&["ingress_port"]),
+            phase(&["buckets"]),
+            phase(&["pairs", "units"]),
+        ],
         "{:?}",
         plan.summary(&f.tables)
     );
@@ -295,4 +317,291 @@ fn compiling_change_after_change_gives_what_compiling_afresh_gives() {
         assert!(!plan.is_empty(), "step {step} changed something");
         previous = incremental;
     }
+}
+
+/// The fewest prefixes of a `width`-bit field covering exactly `lo..=hi`, by the binary
+/// trie (an aligned block inside the range is one prefix, a block across its edge splits):
+/// the reference `range_prefixes` is held to.
+fn fewest_prefixes(lo: u128, hi: u128, base: u128, bits: u32) -> usize {
+    let last = base + (1u128 << bits) - 1;
+    if hi < base || lo > last {
+        0
+    } else if lo <= base && last <= hi {
+        1
+    } else {
+        let half = 1u128 << (bits - 1);
+        fewest_prefixes(lo, hi, base, bits - 1) + fewest_prefixes(lo, hi, base + half, bits - 1)
+    }
+}
+
+/// The values of `0..2^width` that `prefixes` match, each with how many of them match it.
+fn matched(prefixes: &[(u128, u128)], width: u32) -> Vec<usize> {
+    (0..1u128 << width)
+        .map(|v| prefixes.iter().filter(|(p, m)| v & m == *p).count())
+        .collect()
+}
+
+#[test]
+fn range_prefixes_cover_a_range_exactly_with_the_fewest_entries() {
+    assert_eq!(range_prefixes(1, 65535, 16).len(), 16);
+    assert_eq!(
+        range_prefixes(0, 65535, 16),
+        vec![(0, 0)],
+        "the whole field: one don't-care"
+    );
+    assert_eq!(range_prefixes(1024, 2047, 16), vec![(1024, 0xfc00)]);
+    assert_eq!(range_prefixes(179, 179, 16), vec![(179, 0xffff)]);
+    assert_eq!(range_prefixes(1024, 65535, 16).len(), 6);
+    // VLAN depth (2 bits): 1..=3 is 1 and 2..=3; 2..=3 alone one prefix.
+    assert_eq!(range_prefixes(1, 3, 2), vec![(1, 0b11), (2, 0b10)]);
+    assert_eq!(range_prefixes(2, 3, 2), vec![(2, 0b10)]);
+    // Every range of a 6-bit field: each value inside matched by exactly one prefix, none
+    // outside, and no more prefixes than the trie needs.
+    let width = 6;
+    for lo in 0..64u128 {
+        for hi in lo..64u128 {
+            let prefixes = range_prefixes(lo, hi, width);
+            let hits = matched(&prefixes, width);
+            for (v, n) in hits.iter().enumerate() {
+                let inside = (lo..=hi).contains(&(v as u128));
+                assert_eq!(*n, usize::from(inside), "{lo}..={hi}: value {v}");
+            }
+            assert_eq!(
+                prefixes.len(),
+                fewest_prefixes(lo, hi, 0, width),
+                "{lo}..={hi}: {prefixes:?}"
+            );
+            assert!(prefixes.iter().all(|(p, m)| p & !m == 0 && *m < 64));
+        }
+    }
+    // 16-bit ports, at the worst case and a few others: minimal, never above 2w - 2.
+    for (lo, hi) in [(1, 65534), (1023, 49153), (80, 8080), (32767, 32768)] {
+        let prefixes = range_prefixes(lo, hi, 16);
+        assert_eq!(
+            prefixes.len(),
+            fewest_prefixes(lo, hi, 0, 16),
+            "{lo}..={hi}"
+        );
+        assert!(prefixes.len() <= 30);
+        for v in [lo - 1, lo, hi, hi + 1] {
+            let n = prefixes.iter().filter(|(p, m)| v & m == *p).count();
+            assert_eq!(n, usize::from((lo..=hi).contains(&v)), "{lo}..={hi}: {v}");
+        }
+    }
+    assert_eq!(range_prefixes(1, 65534, 16).len(), 30);
+}
+
+impl Fixture {
+    /// The entries of a flow, by flow table alias.
+    fn flow_entries(&self, compiled: &Compiled, flow: &str) -> BTreeMap<String, Vec<String>> {
+        let source = efb_model::paths::flow(flow);
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for d in compiled.by_key().values().filter(|d| d.source == source) {
+            out.entry(self.tables.name(d.entry.table_id).to_string())
+                .or_default()
+                .push(describe(&self.compiler.index, &d.entry));
+        }
+        out
+    }
+}
+
+fn counts(entries: &BTreeMap<String, Vec<String>>) -> Vec<(&str, usize)> {
+    entries.iter().map(|(t, e)| (t.as_str(), e.len())).collect()
+}
+
+#[test]
+fn a_flow_with_port_ranges_is_written_into_both_ip_tables_as_prefixes() {
+    let f = fixture();
+    let config = f.config(
+        &example("one-filter-site.json"),
+        "set ecofilter-balancer flow web priority 50 links l1\n\
+         set ecofilter-balancer flow web links l2\n\
+         set ecofilter-balancer flow web match src-port 1-65535 dst-port 1024-65535",
+    );
+    let compiled = f.compile(&config, &Compiled::default());
+    let web = f.flow_entries(&compiled, "web");
+    // 2 links x 16 source prefixes x 6 destination prefixes, in each IP table; frames
+    // without IP have no ports: nothing in the non-IP table.
+    assert_eq!(
+        counts(&web),
+        vec![("flows_ipv4.flows", 192), ("flows_ipv6.flows", 192)]
+    );
+    let v4 = &web["flows_ipv4.flows"];
+    assert!(v4.iter().all(|e| e.contains("l4_valid=0x01&&&0x01")));
+    let dst_1024_2047 = v4
+        .iter()
+        .filter(|e| e.contains("l4_dst_port=0x0400&&&0xfc00"))
+        .count();
+    assert_eq!(dst_1024_2047, 2 * 16, "one per link and source prefix");
+    assert!(v4.iter().all(|e| !e.contains("ipv6")));
+}
+
+#[test]
+fn an_llc_flow_is_written_into_the_non_ip_table_only() {
+    let f = fixture();
+    let config = f.config(
+        &example("one-filter-site.json"),
+        "set ecofilter-balancer flow stp priority 60 match llc-dsap 66 llc-ssap 66",
+    );
+    let compiled = f.compile(&config, &Compiled::default());
+    let stp = f.flow_entries(&compiled, "stp");
+    assert_eq!(counts(&stp), vec![("flows_other.flows", 1)]);
+    assert_eq!(
+        stp["flows_other.flows"][0],
+        "flows_other.flows prio 61 llc_valid=0x01&&&0x01 llc_dsap=0x42&&&0xff \
+         llc_ssap=0x42&&&0xff -> flows_other.bypass()"
+    );
+}
+
+#[test]
+fn a_packet_type_flow_is_written_only_where_that_ether_type_can_arrive() {
+    let f = fixture();
+    let config = f.config(
+        &example("one-filter-site.json"),
+        "set ecofilter-balancer flow arp priority 60 match packet-type 2054\n\
+         set ecofilter-balancer flow v4 priority 61 match packet-type 2048\n\
+         set ecofilter-balancer flow mpls priority 62 match packet-type 34887",
+    );
+    let compiled = f.compile(&config, &Compiled::default());
+    let tables = |flow: &str| -> Vec<String> {
+        counts(&f.flow_entries(&compiled, flow))
+            .into_iter()
+            .map(|(table, _)| table.to_string())
+            .collect()
+    };
+    assert_eq!(tables("arp"), ["flows_other.flows"]);
+    assert_eq!(tables("v4"), ["flows_ipv4.flows"]);
+    assert_eq!(
+        tables("mpls"),
+        ["flows_ipv4.flows", "flows_ipv6.flows", "flows_other.flows"]
+    );
+}
+
+#[test]
+fn a_flow_to_a_unit_is_a_bypass_in_the_non_ip_table() {
+    let f = fixture();
+    let config = f.config(&example("one-filter-site.json"), "");
+    let compiled = f.compile(&config, &Compiled::default());
+    let to_filters = f.flow_entries(&compiled, "to-filters");
+    let expected =
+        |table: &str, action: &str| vec![format!("{table}.flows prio 101 -> {table}.{action}")];
+    assert_eq!(
+        to_filters["flows_ipv4.flows"],
+        expected("flows_ipv4", "to_unit(unit_id=0x01)")
+    );
+    assert_eq!(
+        to_filters["flows_ipv6.flows"],
+        expected("flows_ipv6", "to_unit(unit_id=0x01)")
+    );
+    assert_eq!(
+        to_filters["flows_other.flows"],
+        expected("flows_other", "bypass()"),
+        "frames without IP never go to a filter"
+    );
+}
+
+/// A fixture whose P4Info gives the IPv4 flow table `size` entries instead of 4096.
+fn fixture_with_ipv4_flows(size: u64) -> Fixture {
+    let text = efb_p4info::P4INFO_TEXT.replacen("size: 4096\n", &format!("size: {size}\n"), 1);
+    assert_ne!(text, efb_p4info::P4INFO_TEXT);
+    let index = P4InfoIndex::new(&efb_p4info::p4info_from_text(&text).unwrap()).unwrap();
+    assert_eq!(index.table_by_name(IPV4.table).unwrap().size, size);
+    Fixture {
+        tables: Tables::new(&index).unwrap(),
+        compiler: Compiler {
+            index,
+            ports: PortMap::builtin().unwrap(),
+        },
+        ..fixture()
+    }
+}
+
+/// `n` flows that only IPv4 frames can match: one entry each.
+fn ipv4_flows(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "set ecofilter-balancer flow v4-{i} priority {} match dst-ipv4 10.{}.{}.0/24\n",
+                1000 + i,
+                i / 256,
+                i % 256
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn more_flow_entries_than_the_chip_holds_are_refused_with_the_numbers() {
+    // The chip as compiled: 4096 IPv4 flow entries; the site has 6 of its own.
+    let f = fixture();
+    assert_eq!(
+        f.compiler.index.table_by_name(IPV4.table).unwrap().size,
+        4096
+    );
+    let config = f.config(&example("one-filter-site.json"), &ipv4_flows(4091));
+    let err = f
+        .compiler
+        .compile(&config, &LiveState::all_up(), &Compiled::default())
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CompileError::Capacity {
+                ref what,
+                needed: 4097,
+                capacity: 4096,
+                ..
+            } if what == "IPv4 flow entries"
+        ),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("4096 IPv4 flow entries") && message.contains("needs 4097"),
+        "{message}"
+    );
+
+    // At the boundary, on a smaller table: exactly full compiles, one more is refused,
+    // afresh and as a change to what the chip holds.
+    let small = fixture_with_ipv4_flows(40);
+    let full = small.config(&example("one-filter-site.json"), &ipv4_flows(34));
+    let at_capacity = small.compile(&full, &Compiled::default());
+    let over = small.config(&example("one-filter-site.json"), &ipv4_flows(35));
+    for previous in [&Compiled::default(), &at_capacity] {
+        let err = small
+            .compiler
+            .compile(&over, &LiveState::all_up(), previous)
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                CompileError::Capacity {
+                    ref what,
+                    needed: 41,
+                    capacity: 40,
+                    ..
+                } if what == "IPv4 flow entries"
+            ),
+            "{err:?}"
+        );
+    }
+    // A port range counts as its prefixes: 1..=65535 is 16 entries (in each IP table).
+    let ranged = |n: usize| {
+        small.config(
+            &example("one-filter-site.json"),
+            &format!(
+                "{}set ecofilter-balancer flow high priority 9 match dst-port 1-65535\n",
+                ipv4_flows(n)
+            ),
+        )
+    };
+    small.compile(&ranged(18), &at_capacity);
+    let err = small
+        .compiler
+        .compile(&ranged(19), &LiveState::all_up(), &at_capacity)
+        .unwrap_err();
+    assert!(
+        matches!(err, CompileError::Capacity { needed: 41, .. }),
+        "6 + 19 + 16: {err:?}"
+    );
 }

@@ -185,30 +185,40 @@ async fn reconcile_writes_only_what_differs() {
     apply(&second, &other, false).await.unwrap();
     second.stop().await;
     let (third, status) = start_reconciled(&servers, dir.path(), &site).await;
-    assert_eq!(status.reconcile_written, 2, "one delete, one modify");
+    // The stray flow's IPv4 and IPv6 entries deleted, bgp-to's two modified.
+    assert_eq!(status.reconcile_written, 4, "two deletes, two modifies");
     third.stop().await;
+}
+
+/// `n` flows that only IPv4 frames can match: one IPv4 flow entry each.
+fn ipv4_flows(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "set ecofilter-balancer flow many{i} priority {} match dst-ipv4 10.{}.{}.0/24\n",
+                1000 + i,
+                i / 256,
+                i % 256
+            )
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_commit_leaves_the_target_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
-    // 4 096 buckets fit; 4 500 flows do not.
-    let servers = target(4100).await;
-    let site = config("");
+    // A chip with less room than the program declares: one core per filter makes 256
+    // buckets, which fit in 1000 entries; 1200 IPv4 flows do not (the compiler, which
+    // knows the program's 4096, lets them through).
+    let servers = target(1000).await;
+    let small_unit = "set ecofilter-balancer ecofilter-unit ef1 cores 1\n";
+    let site = config(small_unit);
     let (driver, _) = start_reconciled(&servers, dir.path(), &site).await;
     let before = entries_on_target(&servers).await;
-    let mut lines = String::new();
-    for i in 0..4500 {
-        lines.push_str(&format!(
-            "set ecofilter-balancer flow many{i} priority {} match ip-proto 6 dst-port {}\n",
-            1000 + i,
-            i + 1
-        ));
-    }
-    let big = config(&lines);
+    let big = config(&format!("{small_unit}{}", ipv4_flows(1200)));
     let refused = apply(&driver, &big, false).await.unwrap_err();
     assert!(
-        matches!(&refused, ChipError::TableFull { table, .. } if table == "flows"),
+        matches!(&refused, ChipError::TableFull { table, .. } if table == "flows_ipv4.flows"),
         "{refused:?}"
     );
     assert!(refused.to_string().contains("flow[name='many"), "{refused}");
@@ -217,10 +227,36 @@ async fn a_refused_commit_leaves_the_target_as_it_was() {
         before,
         "what was written is undone"
     );
-    // The driver still programs the next commit from what the chip holds.
-    let small = config("set ecofilter-balancer flow one priority 9 match ip-proto 17");
+    // The driver still programs the next commit from what the chip holds: a flow on IP
+    // frames is an entry in each IP flow table.
+    let small = config(&format!(
+        "{small_unit}set ecofilter-balancer flow one priority 9 match ip-proto 17"
+    ));
     let lines = apply(&driver, &small, false).await.unwrap();
-    assert_eq!(lines, vec!["chip programmed: 1 entry written"]);
+    assert_eq!(lines, vec!["chip programmed: 2 entries written"]);
+    driver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_past_the_chips_capacity_is_refused_before_any_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let servers = target(0).await;
+    let site = config("");
+    let (driver, _) = start_reconciled(&servers, dir.path(), &site).await;
+    let before = entries_on_target(&servers).await;
+    // The site has 6 IPv4 flow entries of its own; the program holds 4096.
+    let big = config(&ipv4_flows(4100));
+    let refused = apply(&driver, &big, false).await.unwrap_err();
+    let ChipError::OverCapacity(message) = &refused else {
+        panic!("{refused:?}");
+    };
+    assert!(
+        message.contains("4096 IPv4 flow entries") && message.contains("needs 4106"),
+        "{message}"
+    );
+    assert_eq!(refused.kind(), efb_datastore::ErrorKind::ChipFull);
+    assert_eq!(entries_on_target(&servers).await, before, "nothing written");
+    assert!(driver.status().in_sync);
     driver.stop().await;
 }
 

@@ -3,7 +3,7 @@
 //! the packet I/O headers. [`check`] compares a P4Info against it, so that a change to
 //! the program that breaks either side fails a test instead of a commit on site.
 
-use crate::names::{actions as a, counters, fields as f, packet_io as io, tables as t};
+use crate::names::{actions as a, counters, fields as f, flows, packet_io as io, tables as t};
 use crate::{ActionScope, MatchKind, P4InfoIndex};
 
 pub struct TableSpec {
@@ -22,7 +22,33 @@ pub struct ActionSpec {
     pub params: &'static [(&'static str, u32)],
 }
 
-use MatchKind::{Exact, Range, Ternary};
+use MatchKind::{Exact, Ternary};
+
+/// A flow table's spec from its names in [`flows`].
+macro_rules! flow_table_spec {
+    ($table:ident, $fields:expr, [$($action:ident),*]) => {
+        TableSpec {
+            name: flows::$table.table,
+            fields: $fields,
+            actions: &[$(flow_action!($table, $action)),*],
+            initial_default: flows::$table.bypass,
+            const_default: false,
+            direct_counter: Some(flows::$table.counter),
+        }
+    };
+}
+
+macro_rules! flow_action {
+    ($table:ident, to_unit) => {
+        match flows::$table.to_unit {
+            Some(name) => name,
+            None => flows::$table.bypass,
+        }
+    };
+    ($table:ident, $action:ident) => {
+        flows::$table.$action
+    };
+}
 
 pub const TABLES: &[TableSpec] = &[
     TableSpec {
@@ -33,6 +59,7 @@ pub const TABLES: &[TableSpec] = &[
             a::FROM_LINK_WAN,
             a::FROM_PAIR_LAN,
             a::FROM_PAIR_WAN,
+            a::FROM_CPU,
             a::UNKNOWN_PORT,
         ],
         initial_default: a::UNKNOWN_PORT,
@@ -55,36 +82,9 @@ pub const TABLES: &[TableSpec] = &[
         const_default: false,
         direct_counter: None,
     },
-    TableSpec {
-        name: t::FLOWS,
-        fields: &[
-            (f::LINK_ID, 8, Ternary),
-            (f::VLAN_DEPTH, 2, Range),
-            (f::VLAN0_VID, 12, Ternary),
-            (f::VLAN1_VID, 12, Ternary),
-            (f::VLAN2_VID, 12, Ternary),
-            (f::MPLS_DEPTH, 3, Range),
-            (f::SRC_MAC, 48, Ternary),
-            (f::DST_MAC, 48, Ternary),
-            (f::ETHER_TYPE, 16, Ternary),
-            (f::LLC_VALID, 1, Ternary),
-            (f::LLC_DSAP, 8, Ternary),
-            (f::LLC_SSAP, 8, Ternary),
-            (f::IP_VERSION, 4, Ternary),
-            (f::IPV4_SRC, 32, Ternary),
-            (f::IPV4_DST, 32, Ternary),
-            (f::IPV6_SRC, 128, Ternary),
-            (f::IPV6_DST, 128, Ternary),
-            (f::IP_PROTO, 8, Ternary),
-            (f::L4_VALID, 1, Ternary),
-            (f::L4_SRC_PORT, 16, Range),
-            (f::L4_DST_PORT, 16, Range),
-        ],
-        actions: &[a::BYPASS, a::DROP, a::TO_UNIT],
-        initial_default: a::BYPASS,
-        const_default: false,
-        direct_counter: Some(counters::FLOW_COUNTER),
-    },
+    flow_table_spec!(IPV4, IPV4_FLOW_FIELDS, [bypass, drop, to_unit]),
+    flow_table_spec!(IPV6, IPV6_FLOW_FIELDS, [bypass, drop, to_unit]),
+    flow_table_spec!(OTHER, OTHER_FLOW_FIELDS, [bypass, drop]),
     TableSpec {
         name: t::UNITS,
         fields: &[(f::UNIT_ID, 8, Exact)],
@@ -109,6 +109,60 @@ pub const TABLES: &[TableSpec] = &[
         const_default: false,
         direct_counter: None,
     },
+    TableSpec {
+        name: t::PLATFORM,
+        fields: &[],
+        actions: &[a::SET_CPU_PORT],
+        initial_default: a::SET_CPU_PORT,
+        const_default: false,
+        direct_counter: None,
+    },
+];
+
+type FieldSpec = (&'static str, u32, MatchKind);
+
+/// What every flow table matches first: where the frame came from and its Ethernet
+/// layers. Depths and ports are ternary: the controller writes a range as prefixes,
+/// because Tofino's TCAM has no range units to spare for a key this wide.
+macro_rules! flow_fields {
+    ($($rest:expr),* $(,)?) => {
+        &[
+            (f::LINK_ID, 8, Ternary),
+            (f::VLAN_DEPTH, 2, Ternary),
+            (f::VLAN0_VID, 12, Ternary),
+            (f::VLAN1_VID, 12, Ternary),
+            (f::VLAN2_VID, 12, Ternary),
+            (f::MPLS_DEPTH, 3, Ternary),
+            (f::SRC_MAC, 48, Ternary),
+            (f::DST_MAC, 48, Ternary),
+            (f::ETHER_TYPE, 16, Ternary),
+            $($rest),*
+        ]
+    };
+}
+
+pub const IPV4_FLOW_FIELDS: &[FieldSpec] = flow_fields![
+    (f::IPV4_SRC, 32, Ternary),
+    (f::IPV4_DST, 32, Ternary),
+    (f::IP_PROTO, 8, Ternary),
+    (f::L4_VALID, 1, Ternary),
+    (f::L4_SRC_PORT, 16, Ternary),
+    (f::L4_DST_PORT, 16, Ternary),
+];
+
+pub const IPV6_FLOW_FIELDS: &[FieldSpec] = flow_fields![
+    (f::IPV6_SRC, 128, Ternary),
+    (f::IPV6_DST, 128, Ternary),
+    (f::IP_PROTO, 8, Ternary),
+    (f::L4_VALID, 1, Ternary),
+    (f::L4_SRC_PORT, 16, Ternary),
+    (f::L4_DST_PORT, 16, Ternary),
+];
+
+pub const OTHER_FLOW_FIELDS: &[FieldSpec] = flow_fields![
+    (f::LLC_VALID, 1, Ternary),
+    (f::LLC_DSAP, 8, Ternary),
+    (f::LLC_SSAP, 8, Ternary),
 ];
 
 pub const ACTIONS: &[ActionSpec] = &[
@@ -153,16 +207,12 @@ pub const ACTIONS: &[ActionSpec] = &[
         params: &[],
     },
     ActionSpec {
-        name: a::BYPASS,
+        name: a::FROM_CPU,
         params: &[],
     },
     ActionSpec {
-        name: a::DROP,
-        params: &[],
-    },
-    ActionSpec {
-        name: a::TO_UNIT,
-        params: &[(f::UNIT_ID, 8)],
+        name: a::SET_CPU_PORT,
+        params: &[(f::PORT, 9)],
     },
     ActionSpec {
         name: a::UNIT_ACTIVE,
@@ -190,6 +240,28 @@ pub const ACTIONS: &[ActionSpec] = &[
     },
 ];
 
+/// The flow tables' actions: each table has its own (its direct counter counts in them).
+fn flow_action_specs() -> Vec<ActionSpec> {
+    let mut specs = Vec::new();
+    for table in flows::ALL {
+        specs.push(ActionSpec {
+            name: table.bypass,
+            params: &[],
+        });
+        specs.push(ActionSpec {
+            name: table.drop,
+            params: &[],
+        });
+        if let Some(to_unit) = table.to_unit {
+            specs.push(ActionSpec {
+                name: to_unit,
+                params: &[(f::UNIT_ID, 8)],
+            });
+        }
+    }
+    specs
+}
+
 /// Packet I/O headers: (header, [(field, width)]).
 pub const PACKET_IO: &[(&str, &[(&str, u32)])] = &[
     (
@@ -213,7 +285,7 @@ pub fn check(index: &P4InfoIndex) -> Vec<String> {
     for spec in TABLES {
         check_table(index, spec, &mut problems);
     }
-    for spec in ACTIONS {
+    for spec in ACTIONS.iter().chain(&flow_action_specs()) {
         check_action(index, spec, &mut problems);
     }
     for (header, fields) in PACKET_IO {

@@ -5,6 +5,7 @@
 //! (front-panel port/lane -> device port), which the program's tables are keyed by.
 
 pub mod contract;
+pub mod device_config;
 mod error;
 mod index;
 pub mod names;
@@ -22,7 +23,7 @@ pub use text::{p4info_from_text, p4info_to_text};
 use p4runtime_proto::p4::config::v1::P4Info;
 
 /// The P4Info of `p4/efb.p4`, as shipped in the repository.
-pub const P4INFO_TEXT: &str = include_str!("../../../p4/efb.p4info.txtpb");
+pub const P4INFO_TEXT: &str = include_str!("../../../p4/compiled/efb.p4info.txtpb");
 
 /// The embedded P4Info, decoded.
 pub fn p4info() -> Result<P4Info, P4InfoError> {

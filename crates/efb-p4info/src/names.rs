@@ -7,10 +7,83 @@ pub mod tables {
     pub const INGRESS_PORT: &str = "EfbIngress.ingress_port";
     pub const LINK_PORTS: &str = "EfbIngress.link_ports";
     pub const BALANCING: &str = "EfbIngress.balancing";
-    pub const FLOWS: &str = "EfbIngress.flows";
     pub const UNITS: &str = "EfbIngress.units";
     pub const BUCKETS: &str = "EfbIngress.buckets";
     pub const PAIRS: &str = "EfbIngress.pairs";
+    pub const PLATFORM: &str = "EfbIngress.platform";
+}
+
+/// The flow tables. A frame meets exactly one, by what it carries (the TCAM holds a
+/// key per kind, not one key wide enough for all), so a flow is written into each table
+/// whose frames it can match.
+pub mod flows {
+    /// What the frames of a flow table carry.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum FrameKind {
+        Ipv4,
+        Ipv6,
+        /// No IP header the parser reached.
+        Other,
+    }
+
+    /// One flow table: its name, actions and direct counter.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct FlowTable {
+        pub kind: FrameKind,
+        pub table: &'static str,
+        pub bypass: &'static str,
+        pub drop: &'static str,
+        /// Frames without IP never go to a filter: that table has no `to_unit`.
+        pub to_unit: Option<&'static str>,
+        pub counter: &'static str,
+    }
+
+    pub const IPV4: FlowTable = FlowTable {
+        kind: FrameKind::Ipv4,
+        table: "EfbIngress.flows_ipv4.flows",
+        bypass: "EfbIngress.flows_ipv4.bypass",
+        drop: "EfbIngress.flows_ipv4.drop",
+        to_unit: Some("EfbIngress.flows_ipv4.to_unit"),
+        counter: "EfbIngress.flows_ipv4.counter",
+    };
+
+    pub const IPV6: FlowTable = FlowTable {
+        kind: FrameKind::Ipv6,
+        table: "EfbIngress.flows_ipv6.flows",
+        bypass: "EfbIngress.flows_ipv6.bypass",
+        drop: "EfbIngress.flows_ipv6.drop",
+        to_unit: Some("EfbIngress.flows_ipv6.to_unit"),
+        counter: "EfbIngress.flows_ipv6.counter",
+    };
+
+    pub const OTHER: FlowTable = FlowTable {
+        kind: FrameKind::Other,
+        table: "EfbIngress.flows_other.flows",
+        bypass: "EfbIngress.flows_other.bypass",
+        drop: "EfbIngress.flows_other.drop",
+        to_unit: None,
+        counter: "EfbIngress.flows_other.counter",
+    };
+
+    pub const ALL: [FlowTable; 3] = [IPV4, IPV6, OTHER];
+
+    impl FrameKind {
+        pub fn table(self) -> FlowTable {
+            match self {
+                FrameKind::Ipv4 => IPV4,
+                FrameKind::Ipv6 => IPV6,
+                FrameKind::Other => OTHER,
+            }
+        }
+
+        pub fn as_str(self) -> &'static str {
+            match self {
+                FrameKind::Ipv4 => "IPv4",
+                FrameKind::Ipv6 => "IPv6",
+                FrameKind::Other => "non-IP",
+            }
+        }
+    }
 }
 
 /// Actions.
@@ -19,21 +92,20 @@ pub mod actions {
     pub const FROM_LINK_WAN: &str = "EfbIngress.from_link_wan";
     pub const FROM_PAIR_LAN: &str = "EfbIngress.from_pair_lan";
     pub const FROM_PAIR_WAN: &str = "EfbIngress.from_pair_wan";
+    pub const FROM_CPU: &str = "EfbIngress.from_cpu";
     pub const UNKNOWN_PORT: &str = "EfbIngress.unknown_port";
     pub const SET_LINK_PORTS: &str = "EfbIngress.set_link_ports";
     pub const LINK_MISSING: &str = "EfbIngress.link_missing";
     pub const HASH_LAYER3: &str = "EfbIngress.hash_layer3";
     pub const HASH_LAYER4: &str = "EfbIngress.hash_layer4";
     pub const HASH_DST_IP: &str = "EfbIngress.hash_dst_ip";
-    pub const BYPASS: &str = "EfbIngress.bypass";
-    pub const DROP: &str = "EfbIngress.drop";
-    pub const TO_UNIT: &str = "EfbIngress.to_unit";
     pub const UNIT_ACTIVE: &str = "EfbIngress.unit_active";
     pub const UNIT_BYPASS: &str = "EfbIngress.unit_bypass";
     pub const TO_PAIR: &str = "EfbIngress.to_pair";
     pub const SOFTWARE_BYPASS: &str = "EfbIngress.software_bypass";
     pub const PAIR_UP: &str = "EfbIngress.pair_up";
     pub const PAIR_DOWN: &str = "EfbIngress.pair_down";
+    pub const SET_CPU_PORT: &str = "EfbIngress.set_cpu_port";
 }
 
 /// Match fields (per table) and action parameters.
@@ -54,7 +126,6 @@ pub mod fields {
     pub const LLC_VALID: &str = "llc_valid";
     pub const LLC_DSAP: &str = "llc_dsap";
     pub const LLC_SSAP: &str = "llc_ssap";
-    pub const IP_VERSION: &str = "ip_version";
     pub const IPV4_SRC: &str = "ipv4_src";
     pub const IPV4_DST: &str = "ipv4_dst";
     pub const IPV6_SRC: &str = "ipv6_src";
@@ -68,11 +139,11 @@ pub mod fields {
     pub const WAN_PORT: &str = "wan_port";
     pub const CORE: &str = "core";
     pub const BUCKET_MASK: &str = "bucket_mask";
+    pub const PORT: &str = "port";
 }
 
 /// Counters.
 pub mod counters {
-    pub const FLOW_COUNTER: &str = "EfbIngress.flow_counter";
     pub const DROP_REASONS: &str = "EfbIngress.drop_reasons";
 }
 

@@ -40,24 +40,33 @@ fn contract_check_catches_a_wrong_width_and_a_missing_action() {
 }
 
 #[test]
-fn names_and_aliases_resolve_to_pinned_ids() {
+fn flow_tables_resolve_by_name_and_alias_and_match_only_by_value_and_mask() {
     let index = efb_p4info::index().unwrap();
-    let flows = index.table_by_name(names::tables::FLOWS).unwrap();
-    assert_eq!(flows.id, 0x0200_0004);
-    assert_eq!(index.table_by_name("flows").unwrap().id, flows.id);
-    assert!(flows.needs_priority());
-    assert_eq!(
-        flows.field(names::fields::L4_DST_PORT).unwrap().kind,
-        MatchKind::Range
-    );
-    assert!(!flows.fields.iter().any(|f| f.kind == MatchKind::Optional));
+    for flows in names::flows::ALL {
+        let table = index.table_by_name(flows.table).unwrap();
+        let alias = flows.table.trim_start_matches("EfbIngress.");
+        assert_eq!(index.table_by_name(alias).unwrap().id, table.id);
+        assert!(table.needs_priority());
+        // Tofino's TCAM: no range or optional fields in these wide keys.
+        assert!(
+            table.fields.iter().all(|f| f.kind == MatchKind::Ternary),
+            "{}",
+            flows.table
+        );
+        assert!(table.size > 0);
+    }
     let to_pair = index.action_by_name(names::actions::TO_PAIR).unwrap();
     assert_eq!(to_pair.param(names::fields::CORE).unwrap().bitwidth, 8);
 }
 
 #[test]
 fn p4info_with_duplicate_ids_is_refused() {
-    let text = efb_p4info::P4INFO_TEXT.replacen("id: 33554434", "id: 33554433", 1);
+    let index = efb_p4info::index().unwrap();
+    let mut ids = index.tables().map(|t| t.id);
+    let (first, second) = (ids.next().unwrap(), ids.next().unwrap());
+    let text =
+        efb_p4info::P4INFO_TEXT.replacen(&format!("id: {second}\n"), &format!("id: {first}\n"), 1);
+    assert_ne!(text, efb_p4info::P4INFO_TEXT);
     let p4info = efb_p4info::p4info_from_text(&text).unwrap();
     let err = efb_p4info::P4InfoIndex::new(&p4info).unwrap_err();
     assert!(err.to_string().contains("used twice"), "{err}");

@@ -1,11 +1,13 @@
 //! Benchmark of the software target: flow entries written per second over P4Runtime in
-//! batches, and frames per second through the emulated pipeline (in process, and over
-//! the control service). EFB_BENCH_QUICK=1 runs a tiny round.
+//! batches (as many as the IPv4 flow table holds as compiled), and frames per second
+//! through the emulated pipeline (in process, and over the control service).
+//! EFB_BENCH_QUICK=1 runs a tiny round.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
+use efb_p4info::names::flows::IPV4;
 use efb_p4info::names::{actions as a, fields as f, tables as t};
 use efb_p4info::{P4InfoIndex, PortMap};
 use efb_target::control_proto::{self as pb, target_control_client::TargetControlClient};
@@ -21,7 +23,6 @@ fn b(v: u128) -> Vec<u8> {
 enum M {
     Exact(u128),
     Ternary(u128, u128),
-    Range(u128, u128),
 }
 
 fn entry(
@@ -48,10 +49,6 @@ fn entry(
                         mask: b(*k),
                     })
                 }
-                M::Range(l, h) => p4::field_match::FieldMatchType::Range(p4::field_match::Range {
-                    low: b(*l),
-                    high: b(*h),
-                }),
             }),
         })
         .collect();
@@ -159,15 +156,20 @@ fn site(ix: &P4InfoIndex, map: &PortMap) -> Vec<p4::Update> {
             0,
         ));
     }
+    // The frames are IPv4: they meet the IPv4 flow table only.
     u.push(entry(
         ix,
-        t::FLOWS,
+        IPV4.table,
         &[(f::LINK_ID, M::Ternary(1, 0xff))],
-        a::TO_UNIT,
+        to_unit(),
         &[(f::UNIT_ID, 1)],
         1,
     ));
     u
+}
+
+fn to_unit() -> &'static str {
+    IPV4.to_unit.expect("the IPv4 flow table has to_unit")
 }
 
 /// Flow `i`: a /32, a protocol and a port on link 1, to the unit (as the datastore
@@ -175,7 +177,6 @@ fn site(ix: &P4InfoIndex, map: &PortMap) -> Vec<p4::Update> {
 fn flow(ix: &P4InfoIndex, i: u32) -> p4::Update {
     let m = [
         (f::LINK_ID, M::Ternary(1, 0xff)),
-        (f::IP_VERSION, M::Ternary(4, 0xf)),
         (
             f::IPV4_DST,
             M::Ternary(u128::from(0x0a00_0000 | i), 0xffff_ffff),
@@ -184,14 +185,14 @@ fn flow(ix: &P4InfoIndex, i: u32) -> p4::Update {
         (f::L4_VALID, M::Ternary(1, 1)),
         (
             f::L4_DST_PORT,
-            M::Range(u128::from(1024 + i % 1000), u128::from(1024 + i % 1000)),
+            M::Ternary(u128::from(1024 + i % 1000), 0xffff),
         ),
     ];
     entry(
         ix,
-        t::FLOWS,
+        IPV4.table,
         &m,
-        a::TO_UNIT,
+        to_unit(),
         &[(f::UNIT_ID, 1)],
         10 + i as i32,
     )
@@ -259,6 +260,7 @@ async fn start_target(capture: usize) -> (Ctl, std::sync::Arc<Device>) {
         action: p4::set_forwarding_pipeline_config_request::Action::VerifyAndCommit as i32,
         config: Some(p4::ForwardingPipelineConfig {
             p4info: Some(efb_p4info::p4info().unwrap()),
+            p4_device_config: efb_p4info::device_config::device_config(),
             ..Default::default()
         }),
         ..Default::default()
@@ -291,7 +293,13 @@ fn rate(n: usize, d: Duration) -> String {
 async fn bench(quick: bool) {
     let ix = efb_p4info::index().unwrap();
     let map = PortMap::builtin().unwrap();
-    let flows = if quick { 2_000 } else { 100_000 };
+    // The chip's capacity: the IPv4 flow table's compiled size, less the site's one flow.
+    let capacity = ix.table_by_name(IPV4.table).unwrap().size;
+    let flows = if quick {
+        2_000
+    } else {
+        u32::try_from(capacity).unwrap() - 1
+    };
     let batch = 1_000;
     let frames = if quick { 5_000 } else { 200_000 };
 
@@ -332,7 +340,7 @@ async fn bench(quick: bool) {
             device_id: 1,
             entities: vec![p4::Entity {
                 entity: Some(p4::entity::Entity::TableEntry(p4::TableEntry {
-                    table_id: ix.table_by_name(t::FLOWS).unwrap().id,
+                    table_id: ix.table_by_name(IPV4.table).unwrap().id,
                     ..Default::default()
                 })),
             }],

@@ -141,7 +141,7 @@ impl Device {
                 port: out,
                 frame: out_frame,
             } => self.emit(&state, port, out, &out_frame, rx_ns),
-            Verdict::ToCpu { frame } => self.packet_in(&state, port, frame, rx_ns),
+            Verdict::ToCpu { port: cpu, frame } => self.to_cpu(&state, port, cpu, frame, rx_ns),
             Verdict::Drop { reason } => self.dropped(&state, port, reason, frame.len()),
         }
     }
@@ -173,11 +173,35 @@ impl Device {
         }
     }
 
-    /// A packet-out from the primary: out of the port its metadata names. Keep-alives get
-    /// the chip's departure time written into them (so time on path uses one clock).
+    /// A frame the program sends to the port it believes is the CPU's: a packet-in when
+    /// it is this chip's; out of that port if it is a front-panel one (as a chip would do
+    /// with a wrong `platform` entry); lost otherwise.
+    fn to_cpu(&self, state: &State, ingress: u32, cpu: u32, frame: Vec<u8>, rx_ns: u64) {
+        let chip_cpu = self.ports.map().cpu_port();
+        if cpu == chip_cpu {
+            self.packet_in(state, ingress, frame, rx_ns);
+        } else if self.ports.map().name_of(cpu).is_some() {
+            self.emit(state, ingress, cpu, &frame, rx_ns);
+        } else {
+            tracing::debug!(cpu, chip_cpu, "keep-alive sent to a port this chip lacks");
+            self.ports.count_drop(ingress);
+        }
+    }
+
+    /// A packet-out from the primary: in by the CPU port, which `ingress_port` must mark
+    /// as the CPU's, then out of the port its metadata names. Keep-alives get the chip's
+    /// departure time written into them (so time on path uses one clock).
     pub fn packet_out(&self, port: u32, mut frame: Vec<u8>) {
         let Ok(state) = self.state.read() else { return };
         let now = self.now_ns();
+        let cpu = self.ports.map().cpu_port();
+        let program = state.pipeline.as_ref().and_then(|p| p.program.clone());
+        let Some(program) = program else {
+            return self.ports.count_drop(cpu);
+        };
+        if let Err(reason) = program.accepts_packet_out(&state.objects, cpu) {
+            return self.dropped(&state, cpu, reason, frame.len());
+        }
         if self.ports.map().name_of(port).is_none() {
             return self.dropped(
                 &state,

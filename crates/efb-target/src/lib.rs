@@ -10,6 +10,7 @@ pub mod bytes;
 pub mod checks;
 pub mod control;
 pub mod device;
+pub mod device_config;
 pub mod error;
 pub mod filters;
 pub mod frames;

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use efb_model::BalancingMethod;
 use efb_p4info::names::{
-    actions as a, counters, drop_reasons, ethertypes, fields as f, tables as t,
+    actions as a, counters, drop_reasons, ethertypes, fields as f, flows, tables as t,
 };
 use efb_p4info::{P4InfoIndex, contract};
 
@@ -19,8 +19,9 @@ use crate::tables::{ActionValue, Entry, Objects, Table, exact_key};
 pub enum Verdict {
     /// Out of a device port.
     Emit { port: u32, frame: Vec<u8> },
-    /// To the controller (a keep-alive back from a filter).
-    ToCpu { frame: Vec<u8> },
+    /// To the port the `platform` table names as the CPU's (a keep-alive back from a
+    /// filter): a packet-in when that is the chip's CPU port.
+    ToCpu { port: u32, frame: Vec<u8> },
     /// Dropped, counted under a `drop_reasons` index.
     Drop { reason: u32 },
 }
@@ -31,7 +32,9 @@ pub struct Program {
     ingress_port: u32,
     link_ports: u32,
     balancing: u32,
-    flows: u32,
+    platform: u32,
+    /// The flow tables, in the order of [`flows::ALL`].
+    flows: [FlowIds; 3],
     units: u32,
     buckets: u32,
     pairs: u32,
@@ -39,24 +42,59 @@ pub struct Program {
     from_link_wan: u32,
     from_pair_lan: u32,
     from_pair_wan: u32,
+    from_cpu: u32,
     set_link_ports: u32,
     hash_layer3: u32,
     hash_layer4: u32,
     hash_dst_ip: u32,
-    bypass: u32,
-    drop: u32,
-    to_unit: u32,
+    set_cpu_port: u32,
     unit_active: u32,
     to_pair: u32,
     pair_up: u32,
-    /// For each flow-table field (P4Info order), which packet attribute it reads.
-    flow_slots: Vec<Slot>,
     pub drop_counter: u32,
     /// The initial default action of each table (the P4Info does not carry it).
     pub initial_defaults: Vec<(u32, u32)>,
 }
 
 /// Packet attributes the flow table matches on.
+/// One flow table: its id, actions, and for each field (P4Info order) which packet
+/// attribute it reads.
+#[derive(Clone, Debug)]
+struct FlowIds {
+    table: u32,
+    bypass: u32,
+    drop: u32,
+    to_unit: Option<u32>,
+    slots: Vec<Slot>,
+}
+
+impl FlowIds {
+    fn bind(index: &P4InfoIndex, spec: &flows::FlowTable) -> Result<FlowIds, Vec<String>> {
+        let problem = |e: efb_p4info::P4InfoError| vec![e.to_string()];
+        let table = index.table_by_name(spec.table).map_err(problem)?;
+        let action = |n: &str| index.action_by_name(n).map(|x| x.id).map_err(problem);
+        let slots = table
+            .fields
+            .iter()
+            .map(|fi| {
+                slot(&fi.name)
+                    .ok_or_else(|| vec![format!("flow field {} has no meaning here", fi.name)])
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FlowIds {
+            table: table.id,
+            bypass: action(spec.bypass)?,
+            drop: action(spec.drop)?,
+            to_unit: spec.to_unit.map(action).transpose()?,
+            slots,
+        })
+    }
+}
+
+/// The CPU port the program starts with (`platform`'s default action in efb.p4): that of
+/// a two-pipe Tofino 1.
+pub const INITIAL_CPU_PORT: u32 = 192;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Slot {
     LinkId,
@@ -69,7 +107,6 @@ enum Slot {
     LlcValid,
     LlcDsap,
     LlcSsap,
-    IpVersion,
     Ipv4Src,
     Ipv4Dst,
     Ipv6Src,
@@ -94,7 +131,6 @@ fn slot(name: &str) -> Option<Slot> {
         f::LLC_VALID => Slot::LlcValid,
         f::LLC_DSAP => Slot::LlcDsap,
         f::LLC_SSAP => Slot::LlcSsap,
-        f::IP_VERSION => Slot::IpVersion,
         f::IPV4_SRC => Slot::Ipv4Src,
         f::IPV4_DST => Slot::Ipv4Dst,
         f::IPV6_SRC => Slot::Ipv6Src,
@@ -133,17 +169,13 @@ impl Program {
                 .map(|x| x.id)
                 .map_err(|e| vec![e.to_string()])
         };
-        let flows = index
-            .table_by_name(t::FLOWS)
-            .map_err(|e| vec![e.to_string()])?;
-        let flow_slots = flows
-            .fields
-            .iter()
-            .map(|fi| {
-                slot(&fi.name)
-                    .ok_or_else(|| vec![format!("flow field {} has no meaning here", fi.name)])
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut flow_tables = Vec::new();
+        for spec in flows::ALL {
+            flow_tables.push(FlowIds::bind(index, &spec)?);
+        }
+        let flows: [FlowIds; 3] = flow_tables
+            .try_into()
+            .map_err(|_| vec!["three flow tables".to_string()])?;
         let mut initial_defaults = Vec::new();
         for spec in contract::TABLES {
             initial_defaults.push((table(spec.name)?, action(spec.initial_default)?));
@@ -152,7 +184,8 @@ impl Program {
             ingress_port: table(t::INGRESS_PORT)?,
             link_ports: table(t::LINK_PORTS)?,
             balancing: table(t::BALANCING)?,
-            flows: flows.id,
+            platform: table(t::PLATFORM)?,
+            flows,
             units: table(t::UNITS)?,
             buckets: table(t::BUCKETS)?,
             pairs: table(t::PAIRS)?,
@@ -160,17 +193,15 @@ impl Program {
             from_link_wan: action(a::FROM_LINK_WAN)?,
             from_pair_lan: action(a::FROM_PAIR_LAN)?,
             from_pair_wan: action(a::FROM_PAIR_WAN)?,
+            from_cpu: action(a::FROM_CPU)?,
             set_link_ports: action(a::SET_LINK_PORTS)?,
             hash_layer3: action(a::HASH_LAYER3)?,
             hash_layer4: action(a::HASH_LAYER4)?,
             hash_dst_ip: action(a::HASH_DST_IP)?,
-            bypass: action(a::BYPASS)?,
-            drop: action(a::DROP)?,
-            to_unit: action(a::TO_UNIT)?,
+            set_cpu_port: action(a::SET_CPU_PORT)?,
             unit_active: action(a::UNIT_ACTIVE)?,
             to_pair: action(a::TO_PAIR)?,
             pair_up: action(a::PAIR_UP)?,
-            flow_slots,
             drop_counter: index
                 .counter_by_name(counters::DROP_REASONS)
                 .map_err(|e| vec![e.to_string()])?
@@ -252,13 +283,14 @@ impl Program {
             port: other,
             frame: frame.to_vec(),
         };
-        let (action, params) = self.flow_action(objects, link, &parsed, frame.len());
-        if action == self.drop {
+        let flows = self.flow_table(&parsed);
+        let (action, params) = self.flow_action(objects, flows, link, &parsed, frame.len());
+        if action == flows.drop {
             return Verdict::Drop {
                 reason: drop_reasons::FLOW_DROP,
             };
         }
-        if action != self.to_unit {
+        if Some(action) != flows.to_unit {
             return bypass;
         }
         // A frame with no IP inside never goes to a filter.
@@ -279,27 +311,38 @@ impl Program {
         }
     }
 
+    /// The flow table a frame meets: by the IP version of its innermost IP header.
+    fn flow_table(&self, parsed: &Parsed) -> &FlowIds {
+        match parsed.ip.as_ref().map(|i| i.src) {
+            Some(IpAddr::V4(_)) => &self.flows[0],
+            Some(IpAddr::V6(_)) => &self.flows[1],
+            None => &self.flows[2],
+        }
+    }
+
     fn flow_action(
         &self,
         objects: &Objects,
+        flows: &FlowIds,
         link: u8,
         parsed: &Parsed,
         len: usize,
     ) -> (u32, Vec<u128>) {
-        let Some(table) = objects.tables.get(&self.flows) else {
-            return (self.bypass, Vec::new());
+        let Some(table) = objects.tables.get(&flows.table) else {
+            return (flows.bypass, Vec::new());
         };
-        let key = self.flow_key(link, parsed);
+        let key = Self::flow_key(&flows.slots, link, parsed);
         let hit = table.lookup_ternary(&key);
         if let Some(entry) = hit {
             entry.counter.count(len);
         }
         hit.and_then(|e: &Entry| direct(&e.action))
-            .or_else(|| self.default_of(self.flows, table))
-            .unwrap_or((self.bypass, Vec::new()))
+            .or_else(|| self.default_of(flows.table, table))
+            .unwrap_or((flows.bypass, Vec::new()))
     }
 
-    fn flow_key(&self, link: u8, p: &Parsed) -> Vec<u128> {
+    /// The values of a flow table's fields for a frame.
+    fn flow_key(slots: &[Slot], link: u8, p: &Parsed) -> Vec<u128> {
         let ip = p.ip.as_ref();
         let v4 = |addr: Option<IpAddr>| match addr {
             Some(IpAddr::V4(a)) => u128::from(u32::from(a)),
@@ -310,7 +353,7 @@ impl Program {
             _ => 0,
         };
         let ports = ip.and_then(|i| i.ports);
-        self.flow_slots
+        slots
             .iter()
             .map(|s| match *s {
                 Slot::LinkId => u128::from(link),
@@ -323,11 +366,6 @@ impl Program {
                 Slot::LlcValid => u128::from(p.llc.is_some()),
                 Slot::LlcDsap => u128::from(p.llc.map_or(0, |l| l.0)),
                 Slot::LlcSsap => u128::from(p.llc.map_or(0, |l| l.1)),
-                Slot::IpVersion => match ip.map(|i| i.src) {
-                    Some(IpAddr::V4(_)) => 4,
-                    Some(IpAddr::V6(_)) => 6,
-                    None => 0,
-                },
                 Slot::Ipv4Src => v4(ip.map(|i| i.src)),
                 Slot::Ipv4Dst => v4(ip.map(|i| i.dst)),
                 Slot::Ipv6Src => v6(ip.map(|i| i.src)),
@@ -398,6 +436,7 @@ impl Program {
         }
         match packet::outer_ethertype(frame) {
             Some(ethertypes::KEEPALIVE) => Verdict::ToCpu {
+                port: self.cpu_port(objects),
                 frame: frame.to_vec(),
             },
             Some(ethertypes::EFB_TAG) | None => Verdict::Drop {
@@ -407,6 +446,40 @@ impl Program {
                 reason: drop_reasons::FROM_FILTER_UNTAGGED,
             },
         }
+    }
+
+    /// The CPU port the `platform` table names (the program's initial one until the
+    /// controller sets it).
+    fn cpu_port(&self, objects: &Objects) -> u32 {
+        let written = objects
+            .tables
+            .get(&self.platform)
+            .and_then(|t| t.default.as_ref())
+            .and_then(|d| direct(&d.value));
+        match written {
+            Some((id, params)) if id == self.set_cpu_port => param32(&params, 0),
+            _ => INITIAL_CPU_PORT,
+        }
+    }
+
+    /// Whether a packet-out coming in by `cpu_port` gets through ingress: only by the
+    /// port `ingress_port` marks as the CPU's (a drop reason otherwise).
+    pub fn accepts_packet_out(&self, objects: &Objects, cpu_port: u32) -> Result<(), u32> {
+        match self.exact(objects, self.ingress_port, &[(u128::from(cpu_port), 9)]) {
+            Some((id, _)) if id == self.from_cpu => Ok(()),
+            Some((id, _)) if self.is_front_panel_class(id) => Err(drop_reasons::PACKET_OUT_PORT),
+            _ => Err(drop_reasons::UNKNOWN_PORT),
+        }
+    }
+
+    fn is_front_panel_class(&self, action: u32) -> bool {
+        [
+            self.from_link_lan,
+            self.from_link_wan,
+            self.from_pair_lan,
+            self.from_pair_wan,
+        ]
+        .contains(&action)
     }
 
     /// The pairs' ports as the `ingress_port` table cables them: port -> the other port

@@ -386,6 +386,11 @@ fn verify(
         .as_ref()
         .ok_or_else(|| Status::invalid_argument("the config has no P4Info"))?;
     let index = P4InfoIndex::new(p4info).map_err(|e| Status::invalid_argument(e.to_string()))?;
+    if device.profile().is_stratum() {
+        let program = crate::device_config::check(&index, &config.p4_device_config)
+            .map_err(Status::invalid_argument)?;
+        tracing::debug!(program, "device config accepted");
+    }
     for table in index.tables() {
         for field in &table.fields {
             let refused = match field.kind {

@@ -12,9 +12,10 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use common::frames::{eth, gre, ipv4, ipv6, mpls, pppoe, tcp, tcp4, udp, v6};
-use common::{Bench, M, Session, entry, insert, update};
+use common::{Bench, M, Session, entry, insert, ip_flows, update};
 use efb_balancing::{UnitLayout, bucket_table, session_hash};
 use efb_model::BalancingMethod;
+use efb_p4info::names::flows;
 use efb_p4info::names::{actions as a, fields as f, tables as t};
 use efb_target::Profile;
 use p4runtime_proto::p4::v1::{self as p4, update::Type};
@@ -113,28 +114,31 @@ async fn site(profile: Profile) -> (Bench, Session) {
         )));
     }
     let link = (f::LINK_ID, M::Ternary(LINK, 0xff));
-    updates.push(insert(entry(
+    // A flow is one entry per flow table its frames can meet: non-IP frames never go to
+    // a filter, so everything-to-the-unit is written into the IP tables only.
+    updates.extend(ip_flows(
         &ix,
-        t::FLOWS,
         std::slice::from_ref(&link),
-        a::TO_UNIT,
+        common::to_unit,
         &[(f::UNIT_ID, UNIT)],
         1,
-    )));
+    ));
     let bgp = [
         link.clone(),
         (f::IP_PROTO, M::Ternary(6, 0xff)),
         (f::L4_VALID, M::Ternary(1, 1)),
-        (f::L4_DST_PORT, M::Range(179, 179)),
+        (f::L4_DST_PORT, M::Ternary(179, 0xffff)),
     ];
-    updates.push(insert(entry(&ix, t::FLOWS, &bgp, a::BYPASS, &[], 100)));
+    updates.extend(ip_flows(&ix, &bgp, |t| t.bypass, &[], 100));
     let discard = [
         link,
         (f::IP_PROTO, M::Ternary(17, 0xff)),
         (f::L4_VALID, M::Ternary(1, 1)),
-        (f::L4_DST_PORT, M::Range(9, 9)),
+        (f::L4_DST_PORT, M::Ternary(9, 0xffff)),
     ];
-    updates.push(insert(entry(&ix, t::FLOWS, &discard, a::DROP, &[], 90)));
+    updates.extend(ip_flows(&ix, &discard, |t| t.drop, &[], 90));
+    // The board's CPU port, as the driver writes it (packet-outs need it).
+    updates.extend(common::cpu_port_updates(&ix, bench.map.cpu_port()));
     bench.write(updates).await.unwrap();
     (bench, session)
 }
@@ -302,17 +306,21 @@ async fn bypass_and_drop_flows_never_reach_a_filter() {
     bench.inject(WAN, discard).await;
     assert!(bench.frames(&[], 0).await.is_empty());
     assert!(bench.drops().await.contains(&("flow-drop".to_string(), 1)));
-    // Each flow entry counted its frame.
-    let counted: Vec<(i32, i64)> = bench
-        .read_table(t::FLOWS)
-        .await
-        .into_iter()
-        .map(|e| (e.priority, e.counter_data.unwrap().packet_count))
-        .collect();
+    // Each flow entry of the IPv4 table counted its frame; the IPv6 table saw none.
+    let counted = |entries: Vec<p4::TableEntry>| -> Vec<(i32, i64)> {
+        entries
+            .into_iter()
+            .map(|e| (e.priority, e.counter_data.unwrap().packet_count))
+            .collect()
+    };
+    let v4 = counted(bench.read_table(flows::IPV4.table).await);
     assert!(
-        counted.contains(&(100, 1)) && counted.contains(&(90, 1)) && counted.contains(&(1, 0)),
-        "{counted:?}"
+        v4.contains(&(100, 1)) && v4.contains(&(90, 1)) && v4.contains(&(1, 0)),
+        "{v4:?}"
     );
+    let v6 = counted(bench.read_table(flows::IPV6.table).await);
+    assert_eq!(v6.len(), 3);
+    assert!(v6.iter().all(|(_, n)| *n == 0), "{v6:?}");
 }
 
 #[tokio::test]
@@ -337,13 +345,14 @@ async fn every_encapsulation_is_parsed_to_the_inner_ip() {
     let (mut bench, _s) = site(Profile::StratumTofino).await;
     // Bypass exactly the inner destination 192.0.2.99: only a parser that reached the
     // inner header can match it.
+    // The frame meets the IPv4 table by its innermost IP header, whatever carries it.
     let m = [(f::IPV4_DST, M::Ternary(0xc000_0263, 0xffff_ffff))];
     bench
         .write(vec![insert(entry(
             &bench.index,
-            t::FLOWS,
+            flows::IPV4.table,
             &m,
-            a::BYPASS,
+            flows::IPV4.bypass,
             &[],
             50,
         ))])
@@ -426,27 +435,34 @@ async fn every_encapsulation_is_parsed_to_the_inner_ip() {
 async fn flows_match_vlan_and_mpls_depth_and_tags() {
     let (mut bench, _s) = site(Profile::StratumTofino).await;
     let ix = bench.index.clone();
+    // Depths are ternary: 2..=3 tags is one prefix, 4..=6 labels two (4..=5 and 6).
     let by_vlan = [
-        (f::VLAN_DEPTH, M::Range(2, 3)),
+        (f::VLAN_DEPTH, M::Ternary(2, 0b10)),
         (f::VLAN1_VID, M::Ternary(200, 0xfff)),
     ];
-    let by_mpls = [(f::MPLS_DEPTH, M::Range(4, 6))];
+    let by_mpls_4_5 = [(f::MPLS_DEPTH, M::Ternary(4, 0b110))];
+    let by_mpls_6 = [(f::MPLS_DEPTH, M::Ternary(6, 0b111))];
+    let (table, drop) = (flows::IPV4.table, flows::IPV4.drop);
     bench
         .write(vec![
-            insert(entry(&ix, t::FLOWS, &by_vlan, a::DROP, &[], 60)),
-            insert(entry(&ix, t::FLOWS, &by_mpls, a::DROP, &[], 61)),
+            insert(entry(&ix, table, &by_vlan, drop, &[], 60)),
+            insert(entry(&ix, table, &by_mpls_4_5, drop, &[], 61)),
+            insert(entry(&ix, table, &by_mpls_6, drop, &[], 61)),
         ])
         .await
         .unwrap();
     let inner = ipv4([10, 0, 0, 1], [10, 0, 0, 2], 6, &tcp(1, 2));
     bench.inject(LAN, eth(&[100, 200], 0x0800, &inner)).await;
-    bench
-        .inject(LAN, eth(&[], 0x8847, &mpls(5, true, &inner)))
-        .await;
+    for labels in [5, 6] {
+        bench
+            .inject(LAN, eth(&[], 0x8847, &mpls(labels, true, &inner)))
+            .await;
+    }
     assert!(
         bench.frames(&[], 0).await.is_empty(),
-        "both dropped by their flows"
+        "all dropped by their flows"
     );
+    assert!(bench.drops().await.contains(&("flow-drop".to_string(), 3)));
     // One tag less, or fewer labels: not matched, to the filter as usual.
     bench.inject(LAN, eth(&[200], 0x0800, &inner)).await;
     bench
@@ -641,6 +657,104 @@ async fn keepalives_go_round_the_filter_and_reach_the_controller_with_times() {
             .is_err(),
         "nothing came back"
     );
+}
+
+/// A keep-alive back from a filter goes to the port `platform` names: a packet-in only when
+/// that is the chip's CPU port; out of a front-panel port, or lost, otherwise.
+#[tokio::test]
+async fn keepalives_reach_the_controller_only_by_the_chips_cpu_port() {
+    let (mut bench, mut session) = site(Profile::StratumTofino).await;
+    let ix = bench.index.clone();
+    let wan = PAIRS[0].1;
+    let front_panel = bench.port("p30");
+    bench
+        .write(vec![update(
+            Type::Modify,
+            common::platform(&ix, front_panel),
+        )])
+        .await
+        .unwrap();
+    bench.inject(wan, keepalive(1, 1, 1)).await;
+    let out = bench.frames(&["p30"], 1).await;
+    assert_eq!(out.len(), 1, "out of the port platform names: {out:?}");
+    assert_eq!(out[0].payload, keepalive(1, 1, 1));
+    // A port the chip does not have: nowhere.
+    assert!(bench.map.name_of(511).is_none());
+    bench
+        .write(vec![update(Type::Modify, common::platform(&ix, 511))])
+        .await
+        .unwrap();
+    bench.inject(wan, keepalive(1, 1, 2)).await;
+    assert!(bench.frames(&[], 0).await.is_empty());
+    // The chip's CPU port: the controller gets it, and it is the first it gets.
+    let cpu = bench.map.cpu_port();
+    bench
+        .write(vec![update(Type::Modify, common::platform(&ix, cpu))])
+        .await
+        .unwrap();
+    bench.inject(wan, keepalive(1, 1, 3)).await;
+    let pin = session.packet_in().await;
+    assert_eq!(&pin.payload[14..20], &[1, 1, 0, 0, 0, 3]);
+    assert!(bench.frames(&[], 0).await.is_empty());
+}
+
+/// Waits (up to 2 s) until `reason` has counted `n` drops; false if it never does.
+async fn drops_reach(bench: &mut Bench, reason: &str, n: u64) -> bool {
+    for _ in 0..40 {
+        if bench.drops().await.contains(&(reason.to_string(), n)) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// A packet-out enters by the CPU port: without the `ingress_port` entry marking it as the
+/// CPU's it is dropped and counted, as on the chip.
+#[tokio::test]
+async fn a_packet_out_needs_the_cpu_ports_from_cpu_entry() {
+    let (mut bench, session) = site(Profile::StratumTofino).await;
+    let ix = bench.index.clone();
+    let cpu = bench.map.cpu_port();
+    let lan = PAIRS[0].0;
+    bench
+        .write(vec![update(Type::Delete, common::from_cpu(&ix, cpu))])
+        .await
+        .unwrap();
+    let send: Vec<_> = (0..4)
+        .map(|seq| packet_out(&bench, lan, keepalive(1, 0, seq)))
+        .collect();
+    session.tx.send(send[1].clone()).await.unwrap();
+    assert!(
+        drops_reach(&mut bench, "unknown-port", 1).await,
+        "{:?}",
+        bench.drops().await
+    );
+    // The CPU port taken for a front-panel port: dropped as a packet-out with no way out.
+    let wrong = entry(
+        &ix,
+        t::INGRESS_PORT,
+        &[(f::INGRESS_PORT, M::Exact(cpu.into()))],
+        a::FROM_LINK_LAN,
+        &[(f::LINK_ID, LINK)],
+        0,
+    );
+    bench.write(vec![insert(wrong)]).await.unwrap();
+    session.tx.send(send[2].clone()).await.unwrap();
+    assert!(
+        drops_reach(&mut bench, "packet-out-port", 1).await,
+        "{:?}",
+        bench.drops().await
+    );
+    // With the entry back, the next one leaves by the port it names, and only it.
+    bench
+        .write(vec![update(Type::Modify, common::from_cpu(&ix, cpu))])
+        .await
+        .unwrap();
+    session.tx.send(send[3].clone()).await.unwrap();
+    let out = bench.frames(&[lan], 1).await;
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(&out[0].payload[14..20], &[1, 0, 0, 0, 0, 3]);
 }
 
 #[tokio::test]

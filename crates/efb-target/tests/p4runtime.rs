@@ -7,6 +7,7 @@
 mod common;
 
 use common::{Bench, M, b, entity, entry, insert, update};
+use efb_p4info::names::flows::{IPV4, IPV6};
 use efb_p4info::names::{actions as a, fields as f, tables as t};
 use efb_target::Profile;
 use p4runtime_proto::p4::v1::{
@@ -17,15 +18,12 @@ use tonic::Code;
 fn flow(bench: &Bench, priority: i32, dst_port: u16) -> p4::TableEntry {
     entry(
         &bench.index,
-        t::FLOWS,
+        IPV4.table,
         &[
             (f::LINK_ID, M::Ternary(1, 0xff)),
-            (
-                f::L4_DST_PORT,
-                M::Range(u128::from(dst_port), u128::from(dst_port)),
-            ),
+            (f::L4_DST_PORT, M::Ternary(u128::from(dst_port), 0xffff)),
         ],
-        a::BYPASS,
+        IPV4.bypass,
         &[],
         priority,
     )
@@ -184,9 +182,9 @@ async fn every_bad_update_is_refused_with_its_code() {
     cases.push(("non-canonical bytes", insert(e), Code::InvalidArgument));
     let e = entry(
         &bench.index,
-        t::FLOWS,
+        IPV4.table,
         &[(f::IPV4_DST, M::Ternary(0x0a00_0001, 0xffff_ff00))],
-        a::BYPASS,
+        IPV4.bypass,
         &[],
         13,
     );
@@ -197,9 +195,9 @@ async fn every_bad_update_is_refused_with_its_code() {
     ));
     let e = entry(
         &bench.index,
-        t::FLOWS,
+        IPV4.table,
         &[(f::IPV4_DST, M::Ternary(0, 0))],
-        a::BYPASS,
+        IPV4.bypass,
         &[],
         14,
     );
@@ -208,28 +206,29 @@ async fn every_bad_update_is_refused_with_its_code() {
         insert(e),
         Code::InvalidArgument,
     ));
+    // The flow tables are all ternary (ranges are written as prefixes).
     let e = entry(
         &bench.index,
-        t::FLOWS,
-        &[(f::L4_DST_PORT, M::Range(0, 65535))],
-        a::BYPASS,
+        IPV4.table,
+        &[(f::L4_DST_PORT, M::Range(1024, 2047))],
+        IPV4.bypass,
         &[],
         15,
     );
-    cases.push((
-        "full range instead of leaving the field out",
-        insert(e),
-        Code::InvalidArgument,
-    ));
+    cases.push(("range on a ternary field", insert(e), Code::InvalidArgument));
     let e = entry(
         &bench.index,
-        t::FLOWS,
-        &[(f::L4_DST_PORT, M::Range(80, 79))],
-        a::BYPASS,
+        IPV4.table,
+        &[(f::LINK_ID, M::Ternary(3, 0xff))],
+        IPV6.bypass,
         &[],
         16,
     );
-    cases.push(("low above high", insert(e), Code::InvalidArgument));
+    cases.push((
+        "action of another flow table",
+        insert(e),
+        Code::InvalidArgument,
+    ));
     cases.push((
         "missing priority",
         insert(flow(&bench, 0, 80)),
@@ -264,9 +263,9 @@ async fn every_bad_update_is_refused_with_its_code() {
     ));
     let e = entry(
         &bench.index,
-        t::FLOWS,
+        IPV4.table,
         &[(f::LINK_ID, M::Exact(1))],
-        a::BYPASS,
+        IPV4.bypass,
         &[],
         17,
     );
@@ -286,7 +285,7 @@ async fn every_bad_update_is_refused_with_its_code() {
     cases.push(("missing exact field", insert(e), Code::InvalidArgument));
     let e = entry(
         &bench.index,
-        t::FLOWS,
+        IPV4.table,
         &[(f::LINK_ID, M::Ternary(2, 0xff))],
         a::TO_PAIR,
         &[(f::PAIR_ID, 1), (f::CORE, 0)],
@@ -295,18 +294,18 @@ async fn every_bad_update_is_refused_with_its_code() {
     cases.push(("action of another table", insert(e), Code::InvalidArgument));
     let e = entry(
         &bench.index,
-        t::FLOWS,
+        IPV4.table,
         &[(f::LINK_ID, M::Ternary(2, 0xff))],
-        a::TO_UNIT,
+        IPV4.to_unit.unwrap(),
         &[],
         19,
     );
     cases.push(("missing action parameter", insert(e), Code::InvalidArgument));
     let e = entry(
         &bench.index,
-        t::FLOWS,
+        IPV4.table,
         &[(f::LINK_ID, M::Ternary(2, 0xff))],
-        a::TO_UNIT,
+        IPV4.to_unit.unwrap(),
         &[(f::UNIT_ID, 256)],
         20,
     );
@@ -331,7 +330,7 @@ async fn every_bad_update_is_refused_with_its_code() {
         update(Type::Modify, e),
         Code::PermissionDenied,
     ));
-    let mut e = entry(&bench.index, t::FLOWS, &[], a::DROP, &[], 0);
+    let mut e = entry(&bench.index, IPV4.table, &[], IPV4.drop, &[], 0);
     e.is_default_action = true;
     cases.push((
         "insert of a default entry",
@@ -364,7 +363,51 @@ async fn every_bad_update_is_refused_with_its_code() {
         assert!(!message.is_empty(), "{what}: refusals explain themselves");
     }
     // Nothing but the one good entry went in.
-    assert_eq!(bench.read_table(t::FLOWS).await.len(), 1);
+    assert_eq!(bench.read_table(IPV4.table).await.len(), 1);
+}
+
+/// Range fields (efb.p4's flow tables have none: ranges are written as prefixes) are still
+/// checked on a program that has them: a full range is a don't-care to leave out, and low
+/// may not be above high.
+#[tokio::test]
+async fn range_fields_are_checked_on_a_program_that_has_them() {
+    let (mut bench, _s) = Bench::ready(Profile::StratumTofino).await;
+    let p4info = efb_p4info::p4info_from_text(
+        r#"
+tables { preamble { id: 33554540 name: "t_range" alias: "t_range" }
+  match_fields { id: 1 name: "port" bitwidth: 16 match_type: RANGE }
+  action_refs { id: 16777326 } size: 16 }
+actions { preamble { id: 16777326 name: "hit" alias: "hit" } }
+"#,
+    )
+    .unwrap();
+    bench
+        .set_config(10, p4info.clone(), SetAction::VerifyAndCommit)
+        .await
+        .unwrap();
+    let index = efb_p4info::P4InfoIndex::new(&p4info).unwrap();
+    let range = |lo: u128, hi: u128| {
+        insert(entry(
+            &index,
+            "t_range",
+            &[("port", M::Range(lo, hi))],
+            "hit",
+            &[],
+            10,
+        ))
+    };
+    for (what, update, code) in [
+        (
+            "full range instead of leaving the field out",
+            range(0, 65535),
+            Code::InvalidArgument,
+        ),
+        ("low above high", range(80, 79), Code::InvalidArgument),
+        ("a range", range(1024, 2047), Code::Ok),
+    ] {
+        let (got, message) = bench.write_one(update).await;
+        assert_eq!(got, code, "{what}: {message}");
+    }
 }
 
 #[tokio::test]
@@ -382,7 +425,7 @@ async fn a_batch_reports_each_update_and_continues() {
         codes,
         vec![Code::Ok as i32, Code::AlreadyExists as i32, Code::Ok as i32]
     );
-    assert_eq!(bench.read_table(t::FLOWS).await.len(), 2);
+    assert_eq!(bench.read_table(IPV4.table).await.len(), 2);
 }
 
 #[tokio::test]
@@ -430,7 +473,7 @@ async fn stratum_refuses_what_tofino_cannot_do() {
     assert_eq!(err.code(), Code::Unimplemented);
     // A filtered wildcard read.
     let q = p4::TableEntry {
-        table_id: bench.index.table_by_name(t::FLOWS).unwrap().id,
+        table_id: bench.index.table_by_name(IPV4.table).unwrap().id,
         priority: 10,
         ..Default::default()
     };
@@ -470,7 +513,7 @@ async fn the_spec_profile_allows_what_the_specification_allows() {
         },
     ));
     bench.write(vec![insert(e)]).await.unwrap();
-    let read = bench.read_table(t::FLOWS).await;
+    let read = bench.read_table(IPV4.table).await;
     assert_eq!(read[0].priority, 1 << 24);
     match &read[0].r#match[0].field_match_type {
         Some(p4::field_match::FieldMatchType::Ternary(t)) => {
@@ -490,7 +533,7 @@ async fn the_spec_profile_allows_what_the_specification_allows() {
         vec![Code::Aborted as i32, Code::AlreadyExists as i32]
     );
     assert_eq!(
-        bench.read_table(t::FLOWS).await.len(),
+        bench.read_table(IPV4.table).await.len(),
         1,
         "the first insert was rolled back"
     );
@@ -500,7 +543,7 @@ async fn the_spec_profile_allows_what_the_specification_allows() {
         .unwrap();
     // Filtered wildcard reads.
     let q = p4::TableEntry {
-        table_id: bench.index.table_by_name(t::FLOWS).unwrap().id,
+        table_id: bench.index.table_by_name(IPV4.table).unwrap().id,
         priority: 5,
         ..Default::default()
     };
@@ -514,7 +557,7 @@ async fn the_spec_profile_allows_what_the_specification_allows() {
         )
         .await
         .unwrap();
-    assert_eq!(bench.read_table(t::FLOWS).await.len(), 2);
+    assert_eq!(bench.read_table(IPV4.table).await.len(), 2);
     // OPTIONAL and weights above 1.
     two_members_on_the_test_program(&mut bench, true).await;
     assert_eq!(
@@ -572,7 +615,7 @@ async fn reads_return_what_was_written_with_counters() {
         }),
     };
     bench.write(vec![u]).await.unwrap();
-    let flows = bench.read_table(t::FLOWS).await;
+    let flows = bench.read_table(IPV4.table).await;
     assert_eq!(
         flows[0].counter_data,
         Some(p4::CounterData {
@@ -587,18 +630,18 @@ async fn reads_return_what_was_written_with_counters() {
     };
     assert_eq!(bench.read(vec![q]).await.unwrap().len(), 1);
     // The default entry, as the program set it, and a changed one.
-    let table_id = bench.index.table_by_name(t::FLOWS).unwrap().id;
+    let table_id = bench.index.table_by_name(IPV4.table).unwrap().id;
     let q = p4::TableEntry {
         table_id,
         is_default_action: true,
         ..Default::default()
     };
     let default = bench.read(vec![entity(q.clone())]).await.unwrap();
-    let bypass = bench.index.action_by_name(a::BYPASS).unwrap().id;
+    let bypass = bench.index.action_by_name(IPV4.bypass).unwrap().id;
     assert!(
         matches!(&default[0].entity, Some(p4::entity::Entity::TableEntry(t)) if matches!(&t.action, Some(p4::TableAction { r#type: Some(p4::table_action::Type::Action(x)) }) if x.action_id == bypass))
     );
-    let mut d = entry(&bench.index, t::FLOWS, &[], a::DROP, &[], 0);
+    let mut d = entry(&bench.index, IPV4.table, &[], IPV4.drop, &[], 0);
     d.is_default_action = true;
     bench
         .write(vec![update(Type::Modify, d.clone())])
@@ -668,7 +711,7 @@ async fn pipeline_config_round_trips_and_can_be_saved_then_committed() {
         .await
         .unwrap();
     assert_eq!(
-        bench.read_table(t::FLOWS).await.len(),
+        bench.read_table(IPV4.table).await.len(),
         1,
         "saving leaves the forwarding state"
     );
@@ -684,7 +727,7 @@ async fn pipeline_config_round_trips_and_can_be_saved_then_committed() {
         .await
         .unwrap();
     assert!(
-        bench.read_table(t::FLOWS).await.is_empty(),
+        bench.read_table(IPV4.table).await.is_empty(),
         "commit starts from empty tables"
     );
     assert_eq!(
@@ -726,7 +769,7 @@ async fn restart_forgets_controllers_and_optionally_tables() {
         .unwrap();
     assert_eq!(s.next().await.unwrap_err().code(), Code::Unavailable);
     assert_eq!(
-        bench.read_table(t::FLOWS).await.len(),
+        bench.read_table(IPV4.table).await.len(),
         1,
         "tables survive a warm restart"
     );

@@ -9,7 +9,8 @@ mod common;
 use std::process::Command;
 
 use common::{Bench, M, entry, insert};
-use efb_p4info::names::{actions as a, fields as f, tables as t};
+use efb_p4info::names::fields as f;
+use efb_p4info::names::flows::IPV4;
 use efb_target::Profile;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -30,16 +31,17 @@ async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
     let bgp = [
         (f::LINK_ID, M::Ternary(1, 0xff)),
         (f::L4_VALID, M::Ternary(1, 1)),
-        (f::L4_DST_PORT, M::Range(179, 179)),
+        (f::L4_DST_PORT, M::Ternary(179, 0xffff)),
     ];
+    let to_unit = IPV4.to_unit.unwrap();
     bench
         .write(vec![
-            insert(entry(&ix, t::FLOWS, &bgp, a::BYPASS, &[], 100)),
+            insert(entry(&ix, IPV4.table, &bgp, IPV4.bypass, &[], 100)),
             insert(entry(
                 &ix,
-                t::FLOWS,
+                IPV4.table,
                 &[(f::LINK_ID, M::Ternary(1, 0xff))],
-                a::TO_UNIT,
+                to_unit,
                 &[(f::UNIT_ID, 1)],
                 1,
             )),
@@ -83,12 +85,12 @@ async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
     let flows = seen["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 2, "{flows:?}");
     assert_eq!(flows[0]["priority"], 100);
-    assert_eq!(flows[0]["action"], a::BYPASS);
+    assert_eq!(flows[0]["action"], IPV4.bypass);
     assert_eq!(
         flows[0]["fields"],
         serde_json::json!(["l4_dst_port", "l4_valid", "link_id"])
     );
-    assert_eq!(flows[1]["action"], a::TO_UNIT);
+    assert_eq!(flows[1]["action"], to_unit);
     assert_eq!(seen["inserted"], true);
     assert!(
         seen["duplicate"]
@@ -100,20 +102,20 @@ async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
     );
 
     // The shell's entry is in the table, as it wrote it.
-    let written = bench.read_table(t::FLOWS).await;
+    let written = bench.read_table(IPV4.table).await;
     let mine = written
         .iter()
         .find(|e| e.priority == 500)
         .expect("the shell's entry");
     let expected = entry(
         &ix,
-        t::FLOWS,
+        IPV4.table,
         &[
             (f::LINK_ID, M::Ternary(2, 0xff)),
             (f::IP_PROTO, M::Ternary(17, 0xff)),
-            (f::L4_DST_PORT, M::Range(9, 9)),
+            (f::L4_DST_PORT, M::Ternary(9, 0xffff)),
         ],
-        a::DROP,
+        IPV4.drop,
         &[],
         500,
     );

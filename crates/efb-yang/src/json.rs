@@ -231,8 +231,14 @@ impl Printer<'_> {
 }
 
 /// Whether a node that sits in a choice may be instantiated as a default: its case is the one
-/// present, or no case is present and it is the choice's default case.
-fn case_selected(schema: &Schema, inner: &Inner, parent: Option<SchemaId>, id: SchemaId) -> bool {
+/// present, or no case is present and it is the choice's default case. (gNMI reports
+/// defaults by the same rule.)
+pub fn case_selected(
+    schema: &Schema,
+    inner: &Inner,
+    parent: Option<SchemaId>,
+    id: SchemaId,
+) -> bool {
     let node = schema.node(id);
     let Some(case) = node.cases.last() else {
         return true;

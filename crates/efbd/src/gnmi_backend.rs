@@ -57,6 +57,12 @@ impl GnmiBackend {
     }
 }
 
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 fn committed(outcome: CommitOutcome) -> Committed {
     Committed {
         commit_id: outcome.commit_id,
@@ -95,10 +101,15 @@ impl Backend for GnmiBackend {
         let schema = self.schema.clone();
         // A read of 100 000 flow counters must not hold up the async threads.
         tokio::task::spawn_blocking(move || {
+            let before = now_ns();
             let Some(counters) = known.counters(&wanted) else {
                 return snapshot;
             };
+            // Values read now carry now (the middle of the read), not the last commit's
+            // time: rates computed from two reads come out right.
+            let after = now_ns();
             let mut counted = (*snapshot).clone();
+            counted.timestamp_ns = before + (after.saturating_sub(before)) / 2;
             counted.operational = state::with_counters(&schema, &snapshot.operational, &counters);
             Arc::new(counted)
         })
@@ -140,5 +151,12 @@ impl Backend for GnmiBackend {
 
     async fn pending(&self) -> Result<Option<Pending>, BackendError> {
         self.owner.call(|s| s.pending_confirm()).await.map_err(gone)
+    }
+
+    async fn set_rollback_duration(&self, wait: Duration) -> Result<Option<Pending>, BackendError> {
+        self.owner
+            .call(move |s| s.set_confirm_timeout(wait).map_err(error))
+            .await
+            .map_err(gone)?
     }
 }

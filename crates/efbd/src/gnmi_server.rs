@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use efb_gnmi::audit::Audit;
 use efb_gnmi::auth::{Cost, LoginLimits, Users, hash_password as hash};
 use efb_gnmi::backend::Snapshot;
-use efb_gnmi::{ServerConfig, tls};
+use efb_gnmi::{ServerConfig, TlsIdentity, tls};
 use efb_yang::Schema;
 use tokio::net::TcpListener;
 use tokio::sync::broadcast;
@@ -49,6 +50,75 @@ impl Server {
     }
 }
 
+/// What gNMI shares with the management API's TCP listener: one users file, one
+/// certificate, one audit.
+#[derive(Clone)]
+pub struct Shared {
+    pub users: Arc<Users>,
+    /// None when neither gNMI with TLS nor the management API's TCP is on.
+    pub tls: Option<TlsIdentity>,
+    pub audit: Audit,
+}
+
+impl Shared {
+    /// The users file and the certificate the settings name, loaded once.
+    pub fn load(settings: &Settings, audit: Audit) -> Result<Shared> {
+        let gnmi = &settings.gnmi;
+        let users = match &gnmi.users {
+            Some(path) => {
+                let users = Users::load(path)?;
+                info!(file = %path.display(), users = users.len(), "users file loaded");
+                users
+            }
+            None => {
+                if gnmi.enabled {
+                    warn!("no gNMI users file (gnmi.users, --gnmi-users): gNMI accepts no logins");
+                }
+                Users::none()
+            }
+        };
+        let wanted = (gnmi.enabled && !gnmi.plaintext) || settings.management.listen.is_some();
+        let tls = if wanted {
+            Some(identity(settings)?)
+        } else {
+            None
+        };
+        Ok(Shared {
+            users: Arc::new(users.with_limits(login_limits(gnmi))),
+            tls,
+            audit,
+        })
+    }
+}
+
+/// The server certificate (configured, or generated once in the datastore directory) and
+/// the client CA, if any.
+fn identity(settings: &Settings) -> Result<TlsIdentity> {
+    let gnmi = &settings.gnmi;
+    let mut identity = tls::load_or_generate(
+        gnmi.tls_cert.as_deref(),
+        gnmi.tls_key.as_deref(),
+        &settings.datastore,
+    )?;
+    if identity.generated {
+        // Clients need it to trust the server: say where it is, also without logs.
+        eprintln!(
+            "efbd: generated a self-signed gNMI certificate: {}",
+            identity.cert_path.display()
+        );
+    }
+    info!(cert = %identity.cert_path.display(), generated = identity.generated, "TLS certificate");
+    if let Some(ca) = &gnmi.client_ca {
+        identity = identity
+            .with_client_ca(ca)
+            .context("gnmi.client_ca (--gnmi-client-ca)")?;
+        info!(ca = %ca.display(), "client certificates signed by this CA log in as the user their CN names");
+    }
+    // Refused at start, not at the first client: a key that does not fit, a CA that is not one.
+    identity.acceptor()?;
+    Ok(identity)
+}
+
 /// Binds and loads what the gNMI settings name; `None` when gNMI is off.
 pub async fn prepare(
     settings: &Settings,
@@ -56,47 +126,25 @@ pub async fn prepare(
     schema: Arc<Schema>,
     snapshots: broadcast::Sender<Arc<Snapshot>>,
     counter_lists: CounterLists,
+    shared: Shared,
 ) -> Result<Option<Server>> {
     let gnmi = &settings.gnmi;
     if !gnmi.enabled {
         info!("gNMI is off (gnmi.enabled = false)");
         return Ok(None);
     }
-    let users = match &gnmi.users {
-        Some(path) => {
-            let users = Users::load(path)?;
-            info!(file = %path.display(), users = users.len(), "gNMI users loaded");
-            users
-        }
-        None => {
-            warn!("no gNMI users file (gnmi.users, --gnmi-users): gNMI accepts no logins");
-            Users::none()
-        }
-    };
     let tls = if gnmi.plaintext {
         warn!("gNMI without TLS (gnmi.plaintext): passwords cross the network in clear");
         None
     } else {
-        let identity = tls::load_or_generate(
-            gnmi.tls_cert.as_deref(),
-            gnmi.tls_key.as_deref(),
-            &settings.datastore,
-        )?;
-        if identity.generated {
-            // Clients need it to trust the server: say where it is, also without logs.
-            eprintln!(
-                "efbd: generated a self-signed gNMI certificate: {}",
-                identity.cert_path.display()
-            );
-        }
-        info!(cert = %identity.cert_path.display(), generated = identity.generated, "gNMI TLS certificate");
-        Some(identity)
+        shared.tls
     };
     let listener = TcpListener::bind(gnmi.listen)
         .await
         .with_context(|| format!("gNMI: listening on {}", gnmi.listen))?;
     let config = ServerConfig {
-        users: Arc::new(users.with_limits(login_limits(gnmi))),
+        users: shared.users,
+        audit: shared.audit,
         tls,
         max_message_bytes: gnmi.max_message_mib.saturating_mul(1024 * 1024),
         subscriber_queue: gnmi.subscriber_queue,

@@ -1,7 +1,11 @@
 //! efbd, the EcoFilter Balancer daemon: it owns the datastore (one thread, see [`owner`])
-//! and serves the management API the shell uses ([`service`]), the model's operations
-//! ([`rpcs`]) and gNMI ([`gnmi_server`]). The owner imports none of the servers.
+//! and serves the management API the shell uses ([`service`], on a Unix [`socket`], its
+//! callers identified by [`callers`]), the model's operations ([`rpcs`]) and gNMI
+//! ([`gnmi_server`]); changes and refusals go to the [`audit`] log. The owner imports none
+//! of the servers.
 
+pub mod audit;
+pub mod callers;
 pub mod chip;
 pub mod errors;
 pub mod gnmi_backend;
@@ -11,4 +15,5 @@ pub mod owner;
 pub mod rpcs;
 pub mod service;
 pub mod settings;
+pub mod socket;
 pub mod state;

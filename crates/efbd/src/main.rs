@@ -8,20 +8,24 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::Parser;
 use efb_datastore::{Datastore, DatastoreError, OpenOptions};
+use efb_gnmi::audit::Audit;
 use efb_gnmi::listen;
 use efb_mgmt_proto::v1::management_server::ManagementServer;
 use efb_yang::Schema;
+use efbd::audit::AuditLog;
+use efbd::callers::{self, Callers};
 use efbd::chip::{self, CounterLists};
 use efbd::gnmi_server as gnmi;
 use efbd::liveness::Liveness;
 use efbd::owner::{Owner, OwnerState};
 use efbd::service::Service;
 use efbd::settings::{Flags, Settings};
+use efbd::socket;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_stream::StreamExt;
-use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
-use tracing::info;
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream, UnixListenerStream};
+use tracing::{info, warn};
 
 /// Message size limit of the management API: a 100 000-flow configuration in JSON is about
 /// 20 MiB, five times gRPC's default.
@@ -125,27 +129,50 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         .management
         .connections
         .limits("management API", "management.connections");
-    let listener = TcpListener::bind(settings.management.listen)
-        .await
-        .with_context(|| format!("listening on {}", settings.management.listen))?;
-    let address = listener.local_addr()?;
+    let management = &settings.management;
+    let socket_path = management.socket_path(&settings.datastore);
+    let (socket, socket_file) = socket::bind(&socket_path, management)?;
+    let tcp = match management.listen {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("management.listen: listening on {addr}"))?,
+        ),
+        None => None,
+    };
+    let audit_log = Arc::new(
+        AuditLog::open(&settings.datastore, settings.audit.max_kib).with_context(|| {
+            format!("opening the audit log in {}", settings.datastore.display())
+        })?,
+    );
+    let shared = gnmi::Shared::load(&settings, Audit::new(audit_log.clone()))?;
     let gnmi = gnmi::prepare(
         &settings,
         owner.clone(),
         schema.clone(),
         snapshots,
         counter_lists.clone(),
+        shared.clone(),
     )
     .await?;
+    let tcp_banner = match &tcp {
+        Some(listener) => format!("efbd: management API on {} (TLS)\n", listener.local_addr()?),
+        None => String::new(),
+    };
     // Scripts and tests read these lines to find ports chosen by the system; written at
     // once, before anything else goes to standard output.
     print!(
-        "efbd: management API on {address}\n{}\n",
+        "efbd: management API on unix:{}\n{}\n{tcp_banner}",
+        socket_path.display(),
         gnmi.as_ref()
             .map_or("efbd: gNMI off".to_string(), gnmi::Server::banner)
     );
     std::io::Write::flush(&mut std::io::stdout())?;
-    info!(%address, p4runtime = %settings.p4runtime.target, "serving the management API");
+    info!(socket = %socket_path.display(), tcp = ?management.listen, p4runtime = %settings.p4runtime.target, "serving the management API");
+    let missing = callers::missing_groups(&management.groups);
+    if !missing.is_empty() {
+        warn!(groups = ?missing, "these groups do not exist: no Unix account has their role (management.groups)");
+    }
 
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -153,20 +180,37 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     });
     let gnmi_task = gnmi.map(|server| tokio::spawn(server.serve(until(stopped.clone()))));
 
-    let service = Service::new(
+    let tcp_users = tcp.is_some().then(|| shared.users.clone());
+    let service = Arc::new(Service::new(
         owner,
         schema,
         counter_lists,
         settings.datastore.display().to_string(),
-    );
-    let server = ManagementServer::new(service)
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE);
+        Callers::new(management.groups.clone(), tcp_users),
+        audit_log,
+    ));
+    let tcp_task = match (tcp, shared.tls) {
+        (Some(listener), Some(identity)) => {
+            let incoming = incoming(listener, limits.clone(), Some(identity.acceptor()?));
+            let server = listen::server(&limits)
+                .add_service(management_server(service.clone()))
+                .serve_with_incoming_shutdown(incoming, until(stopped.clone()));
+            Some(tokio::spawn(server))
+        }
+        _ => None,
+    };
+    let unix = listen::incoming(UnixListenerStream::new(socket), limits.clone(), None);
     listen::server(&limits)
-        .add_service(server)
-        .serve_with_incoming_shutdown(incoming(listener, limits), until(stopped))
+        .add_service(management_server(service))
+        .serve_with_incoming_shutdown(unix, until(stopped))
         .await
         .context("serving the management API")?;
+    drop(socket_file);
+    if let Some(task) = tcp_task {
+        task.await
+            .context("the management API's TCP server panicked")?
+            .context("serving the management API on TCP")?;
+    }
     if let Some(task) = gnmi_task {
         task.await.context("the gNMI server panicked")??;
     }
@@ -208,11 +252,19 @@ async fn until(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
 }
 
-/// Accepted connections within `limits`, without Nagle's delay: a shell's requests are
-/// small, and waiting for delayed acknowledgements would add 40 ms to every Tab.
+fn management_server(service: Arc<Service>) -> ManagementServer<Service> {
+    ManagementServer::from_arc(service)
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE)
+}
+
+/// Accepted TCP connections within `limits`, after TLS, without Nagle's delay: a shell's
+/// requests are small, and waiting for delayed acknowledgements would add 40 ms to every
+/// Tab.
 fn incoming(
     listener: TcpListener,
     limits: listen::Limits,
+    tls: Option<listen::TlsAcceptor>,
 ) -> ReceiverStream<std::io::Result<listen::Conn<TcpStream>>> {
     let accepted = TcpListenerStream::new(listener).map(|stream| {
         // Fails only for a connection already reset, which its first read will find.
@@ -220,7 +272,7 @@ fn incoming(
             let _ = s.set_nodelay(true);
         })
     });
-    listen::incoming(accepted, limits, None)
+    listen::incoming(accepted, limits, tls)
 }
 
 async fn shutdown_signal() {

@@ -217,6 +217,15 @@ impl OwnerState {
             })
     }
 
+    /// The pending `commit confirmed` now waits `timeout` from now; returns it.
+    pub fn set_confirm_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<Pending>, DatastoreError> {
+        self.datastore.set_confirm_timeout(timeout)?;
+        Ok(self.pending_confirm())
+    }
+
     /// Rolls the pending `commit confirmed` back now; returns the commit it undid.
     pub fn cancel_pending_confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
         let pending = self.pending_confirm().map(|p| p.commit_id);

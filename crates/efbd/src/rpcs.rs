@@ -10,7 +10,7 @@ use crate::errors;
 use crate::owner::{BypassError, LookupError, OwnerState};
 
 const SET_BYPASS: &str = "set-bypass-ecofilter-unit";
-const LOOKUP_SESSION: &str = "lookup-session";
+pub const LOOKUP_SESSION: &str = "lookup-session";
 
 /// Runs an operation of the model.
 pub fn call(

@@ -1,10 +1,14 @@
 //! The management API: a thin translation of gRPC requests into jobs for the configuration
-//! owner. One tracing span per request.
+//! owner. One tracing span per request. Every request is checked against the caller's role
+//! ([`efb_gnmi::access::may`], the one decision gNMI shares); refusals and changes go to
+//! the audit.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use efb_datastore::{CommitRequest as DsCommit, DatastoreError, LoadMode};
+use efb_gnmi::access::{self, Operation};
+use efb_gnmi::audit::{self, Audit, Record};
 use efb_mgmt_proto::v1::management_server::Management;
 use efb_mgmt_proto::v1::*;
 use efb_yang::json::{self, PrintOptions};
@@ -13,6 +17,8 @@ use efb_yang::{DataPath, DataTree, NodeRef, Schema, setlines};
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
 
+use crate::audit::AuditLog;
+use crate::callers::{Caller, Callers};
 use crate::chip::{CounterLists, Wanted};
 use crate::errors::{bounded, status};
 use crate::owner::{Owner, OwnerState};
@@ -21,11 +27,17 @@ use crate::rpcs;
 /// Change lines a commit reply carries at most (the count is always exact).
 const MAX_CHANGE_LINES: usize = 1000;
 
+/// Audit records `show system audit` returns when the request does not say.
+const DEFAULT_AUDIT_RECORDS: usize = 100;
+
 pub struct Service {
     owner: Owner,
     schema: Arc<Schema>,
     counter_lists: CounterLists,
     datastore_dir: String,
+    callers: Callers,
+    audit: Audit,
+    audit_log: Arc<AuditLog>,
 }
 
 impl Service {
@@ -34,13 +46,72 @@ impl Service {
         schema: Arc<Schema>,
         counter_lists: CounterLists,
         datastore_dir: String,
+        callers: Callers,
+        audit_log: Arc<AuditLog>,
     ) -> Service {
         Service {
             owner,
             schema,
             counter_lists,
             datastore_dir,
+            callers,
+            audit: Audit::new(audit_log.clone()),
+            audit_log,
         }
+    }
+
+    /// The caller of `request`, if its role may do `operation`; a refusal is audited with
+    /// `what`.
+    async fn allow<T>(
+        &self,
+        request: &Request<T>,
+        operation: Operation,
+        what: impl FnOnce() -> String,
+    ) -> Result<Caller, Status> {
+        let caller = self.callers.identify(request).await.map_err(bounded)?;
+        self.check(&caller, operation, what)?;
+        Ok(caller)
+    }
+
+    /// Refuses (and audits) what `caller`'s role may not do.
+    fn check(
+        &self,
+        caller: &Caller,
+        operation: Operation,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), Status> {
+        let Err(denied) = access::may(caller.role, operation) else {
+            return Ok(());
+        };
+        let message = denied.message(&caller.name) + &self.callers.hint(caller);
+        let refused = Status::permission_denied(message);
+        self.record(caller, what(), Err(&refused));
+        Err(refused)
+    }
+
+    /// Audits a request of `caller`: what it asked, and how it ended.
+    fn record(&self, caller: &Caller, what: String, result: Result<String, &Status>) {
+        self.audit.record(Record {
+            time_ms: audit::now_ms(),
+            user: caller.name.clone(),
+            role: caller.role,
+            from: caller.from.clone(),
+            what,
+            accepted: result.is_ok(),
+            result: result.unwrap_or_else(audit::refusal),
+        });
+    }
+
+    /// Audits a change: accepted with `done` of its result, or refused.
+    fn audited<R>(
+        &self,
+        caller: &Caller,
+        what: String,
+        result: Result<R, Status>,
+        done: impl FnOnce(&R) -> String,
+    ) -> Result<R, Status> {
+        self.record(caller, what, result.as_ref().map(done));
+        result
     }
 
     /// Runs a datastore job on the owner, inside a span named after the request. Idle
@@ -118,7 +189,9 @@ impl Service {
 
 #[tonic::async_trait]
 impl Management for Service {
-    async fn hello(&self, _: Request<HelloRequest>) -> Result<Response<HelloReply>, Status> {
+    async fn hello(&self, request: Request<HelloRequest>) -> Result<Response<HelloReply>, Status> {
+        self.allow(&request, Operation::Show, || "hello".into())
+            .await?;
         let module = self.schema.module();
         ok(HelloReply {
             daemon_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -128,7 +201,9 @@ impl Management for Service {
         })
     }
 
-    async fn status(&self, _: Request<Empty>) -> Result<Response<StatusReply>, Status> {
+    async fn status(&self, request: Request<Empty>) -> Result<Response<StatusReply>, Status> {
+        self.allow(&request, Operation::Show, || "show system status".into())
+            .await?;
         let datastore = self.datastore_dir.clone();
         let reply = self
             .run("Status", 0, move |s| {
@@ -151,12 +226,11 @@ impl Management for Service {
         &self,
         request: Request<OpenSessionRequest>,
     ) -> Result<Response<OpenSessionReply>, Status> {
-        let user = request.into_inner().user;
-        let user = if user.is_empty() {
-            "unknown".to_string()
-        } else {
-            user
-        };
+        let asked = request.get_ref().user.clone();
+        let caller = self
+            .allow(&request, Operation::Show, || "open a session".into())
+            .await?;
+        let user = self.recorded_user(&caller, &asked)?;
         let session = self
             .run("OpenSession", 0, move |s| ds(s.open_session(&user)))
             .await?;
@@ -164,6 +238,8 @@ impl Management for Service {
     }
 
     async fn close_session(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
+        self.allow(&request, Operation::Show, || "close a session".into())
+            .await?;
         let session = request.into_inner().session;
         self.run("CloseSession", session, move |s| {
             s.close_session(session);
@@ -177,6 +253,10 @@ impl Management for Service {
         &self,
         request: Request<EditLinesRequest>,
     ) -> Result<Response<EditReply>, Status> {
+        self.allow(&request, Operation::Edit, || {
+            format!("edit: {}", first_line(&request.get_ref().lines))
+        })
+        .await?;
         let EditLinesRequest { session, lines } = request.into_inner();
         let applied = self
             .run("EditLines", session, move |s| {
@@ -187,6 +267,10 @@ impl Management for Service {
     }
 
     async fn load(&self, request: Request<LoadRequest>) -> Result<Response<EditReply>, Status> {
+        self.allow(&request, Operation::Edit, || {
+            format!("load ({} bytes)", request.get_ref().content.len())
+        })
+        .await?;
         let request = request.into_inner();
         let session = request.session;
         let mode = match known(
@@ -215,6 +299,8 @@ impl Management for Service {
     }
 
     async fn discard(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
+        self.allow(&request, Operation::Edit, || "discard".into())
+            .await?;
         let session = request.into_inner().session;
         self.run("Discard", session, move |s| ds(s.discard(session)))
             .await?;
@@ -225,6 +311,10 @@ impl Management for Service {
         &self,
         request: Request<RollbackRequest>,
     ) -> Result<Response<EditReply>, Status> {
+        self.allow(&request, Operation::Edit, || {
+            format!("rollback {}", request.get_ref().index)
+        })
+        .await?;
         let RollbackRequest { session, index } = request.into_inner();
         self.run("Rollback", session, move |s| {
             ds(s.rollback(session, index as usize))
@@ -234,6 +324,8 @@ impl Management for Service {
     }
 
     async fn compare(&self, request: Request<CompareRequest>) -> Result<Response<Lines>, Status> {
+        self.allow(&request, Operation::Show, || "compare".into())
+            .await?;
         let request = request.into_inner();
         let session = request.session;
         let format = known(
@@ -257,55 +349,46 @@ impl Management for Service {
         &self,
         request: Request<CommitRequest>,
     ) -> Result<Response<CommitReply>, Status> {
-        let request = request.into_inner();
-        let session = request.session;
-        let ds_request = DsCommit {
-            comment: Some(request.comment).filter(|c| !c.is_empty()),
-            confirm_timeout: (request.confirm_seconds > 0)
-                .then(|| Duration::from_secs(u64::from(request.confirm_seconds))),
-            check_only: request.check_only,
-            offline: request.offline,
-        };
-        let outcome = self
-            .run(
-                "Commit",
-                session,
-                move |s| ds(s.commit(session, ds_request)),
-            )
+        let what = describe_commit(request.get_ref());
+        let caller = self
+            .allow(&request, Operation::Commit, || what.clone())
             .await?;
-        let changes = outcome.changes();
-        let mut change_lines = setlines::render_changes(&self.schema, &changes);
-        let change_lines_total = change_lines.len() as u64;
-        change_lines.truncate(MAX_CHANGE_LINES);
-        ok(CommitReply {
-            commit_id: outcome.commit_id.unwrap_or(0),
-            warnings: outcome.warnings.into_iter().map(problem).collect(),
-            changes: changes.len() as u64,
-            change_lines,
-            change_lines_total,
-            confirm_deadline_unix_ms: unix_ms(outcome.confirm_deadline),
-            confirmed_commit_id: outcome.confirmed.unwrap_or(0),
-            validation_scope: match outcome.scope {
-                Scope::Full => "the whole configuration".to_string(),
-                Scope::Entries(n) => format!("{n} changed entries"),
-            },
-            chip: outcome.chip,
+        let request = request.into_inner();
+        let reply = self.commit_reply(request).await;
+        self.audited(&caller, what, reply, |r| match r.commit_id {
+            0 => format!("{} changes, nothing committed", r.changes),
+            id => format!("commit {id}, {} changes", r.changes),
         })
+        .map(Response::new)
     }
 
-    async fn confirm(&self, _: Request<Empty>) -> Result<Response<ConfirmReply>, Status> {
-        let id = self.run("Confirm", 0, |s| ds(s.confirm())).await?;
+    async fn confirm(&self, request: Request<Empty>) -> Result<Response<ConfirmReply>, Status> {
+        let caller = self
+            .allow(&request, Operation::Confirm, || "confirm".into())
+            .await?;
+        let id = self.run("Confirm", 0, |s| ds(s.confirm())).await;
+        let id = self.audited(&caller, "confirm".into(), id, |id| match id {
+            Some(id) => format!("confirmed commit {id}"),
+            None => "nothing waited for a confirmation".into(),
+        })?;
         ok(ConfirmReply {
             commit_id: id.unwrap_or(0),
         })
     }
 
-    async fn save(&self, _: Request<Empty>) -> Result<Response<Empty>, Status> {
-        self.run("Save", 0, |s| ds(s.save())).await?;
+    async fn save(&self, request: Request<Empty>) -> Result<Response<Empty>, Status> {
+        let what = "save (running becomes startup)";
+        let caller = self
+            .allow(&request, Operation::Save, || what.into())
+            .await?;
+        let saved = self.run("Save", 0, |s| ds(s.save())).await;
+        self.audited(&caller, what.into(), saved, |()| "saved".into())?;
         ok(Empty {})
     }
 
-    async fn history(&self, _: Request<Empty>) -> Result<Response<HistoryReply>, Status> {
+    async fn history(&self, request: Request<Empty>) -> Result<Response<HistoryReply>, Status> {
+        self.allow(&request, Operation::Show, || "show system commit".into())
+            .await?;
         let commits = self
             .run("History", 0, |s| {
                 Ok(s.history()
@@ -333,6 +416,10 @@ impl Management for Service {
         &self,
         request: Request<CommitChangesRequest>,
     ) -> Result<Response<Lines>, Status> {
+        self.allow(&request, Operation::Show, || {
+            "show a commit's changes".into()
+        })
+        .await?;
         let index = request.into_inner().index as usize;
         let changes = self
             .run("CommitChanges", 0, move |s| ds(s.commit_changes(index)))
@@ -342,6 +429,10 @@ impl Management for Service {
     }
 
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetReply>, Status> {
+        self.allow(&request, Operation::Show, || {
+            format!("show {}", first_line(&request.get_ref().path))
+        })
+        .await?;
         let request = request.into_inner();
         let session = request.session;
         let schema = self.schema.clone();
@@ -379,6 +470,8 @@ impl Management for Service {
         &self,
         request: Request<ListKeysRequest>,
     ) -> Result<Response<ListKeysReply>, Status> {
+        self.allow(&request, Operation::Show, || "list keys".into())
+            .await?;
         let request = request.into_inner();
         let session = request.session;
         let path = parse_path(&self.schema, &request.list_path)?;
@@ -394,7 +487,101 @@ impl Management for Service {
     }
 
     async fn call(&self, request: Request<CallRequest>) -> Result<Response<CallReply>, Status> {
+        let operation = match request.get_ref().rpc.as_str() {
+            rpcs::LOOKUP_SESSION => Operation::Lookup,
+            _ => Operation::Call,
+        };
+        let what = format!(
+            "call {} {}",
+            request.get_ref().rpc,
+            first_line(&request.get_ref().input_json)
+        );
+        let caller = self.allow(&request, operation, || what.clone()).await?;
         let request = request.into_inner();
+        let output = self.call_rpc(request).await;
+        if !operation.changes() {
+            return output.map(Response::new);
+        }
+        self.audited(&caller, what, output, |_| "done".into())
+            .map(Response::new)
+    }
+
+    async fn audit(&self, request: Request<AuditRequest>) -> Result<Response<AuditReply>, Status> {
+        self.allow(&request, Operation::Show, || "show system audit".into())
+            .await?;
+        let last = match request.into_inner().last {
+            0 => DEFAULT_AUDIT_RECORDS,
+            n => n as usize,
+        };
+        let log = self.audit_log.clone();
+        let records = tokio::task::spawn_blocking(move || log.last(last))
+            .await
+            .map_err(|e| Status::internal(format!("reading the audit log: {e}")))?;
+        ok(AuditReply {
+            records: records.into_iter().map(audit_record).collect(),
+        })
+    }
+}
+
+impl Service {
+    /// The name a new session records: the caller's own; another one (`efb-cli --user`)
+    /// only from an admin, as "ACCOUNT as NAME".
+    fn recorded_user(&self, caller: &Caller, asked: &str) -> Result<String, Status> {
+        if asked.is_empty() || asked == caller.name {
+            return Ok(caller.name.clone());
+        }
+        ds(efb_datastore::check_user(asked))?;
+        let what = || format!("open a session as {asked}");
+        self.check(caller, Operation::ActAs, what)?;
+        let user = format!("{} as {asked}", caller.name);
+        let length = user.chars().count();
+        if length > efb_datastore::MAX_USER_CHARS {
+            return Err(Status::invalid_argument(format!(
+                "user name: recorded as \"{user}\", {length} characters; at most {} in all",
+                efb_datastore::MAX_USER_CHARS
+            )));
+        }
+        self.record(caller, what(), Ok(format!("recorded as {user}")));
+        Ok(user)
+    }
+
+    async fn commit_reply(&self, request: CommitRequest) -> Result<CommitReply, Status> {
+        let session = request.session;
+        let ds_request = DsCommit {
+            comment: Some(request.comment).filter(|c| !c.is_empty()),
+            confirm_timeout: (request.confirm_seconds > 0)
+                .then(|| Duration::from_secs(u64::from(request.confirm_seconds))),
+            check_only: request.check_only,
+            offline: request.offline,
+        };
+        let outcome = self
+            .run(
+                "Commit",
+                session,
+                move |s| ds(s.commit(session, ds_request)),
+            )
+            .await?;
+        let changes = outcome.changes();
+        let mut change_lines = setlines::render_changes(&self.schema, &changes);
+        let change_lines_total = change_lines.len() as u64;
+        change_lines.truncate(MAX_CHANGE_LINES);
+        Ok(CommitReply {
+            commit_id: outcome.commit_id.unwrap_or(0),
+            warnings: outcome.warnings.into_iter().map(problem).collect(),
+            changes: changes.len() as u64,
+            change_lines,
+            change_lines_total,
+            confirm_deadline_unix_ms: unix_ms(outcome.confirm_deadline),
+            confirmed_commit_id: outcome.confirmed.unwrap_or(0),
+            validation_scope: match outcome.scope {
+                Scope::Full => "the whole configuration".to_string(),
+                Scope::Entries(n) => format!("{n} changed entries"),
+            },
+            chip: outcome.chip,
+        })
+    }
+
+    async fn call_rpc(&self, request: CallRequest) -> Result<CallReply, Status> {
         let input: serde_json::Value = if request.input_json.trim().is_empty() {
             serde_json::Value::Null
         } else {
@@ -405,9 +592,51 @@ impl Management for Service {
         let output = self
             .run("Call", 0, move |s| rpcs::call(s, &name, &input))
             .await?;
-        ok(CallReply {
+        Ok(CallReply {
             output_json: output.to_string(),
         })
+    }
+}
+
+/// A commit request in words, for the audit.
+fn describe_commit(request: &CommitRequest) -> String {
+    let mut what = if request.check_only {
+        "commit check".to_string()
+    } else {
+        "commit".to_string()
+    };
+    if request.confirm_seconds > 0 {
+        what += &format!(" confirmed {} s", request.confirm_seconds);
+    }
+    if request.offline {
+        what += " offline";
+    }
+    if !request.comment.is_empty() {
+        what += &format!(" comment {:?}", first_line(&request.comment));
+    }
+    what
+}
+
+/// The first line of a text, cut to 200 characters (the audit bounds it again).
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("");
+    let mut cut: String = line.chars().take(200).collect();
+    if cut.len() < text.len() {
+        cut.push_str("...");
+    }
+    cut
+}
+
+fn audit_record(r: Record) -> AuditRecord {
+    let time = UNIX_EPOCH + Duration::from_millis(r.time_ms);
+    AuditRecord {
+        time: humantime::format_rfc3339_seconds(time).to_string(),
+        user: r.user,
+        role: r.role.map_or("none", efb_gnmi::Role::as_str).to_string(),
+        from: r.from,
+        what: r.what,
+        accepted: r.accepted,
+        result: r.result,
     }
 }
 

@@ -23,7 +23,12 @@ pub struct Flags {
     /// of a load [default: 256].
     #[arg(long, value_name = "MIB")]
     pub max_input_mib: Option<u64>,
-    /// Management API address (the shell connects here); port 0 picks a free port.
+    /// Unix socket of the management API (the shell connects here) [default:
+    /// DIR/efbd.sock].
+    #[arg(long, value_name = "PATH")]
+    pub mgmt_socket: Option<PathBuf>,
+    /// Also serve the management API on TCP, with TLS and the users file (off by default);
+    /// port 0 picks a free port.
     #[arg(long, value_name = "ADDR")]
     pub mgmt_listen: Option<SocketAddr>,
     /// P4Runtime server of the chip (or of efb-target).
@@ -64,6 +69,10 @@ pub struct Flags {
     /// TLS private key of the gNMI server (PEM).
     #[arg(long, value_name = "FILE", requires = "gnmi_tls_cert")]
     pub gnmi_tls_key: Option<PathBuf>,
+    /// CA certificate (PEM) of client certificates: a client may log in with a certificate
+    /// whose subject CN is a user of the users file (gNMI and the management API's TCP).
+    #[arg(long, value_name = "FILE")]
+    pub gnmi_client_ca: Option<PathBuf>,
     /// Read a password on standard input, print its Argon2id hash for the users file, exit.
     #[arg(long)]
     pub hash_password: bool,
@@ -83,7 +92,22 @@ pub struct Settings {
     pub management: Management,
     pub p4runtime: P4Runtime,
     pub gnmi: Gnmi,
+    pub audit: Audit,
     pub log: Log,
+}
+
+/// The audit log (DIR/audit.log): who changed what, or was refused.
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Audit {
+    /// The log's size at most, in KiB (the older half is dropped past it).
+    pub max_kib: u64,
+}
+
+impl Default for Audit {
+    fn default() -> Audit {
+        Audit { max_kib: 4096 }
+    }
 }
 
 /// The gNMI server.
@@ -100,6 +124,8 @@ pub struct Gnmi {
     /// datastore directory (gnmi-cert.pem, gnmi-key.pem).
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// CA of client certificates (PEM); none: clients log in with passwords only.
+    pub client_ca: Option<PathBuf>,
     /// Largest gRPC message, in MiB (gRPC's default is 4).
     pub max_message_mib: usize,
     /// Responses a subscriber may have waiting before it stops taking more.
@@ -169,7 +195,17 @@ impl Connections {
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Management {
-    pub listen: SocketAddr,
+    /// The Unix socket; none: DIR/efbd.sock.
+    pub socket: Option<PathBuf>,
+    /// The socket's permissions, in octal: who may connect at all (each request is then
+    /// judged by the caller's role).
+    pub socket_mode: String,
+    /// The socket's group; none: efbd's.
+    pub socket_group: Option<String>,
+    /// The groups that give roles to Unix accounts (root and efbd's own account are admin).
+    pub groups: Groups,
+    /// TCP address, with TLS and gNMI's users file; none: no TCP.
+    pub listen: Option<SocketAddr>,
     /// Sessions (shells, programs) open at one time at most; OpenSession past it is
     /// refused with RESOURCE_EXHAUSTED.
     #[serde(default = "default_max_sessions")]
@@ -180,6 +216,25 @@ pub struct Management {
     pub session_idle_timeout_s: u64,
     /// Connections: shells and scripts, one each.
     pub connections: Connections,
+}
+
+/// Unix groups whose members have a role.
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Groups {
+    pub admin: String,
+    pub operator: String,
+    pub viewer: String,
+}
+
+impl Default for Groups {
+    fn default() -> Groups {
+        Groups {
+            admin: "efb-admin".to_string(),
+            operator: "efb-operator".to_string(),
+            viewer: "efb-viewer".to_string(),
+        }
+    }
 }
 
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
@@ -206,6 +261,7 @@ impl Default for Settings {
             management: Management::default(),
             p4runtime: P4Runtime::default(),
             gnmi: Gnmi::default(),
+            audit: Audit::default(),
             log: Log::default(),
         }
     }
@@ -221,6 +277,7 @@ impl Default for Gnmi {
             users: None,
             tls_cert: None,
             tls_key: None,
+            client_ca: None,
             max_message_mib: 256,
             subscriber_queue: 64,
             password_checks: efb_gnmi::auth::default_checks(),
@@ -245,6 +302,27 @@ fn default_session_idle_timeout_s() -> u64 {
 }
 
 impl Management {
+    /// The Unix socket's path: `socket`, or efbd.sock in the datastore directory.
+    pub fn socket_path(&self, datastore: &Path) -> PathBuf {
+        self.socket
+            .clone()
+            .unwrap_or_else(|| datastore.join("efbd.sock"))
+    }
+
+    /// `socket_mode` as permission bits.
+    pub fn socket_mode_bits(&self) -> Result<u32, String> {
+        let text = self.socket_mode.trim_start_matches("0o");
+        u32::from_str_radix(text, 8)
+            .ok()
+            .filter(|bits| *bits <= 0o777 && !text.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "management.socket_mode = {:?}: expected permission bits in octal, 0000 to 0777 (\"0660\")",
+                    self.socket_mode
+                )
+            })
+    }
+
     /// The datastore's session limits these settings make.
     pub fn session_limits(&self) -> efb_datastore::SessionLimits {
         efb_datastore::SessionLimits {
@@ -258,7 +336,12 @@ impl Management {
 impl Default for Management {
     fn default() -> Management {
         Management {
-            listen: SocketAddr::from(([127, 0, 0, 1], 50051)),
+            socket: None,
+            // Anyone may connect; what they may do is their role's (no role: nothing).
+            socket_mode: "0666".to_string(),
+            socket_group: None,
+            groups: Groups::default(),
+            listen: None,
             max_sessions: default_max_sessions(),
             session_idle_timeout_s: default_session_idle_timeout_s(),
             // No pings: efb-cli answers them only while it runs a command, and a shell
@@ -318,8 +401,11 @@ impl Settings {
         if let Some(mib) = flags.max_input_mib {
             settings.max_input_mib = mib;
         }
+        if let Some(path) = &flags.mgmt_socket {
+            settings.management.socket = Some(path.clone());
+        }
         if let Some(addr) = flags.mgmt_listen {
-            settings.management.listen = addr;
+            settings.management.listen = Some(addr);
         }
         if let Some(target) = &flags.p4runtime {
             settings.p4runtime.target = target.clone();
@@ -362,6 +448,16 @@ impl Settings {
             }
         }
         gnmi.connections.check("gnmi.connections")?;
+        self.management.socket_mode_bits()?;
+        if self.audit.max_kib < 16 {
+            return Err("audit.max_kib must be at least 16".to_string());
+        }
+        if self.management.listen.is_some() && self.gnmi.users.is_none() {
+            return Err(
+                "management.listen (TCP) needs gnmi.users: over TCP, clients log in as users of that file"
+                    .to_string(),
+            );
+        }
         self.management.connections.check("management.connections")
     }
 
@@ -378,6 +474,9 @@ impl Settings {
         if let (Some(cert), Some(key)) = (&flags.gnmi_tls_cert, &flags.gnmi_tls_key) {
             gnmi.tls_cert = Some(cert.clone());
             gnmi.tls_key = Some(key.clone());
+        }
+        if let Some(ca) = &flags.gnmi_client_ca {
+            gnmi.client_ca = Some(ca.clone());
         }
     }
 
@@ -407,7 +506,8 @@ mod tests {
         let file = dir.path().join("efbd.toml");
         std::fs::write(
             &file,
-            "datastore = \"/var/lib/efb\"\n[management]\nlisten = \"127.0.0.1:6000\"\n",
+            "datastore = \"/var/lib/efb\"\n[management]\nlisten = \"127.0.0.1:6000\"\n\
+             [gnmi]\nusers = \"/etc/efb/users.toml\"\n",
         )
         .unwrap();
         let flags = Flags {
@@ -417,7 +517,7 @@ mod tests {
         };
         let settings = Settings::from_flags(&flags).unwrap();
         assert_eq!(settings.datastore, PathBuf::from("/var/lib/efb"));
-        assert_eq!(settings.management.listen.port(), 7000);
+        assert_eq!(settings.management.listen.map(|a| a.port()), Some(7000));
         assert_eq!(settings.p4runtime.target, "127.0.0.1:9559");
     }
 
@@ -528,6 +628,46 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn the_management_api_is_a_unix_socket_by_default_and_tcp_needs_users() {
+        let defaults = Settings::default();
+        assert_eq!(defaults.management.listen, None);
+        assert_eq!(
+            defaults.management.socket_path(Path::new("/var/lib/efb")),
+            PathBuf::from("/var/lib/efb/efbd.sock")
+        );
+        assert_eq!(defaults.management.socket_mode_bits(), Ok(0o666));
+        assert_eq!(defaults.management.groups.operator, "efb-operator");
+        let dir = tempfile::tempdir().unwrap();
+        for (text, expected) in [
+            (
+                "[management]\nlisten = \"127.0.0.1:6000\"\n",
+                "management.listen (TCP) needs gnmi.users",
+            ),
+            (
+                "[management]\nsocket_mode = \"0999\"\n",
+                "management.socket_mode = \"0999\": expected permission bits in octal",
+            ),
+        ] {
+            let file = dir.path().join("efbd.toml");
+            std::fs::write(&file, text).unwrap();
+            let flags = Flags {
+                config: Some(file),
+                ..Flags::default()
+            };
+            let err = Settings::from_flags(&flags).unwrap_err().to_string();
+            assert!(err.contains(expected), "{err}");
+        }
+        let settings: Settings = toml::from_str(
+            "[management]\nsocket = \"/run/efbd/efbd.sock\"\nsocket_mode = \"0660\"\n\
+             [management.groups]\nadmin = \"netadmins\"\n",
+        )
+        .unwrap();
+        assert_eq!(settings.management.socket_mode_bits(), Ok(0o660));
+        assert_eq!(settings.management.groups.admin, "netadmins");
+        assert_eq!(settings.management.groups.viewer, "efb-viewer");
     }
 
     #[test]

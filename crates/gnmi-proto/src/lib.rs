@@ -14,3 +14,8 @@ pub mod gnmi_ext {
 
 /// The gNMI service version of the transcribed `gnmi.proto` (its `gnmi_service` option).
 pub const GNMI_VERSION: &str = env!("GNMI_SERVICE_VERSION");
+
+/// The file descriptor set of gnmi.proto and gnmi_ext.proto with everything they import,
+/// as protox compiled them: what gRPC server reflection serves.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/gnmi_descriptor.bin"));

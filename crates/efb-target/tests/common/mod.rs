@@ -8,9 +8,12 @@ pub use efb_target::frames;
 
 use std::time::Duration;
 
+use efb_p4info::names::flows::{self, FlowTable};
+use efb_p4info::names::{actions as a, fields as f, tables as t};
 use efb_p4info::{P4InfoIndex, PortMap};
 use efb_target::control_proto::{self as pb, target_control_client::TargetControlClient};
 use efb_target::{Device, DeviceOptions, Profile, Servers};
+use p4runtime_proto::p4::config::v1::P4Info;
 use p4runtime_proto::p4::v1::{self as p4, p4_runtime_client::P4RuntimeClient};
 use prost::Message;
 use tokio::sync::mpsc;
@@ -141,7 +144,7 @@ impl Bench {
     pub async fn set_config(
         &mut self,
         election_id: u64,
-        p4info: p4runtime_proto::p4::config::v1::P4Info,
+        p4info: P4Info,
         action: p4::set_forwarding_pipeline_config_request::Action,
     ) -> Result<(), tonic::Status> {
         let req = p4::SetForwardingPipelineConfigRequest {
@@ -152,8 +155,8 @@ impl Bench {
             }),
             action: action as i32,
             config: Some(p4::ForwardingPipelineConfig {
+                p4_device_config: device_config_for(&p4info),
                 p4info: Some(p4info),
-                p4_device_config: b"efb.p4 for the software target".to_vec(),
                 cookie: Some(p4::forwarding_pipeline_config::Cookie { cookie: 42 }),
             }),
             ..Default::default()
@@ -307,6 +310,36 @@ impl Bench {
     }
 }
 
+/// The `p4_device_config` that goes with a P4Info (Stratum on Tofino refuses a P4Info that
+/// is not its program's): the compiled efb program for efb's; for a test program, the
+/// same with a bfrt.json naming the test program's tables and counters instead.
+pub fn device_config_for(p4info: &P4Info) -> Vec<u8> {
+    if *p4info == efb_p4info::p4info().unwrap() {
+        return efb_p4info::device_config::device_config();
+    }
+    let objects = p4info
+        .tables
+        .iter()
+        .map(|t| (t.preamble.as_ref(), Some(t.size)))
+        .chain(p4info.counters.iter().map(|c| (c.preamble.as_ref(), None)));
+    let tables: Vec<serde_json::Value> = objects
+        .map(|(preamble, size)| {
+            let preamble = preamble.unwrap();
+            serde_json::json!({
+                "name": format!("pipe.{}", preamble.name),
+                "id": preamble.id,
+                "size": size,
+            })
+        })
+        .collect();
+    let mut config = efb_p4info::device_config::bf_pipeline_config();
+    config.p4_name = "test".into();
+    config.bfruntime_info = serde_json::json!({ "tables": tables })
+        .to_string()
+        .into_bytes();
+    config.encode_to_vec()
+}
+
 pub fn port_ref(name: &str) -> pb::PortRef {
     pb::PortRef {
         port: Some(pb::port_ref::Port::Name(name.to_string())),
@@ -370,6 +403,68 @@ pub fn update(kind: p4::update::Type, e: p4::TableEntry) -> p4::Update {
 
 pub fn insert(e: p4::TableEntry) -> p4::Update {
     update(p4::update::Type::Insert, e)
+}
+
+/// The `ingress_port` entry that lets packet-outs in by the CPU port.
+pub fn from_cpu(index: &P4InfoIndex, cpu_port: u32) -> p4::TableEntry {
+    entry(
+        index,
+        t::INGRESS_PORT,
+        &[(f::INGRESS_PORT, M::Exact(cpu_port.into()))],
+        a::FROM_CPU,
+        &[],
+        0,
+    )
+}
+
+/// `platform`'s default entry: the port keep-alives from the filters are sent to.
+pub fn platform(index: &P4InfoIndex, cpu_port: u32) -> p4::TableEntry {
+    let mut e = entry(
+        index,
+        t::PLATFORM,
+        &[],
+        a::SET_CPU_PORT,
+        &[(f::PORT, cpu_port.into())],
+        0,
+    );
+    e.is_default_action = true;
+    e
+}
+
+/// What the driver writes for the board's CPU port (the compiler's platform group).
+pub fn cpu_port_updates(index: &P4InfoIndex, cpu_port: u32) -> Vec<p4::Update> {
+    vec![
+        update(p4::update::Type::Modify, platform(index, cpu_port)),
+        insert(from_cpu(index, cpu_port)),
+    ]
+}
+
+/// An entry of each IP flow table (IPv4, IPv6), the action picked per table.
+pub fn ip_flows(
+    index: &P4InfoIndex,
+    matches: &[(&str, M)],
+    action: impl Fn(&FlowTable) -> &'static str,
+    params: &[(&str, u128)],
+    priority: i32,
+) -> Vec<p4::Update> {
+    [flows::IPV4, flows::IPV6]
+        .iter()
+        .map(|table| {
+            insert(entry(
+                index,
+                table.table,
+                matches,
+                action(table),
+                params,
+                priority,
+            ))
+        })
+        .collect()
+}
+
+/// A flow table's `to_unit` action (the IP tables have one).
+pub fn to_unit(table: &FlowTable) -> &'static str {
+    table.to_unit.expect("an IP flow table has to_unit")
 }
 
 /// A match value for a field, by kind.

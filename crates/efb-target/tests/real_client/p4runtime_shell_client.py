@@ -1,7 +1,8 @@
 """Real-client conformance: p4runtime-shell (PyPI p4runtime-shell) against efb-target.
 
-Connects as primary (election id 20), takes the P4Info from the target, reads the flow
-entries a test wrote, writes one flow entry of its own, and prints what it saw as JSON.
+Connects as primary (election id 20), takes the P4Info from the target, reads the IPv4
+flow entries a test wrote, writes one flow entry of its own (by the names' shortest unique
+suffixes, as a person at the shell would), and prints what it saw as JSON.
 Usage: python p4runtime_shell_client.py HOST:PORT
 """
 
@@ -10,6 +11,9 @@ import sys
 
 import p4runtime_sh.shell as sh
 from p4runtime_sh.context import P4Type
+
+# The IPv4 flow table ("flows" alone names three tables).
+FLOWS = "flows_ipv4.flows"
 
 
 def main(addr):
@@ -20,17 +24,17 @@ def main(addr):
     try:
         out = {"tables": sorted(name for name, _ in sh.context.get_objs(P4Type.table))}
         flows = []
-        for te in sh.TableEntry("flows").read():
+        for te in sh.TableEntry(FLOWS).read():
             msg = te.msg()
             flows.append({
                 "priority": msg.priority,
                 "action": sh.context.get_name_from_id(msg.action.action.action_id),
-                "fields": sorted(sh.context.get_mf_name("flows", m.field_id) for m in msg.match),
+                "fields": sorted(sh.context.get_mf_name(FLOWS, m.field_id) for m in msg.match),
             })
         out["flows"] = flows
-        te = sh.TableEntry("flows")(action="drop")
+        te = sh.TableEntry(FLOWS)(action="flows_ipv4.drop")
         te.match["link_id"] = "2&&&0xff"
-        te.match["l4_dst_port"] = "9..9"
+        te.match["l4_dst_port"] = "9&&&0xffff"
         te.match["ip_proto"] = "17&&&0xff"
         te.priority = 500
         te.insert()

@@ -1,0 +1,174 @@
+//! What Stratum on Tofino checks in a pipeline push: `p4_device_config` must be a
+//! serialized `BfPipelineConfig` (program name, bfrt.json, per profile context.json and
+//! the chip image), and the P4Info must describe the program inside it: Stratum maps every
+//! P4Info table to a BfRt table by id, then by name (bfrt names carry the pipeline's
+//! prefix, `pipe.`), and a P4Info naming what the program lacks is refused.
+
+use efb_p4info::P4InfoIndex;
+use p4runtime_proto::stratum::hal::barefoot::BfPipelineConfig;
+use prost::Message;
+
+/// One BfRt table as bfrt.json lists it.
+struct BfrtTable {
+    name: String,
+    id: u64,
+    size: Option<u64>,
+}
+
+/// Checks `bytes` as Stratum-bfrt would; on success, the program's name.
+pub fn check(index: &P4InfoIndex, bytes: &[u8]) -> Result<String, String> {
+    if bytes.is_empty() {
+        return Err(
+            "missing P4 device config: Tofino needs the compiled program, a \
+                    serialized BfPipelineConfig (p4_name, bfruntime_info = bfrt.json, \
+                    profiles with context.json and tofino.bin)"
+                .into(),
+        );
+    }
+    let config = BfPipelineConfig::decode(bytes)
+        .map_err(|e| format!("p4_device_config is not a BfPipelineConfig: {e}"))?;
+    if config.p4_name.is_empty() {
+        return Err("BfPipelineConfig.p4_name is empty".into());
+    }
+    if config.profiles.is_empty() {
+        return Err("BfPipelineConfig has no profile (context.json and tofino.bin)".into());
+    }
+    for profile in &config.profiles {
+        let name = &profile.profile_name;
+        serde_json::from_slice::<serde_json::Value>(&profile.context)
+            .map_err(|e| format!("profile {name:?}: context is not JSON: {e}"))?;
+        if profile.binary.is_empty() {
+            return Err(format!(
+                "profile {name:?}: the chip image (binary) is empty"
+            ));
+        }
+    }
+    let tables = bfrt_tables(&config.bfruntime_info)?;
+    check_tables(index, &tables)?;
+    Ok(config.p4_name)
+}
+
+fn bfrt_tables(bfrt: &[u8]) -> Result<Vec<BfrtTable>, String> {
+    let json: serde_json::Value = serde_json::from_slice(bfrt)
+        .map_err(|e| format!("bfruntime_info is not JSON (bfrt.json): {e}"))?;
+    let tables = json
+        .get("tables")
+        .and_then(|t| t.as_array())
+        .ok_or("bfruntime_info has no \"tables\" array: it is not bfrt.json")?;
+    tables
+        .iter()
+        .map(|t| {
+            let name = t.get("name").and_then(|n| n.as_str());
+            let id = t.get("id").and_then(|n| n.as_u64());
+            match (name, id) {
+                (Some(name), Some(id)) => Ok(BfrtTable {
+                    name: name.to_string(),
+                    id,
+                    size: t.get("size").and_then(|s| s.as_u64()),
+                }),
+                _ => Err(format!("bfrt.json table without name or id: {t}")),
+            }
+        })
+        .collect()
+}
+
+/// Every P4Info table and indexed counter has its BfRt table, found as Stratum's id
+/// mapper finds it, with the same size.
+fn check_tables(index: &P4InfoIndex, bfrt: &[BfrtTable]) -> Result<(), String> {
+    let objects = index
+        .tables()
+        .map(|t| (t.id, t.name.as_str(), Some(t.size)))
+        .chain(index.counters().map(|c| (c.id, c.name.as_str(), None)));
+    for (id, name, size) in objects {
+        let found = bfrt
+            .iter()
+            .find(|b| u64::from(id) == b.id && names_match(&b.name, name))
+            .or_else(|| bfrt.iter().find(|b| names_match(&b.name, name)));
+        let Some(table) = found else {
+            return Err(format!(
+                "P4Info object {name} (id {id}) is not in the program's bfrt.json: the P4Info \
+                 is not the one the program was compiled with"
+            ));
+        };
+        if let (Some(p4info), Some(bfrt)) = (size, table.size)
+            && p4info != bfrt
+        {
+            return Err(format!(
+                "P4Info table {name} has size {p4info}, the compiled program {bfrt}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// bfrt.json names carry the pipeline's prefix (`pipe.EfbIngress.units`).
+fn names_match(bfrt: &str, p4info: &str) -> bool {
+    bfrt == p4info
+        || bfrt
+            .strip_suffix(p4info)
+            .is_some_and(|prefix| prefix.ends_with('.'))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use efb_p4info::device_config::{bf_pipeline_config, device_config};
+
+    fn index_of(text: &str) -> P4InfoIndex {
+        P4InfoIndex::new(&efb_p4info::p4info_from_text(text).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_compiled_program_and_its_p4info_are_accepted() {
+        let index = efb_p4info::index().unwrap();
+        assert_eq!(check(&index, &device_config()).unwrap(), "efb");
+    }
+
+    #[test]
+    fn an_empty_or_foreign_device_config_is_refused() {
+        let index = efb_p4info::index().unwrap();
+        let empty = check(&index, &[]).unwrap_err();
+        assert!(empty.contains("missing P4 device config"), "{empty}");
+        let text = check(&index, b"efb.p4 for the software target").unwrap_err();
+        assert!(text.contains("not a BfPipelineConfig"), "{text}");
+    }
+
+    #[test]
+    fn a_config_without_image_or_with_bad_json_is_refused() {
+        let index = efb_p4info::index().unwrap();
+        let mut no_image = bf_pipeline_config();
+        no_image.profiles[0].binary.clear();
+        let err = check(&index, &no_image.encode_to_vec()).unwrap_err();
+        assert!(err.contains("chip image"), "{err}");
+        let mut bad_bfrt = bf_pipeline_config();
+        bad_bfrt.bfruntime_info = b"{\"tables\": 3}".to_vec();
+        let err = check(&index, &bad_bfrt.encode_to_vec()).unwrap_err();
+        assert!(err.contains("\"tables\""), "{err}");
+    }
+
+    #[test]
+    fn a_p4info_that_is_not_the_compiled_programs_is_refused() {
+        let renamed = efb_p4info::P4INFO_TEXT.replacen(
+            "name: \"EfbIngress.units\"",
+            "name: \"EfbIngress.cells\"",
+            1,
+        );
+        let err = check(&index_of(&renamed), &device_config()).unwrap_err();
+        assert!(err.contains("EfbIngress.cells"), "{err}");
+        let units = efb_p4info::index()
+            .unwrap()
+            .table_by_name(efb_p4info::names::tables::UNITS)
+            .unwrap()
+            .size;
+        let resized = efb_p4info::P4INFO_TEXT.replacen(
+            &format!("size: {units}\n"),
+            &format!("size: {}\n", units + 1),
+            1,
+        );
+        assert_ne!(resized, efb_p4info::P4INFO_TEXT);
+        let err = check(&index_of(&resized), &device_config()).unwrap_err();
+        assert!(err.contains("size"), "{err}");
+    }
+}
