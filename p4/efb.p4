@@ -29,9 +29,9 @@
 
 /* Table sizes: what the compiler places on Tofino 1 (p4/compiled/resources.txt). The
  * controller reads them from the P4Info and refuses a configuration that needs more. */
-#define FLOWS_IPV4_SIZE  4096
-#define FLOWS_IPV6_SIZE  2048
-#define FLOWS_OTHER_SIZE 1024
+#define FLOWS_IPV4_SIZE  2048
+#define FLOWS_IPV6_SIZE  1024
+#define FLOWS_OTHER_SIZE 512
 #define BUCKETS_SIZE     262144
 
 /* ---------------------------------------------------------------- constants */
@@ -120,7 +120,7 @@ header pppoe_h {
 header llc_h {
     bit<8> dsap;
     bit<8> ssap;
-    bit<8> control;
+    bit<8> ctrl;
 }
 
 header ipv4_h {
@@ -266,7 +266,6 @@ struct ig_metadata_t {
     bit<1>    flow_drop;
     bit<1>    drop;
     bit<3>    drop_reason;
-    bit<16>   bucket_mask;
     bit<2>    method;
     bit<32>   hash;
     bit<16>   bucket;
@@ -287,13 +286,12 @@ parser EfbIngressParser(packet_in pkt,
                         out headers_t hdr,
                         out ig_metadata_t md,
                         out ingress_intrinsic_metadata_t ig_intr_md) {
+    /* The parser only extracts: Tofino's parser cannot overwrite a field it set
+     * before, so depths and the EtherType after the tags are worked out in ingress from
+     * which headers are valid. */
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
-        md.lkp.vlan_depth = 0;
-        md.lkp.mpls_depth = 0;
-        md.lkp.ip_version = 0;
-        md.pppoe = 0;
         transition select(ig_intr_md.ingress_port) {
             CPU_PORT_2_PIPES : parse_packet_out;
             CPU_PORT_4_PIPES : parse_packet_out;
@@ -306,15 +304,24 @@ parser EfbIngressParser(packet_in pkt,
         transition accept;
     }
 
+/* Where an EtherType (after the MACs or after a tag) leads. */
+#define AFTER_ETHERTYPE                                                      \
+            ETHERTYPE_IPV4        : parse_ipv4;                              \
+            ETHERTYPE_IPV6        : parse_ipv6;                              \
+            ETHERTYPE_MPLS        : parse_mpls0;                             \
+            ETHERTYPE_MPLS_MC     : parse_mpls0;                             \
+            ETHERTYPE_PPPOE       : parse_pppoe;                             \
+            0x0000 &&& 0xF800     : parse_llc;  /* an 802.3 length */        \
+            default               : accept
+
     state parse_ethernet {
         pkt.extract(hdr.ethernet);
-        md.lkp.ether_type = hdr.ethernet.ether_type;
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_EFB_TAG   : parse_efb_tag;
             ETHERTYPE_KEEPALIVE : parse_keepalive;
             ETHERTYPE_VLAN      : parse_vlan0;
             ETHERTYPE_QINQ      : parse_vlan0;
-            default             : parse_after_vlans;
+            AFTER_ETHERTYPE;
         }
     }
 
@@ -331,49 +338,28 @@ parser EfbIngressParser(packet_in pkt,
     /* Up to three tags; a fourth leaves the frame non-IP (passed, never filtered). */
     state parse_vlan0 {
         pkt.extract(hdr.vlan[0]);
-        md.lkp.vlan_depth = 1;
-        md.lkp.vlan0_vid = hdr.vlan[0].vid;
-        md.lkp.ether_type = hdr.vlan[0].ether_type;
         transition select(hdr.vlan[0].ether_type) {
             ETHERTYPE_VLAN : parse_vlan1;
             ETHERTYPE_QINQ : parse_vlan1;
-            default        : parse_after_vlans;
+            AFTER_ETHERTYPE;
         }
     }
 
     state parse_vlan1 {
         pkt.extract(hdr.vlan[1]);
-        md.lkp.vlan_depth = 2;
-        md.lkp.vlan1_vid = hdr.vlan[1].vid;
-        md.lkp.ether_type = hdr.vlan[1].ether_type;
         transition select(hdr.vlan[1].ether_type) {
             ETHERTYPE_VLAN : parse_vlan2;
             ETHERTYPE_QINQ : parse_vlan2;
-            default        : parse_after_vlans;
+            AFTER_ETHERTYPE;
         }
     }
 
     state parse_vlan2 {
         pkt.extract(hdr.vlan[2]);
-        md.lkp.vlan_depth = 3;
-        md.lkp.vlan2_vid = hdr.vlan[2].vid;
-        md.lkp.ether_type = hdr.vlan[2].ether_type;
         transition select(hdr.vlan[2].ether_type) {
             ETHERTYPE_VLAN : accept;    /* a 4th tag: deeper than we parse */
             ETHERTYPE_QINQ : accept;
-            default        : parse_after_vlans;
-        }
-    }
-
-    state parse_after_vlans {
-        transition select(md.lkp.ether_type) {
-            ETHERTYPE_IPV4        : parse_ipv4;
-            ETHERTYPE_IPV6        : parse_ipv6;
-            ETHERTYPE_MPLS        : parse_mpls0;
-            ETHERTYPE_MPLS_MC     : parse_mpls0;
-            ETHERTYPE_PPPOE       : parse_pppoe;
-            0x0000 &&& 0xF800     : parse_llc;   /* 802.3 length (0..2047 covers 0..1500) */
-            default               : accept;
+            AFTER_ETHERTYPE;
         }
     }
 
@@ -387,32 +373,26 @@ parser EfbIngressParser(packet_in pkt,
      * as routers guess. */
     state parse_mpls0 {
         pkt.extract(hdr.mpls[0]);
-        md.lkp.mpls_depth = 1;
         transition select(hdr.mpls[0].bos) { 1 : parse_mpls_payload; default : parse_mpls1; }
     }
     state parse_mpls1 {
         pkt.extract(hdr.mpls[1]);
-        md.lkp.mpls_depth = 2;
         transition select(hdr.mpls[1].bos) { 1 : parse_mpls_payload; default : parse_mpls2; }
     }
     state parse_mpls2 {
         pkt.extract(hdr.mpls[2]);
-        md.lkp.mpls_depth = 3;
         transition select(hdr.mpls[2].bos) { 1 : parse_mpls_payload; default : parse_mpls3; }
     }
     state parse_mpls3 {
         pkt.extract(hdr.mpls[3]);
-        md.lkp.mpls_depth = 4;
         transition select(hdr.mpls[3].bos) { 1 : parse_mpls_payload; default : parse_mpls4; }
     }
     state parse_mpls4 {
         pkt.extract(hdr.mpls[4]);
-        md.lkp.mpls_depth = 5;
         transition select(hdr.mpls[4].bos) { 1 : parse_mpls_payload; default : parse_mpls5; }
     }
     state parse_mpls5 {
         pkt.extract(hdr.mpls[5]);
-        md.lkp.mpls_depth = 6;
         transition select(hdr.mpls[5].bos) { 1 : parse_mpls_payload; default : accept; }
     }
 
@@ -426,7 +406,6 @@ parser EfbIngressParser(packet_in pkt,
 
     state parse_pppoe {
         pkt.extract(hdr.pppoe);
-        md.pppoe = 1;
         transition select(hdr.pppoe.protocol) {
             PPP_IPV4 : parse_ipv4;
             PPP_IPV6 : parse_ipv6;
@@ -716,8 +695,13 @@ control EfbIngress(inout headers_t hdr,
 
     action from_link_lan(bit<8> link_id) { md.from_link = 1; md.link_id = link_id; md.side_wan = 0; }
     action from_link_wan(bit<8> link_id) { md.from_link = 1; md.link_id = link_id; md.side_wan = 1; }
-    action from_pair_lan(bit<8> pair_id) { md.from_pair = 1; md.pair_id = pair_id; md.side_wan = 0; }
-    action from_pair_wan(bit<8> pair_id) { md.from_pair = 1; md.pair_id = pair_id; md.side_wan = 1; }
+    /* A frame from a filter names its link in the tag (when it has one). */
+    action from_pair_lan(bit<8> pair_id) {
+        md.from_pair = 1; md.pair_id = pair_id; md.side_wan = 0; md.link_id = hdr.efb_tag.link_id;
+    }
+    action from_pair_wan(bit<8> pair_id) {
+        md.from_pair = 1; md.pair_id = pair_id; md.side_wan = 1; md.link_id = hdr.efb_tag.link_id;
+    }
     action from_cpu() { md.from_cpu = 1; }
     action unknown_port() { mark_drop(DROP_UNKNOWN_PORT); }
 
@@ -774,7 +758,8 @@ control EfbIngress(inout headers_t hdr,
 
     /* ---- units, buckets, pairs */
 
-    action unit_active(bit<16> bucket_mask) { md.bucket_mask = bucket_mask; }
+    /* The bucket, computed by the unit's own action: one stage less. */
+    action unit_active(bit<16> bucket_mask) { md.bucket = md.hash[15:0] & bucket_mask; }
     action unit_bypass() { md.unit_id = 0; }
 
     table units {
@@ -816,6 +801,71 @@ control EfbIngress(inout headers_t hdr,
         default_action = pair_down();
         size = 256;
     }
+
+    /* ---- the Ethernet layers: tags, their VLAN ids, the EtherType after them, labels.
+     * Constant tables on which headers the parser found (it cannot count for us). */
+
+    action no_tags() { md.lkp.ether_type = hdr.ethernet.ether_type; }
+    action one_tag() {
+        md.lkp.vlan_depth = 1;
+        md.lkp.vlan0_vid = hdr.vlan[0].vid;
+        md.lkp.ether_type = hdr.vlan[0].ether_type;
+    }
+    action two_tags() {
+        md.lkp.vlan_depth = 2;
+        md.lkp.vlan0_vid = hdr.vlan[0].vid;
+        md.lkp.vlan1_vid = hdr.vlan[1].vid;
+        md.lkp.ether_type = hdr.vlan[1].ether_type;
+    }
+    action three_tags() {
+        md.lkp.vlan_depth = 3;
+        md.lkp.vlan0_vid = hdr.vlan[0].vid;
+        md.lkp.vlan1_vid = hdr.vlan[1].vid;
+        md.lkp.vlan2_vid = hdr.vlan[2].vid;
+        md.lkp.ether_type = hdr.vlan[2].ether_type;
+    }
+
+    table vlan_tags {
+        key = {
+            hdr.vlan[0].isValid() : exact;
+            hdr.vlan[1].isValid() : exact;
+            hdr.vlan[2].isValid() : exact;
+        }
+        actions = { no_tags; one_tag; two_tags; three_tags; }
+        default_action = no_tags();
+        const entries = {
+            (true, false, false) : one_tag();
+            (true, true, false)  : two_tags();
+            (true, true, true)   : three_tags();
+        }
+        size = 4;
+    }
+
+    action set_mpls_depth(bit<3> depth) { md.lkp.mpls_depth = depth; }
+
+    table mpls_labels {
+        key = {
+            hdr.mpls[0].isValid() : exact;
+            hdr.mpls[1].isValid() : exact;
+            hdr.mpls[2].isValid() : exact;
+            hdr.mpls[3].isValid() : exact;
+            hdr.mpls[4].isValid() : exact;
+            hdr.mpls[5].isValid() : exact;
+        }
+        actions = { set_mpls_depth; }
+        default_action = set_mpls_depth(0);
+        const entries = {
+            (true, false, false, false, false, false) : set_mpls_depth(1);
+            (true, true, false, false, false, false)  : set_mpls_depth(2);
+            (true, true, true, false, false, false)   : set_mpls_depth(3);
+            (true, true, true, true, false, false)    : set_mpls_depth(4);
+            (true, true, true, true, true, false)     : set_mpls_depth(5);
+            (true, true, true, true, true, true)      : set_mpls_depth(6);
+        }
+        size = 8;
+    }
+
+    action pppoe_present() { md.pppoe = 1; }
 
     /* ---- where the outer IP header starts, plus the 4-byte FCS (see check_length):
      * Ethernet 14, each VLAN tag or MPLS label 4, PPPoE and PPP 8. A constant table,
@@ -885,7 +935,6 @@ control EfbIngress(inout headers_t hdr,
 
     /* Back from a filter: strip the tag; the tag's link is looked up next. */
     action strip_tag() {
-        md.link_id = hdr.efb_tag.link_id;
         hdr.ethernet.ether_type = hdr.efb_tag.ether_type;
         hdr.efb_tag.setInvalid();
     }
@@ -922,7 +971,9 @@ control EfbIngress(inout headers_t hdr,
         md.xor_port = md.lkp.l4_src_port ^ md.lkp.l4_dst_port;
     }
 
-    /* Frames from the controller, and from a filter's ports. */
+    /* The order is the chip's: what depends on no table (the lookup fields, the hash)
+     * for every frame at once, then the few lookups that depend on each other (flows ->
+     * unit -> bucket -> pair), so that the chain fits the twelve stages. */
     apply {
         /* Every frame carries the bridged header to egress, which always parses it. */
         hdr.bridged.setValid();
@@ -936,55 +987,63 @@ control EfbIngress(inout headers_t hdr,
         md.unit_id = 0;
 
         ingress_port.apply();
+        balancing.apply();
 
-        if (md.drop == 1) {
-            /* unknown port: counted below */
-        } else if (hdr.packet_out.isValid()) {
-            if (md.from_cpu == 1) {
-                send_packet_out();
+        /* Lookup fields: the Ethernet layers and the innermost IP header reached. */
+        vlan_tags.apply();
+        mpls_labels.apply();
+        if (hdr.pppoe.isValid()) { pppoe_present(); }
+        if (hdr.inner_ipv4.isValid()) {
+            lookup_ipv4(hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr, hdr.inner_ipv4.protocol);
+        } else if (hdr.inner_ipv6.isValid()) {
+            lookup_ipv6(hdr.inner_ipv6.src_addr, hdr.inner_ipv6.dst_addr, hdr.inner_ipv6.next_hdr);
+        } else if (hdr.ipv4.isValid()) {
+            lookup_ipv4(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol);
+        } else if (hdr.ipv6.isValid()) {
+            lookup_ipv6(hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.next_hdr);
+        }
+        if (hdr.l4.isValid()) { l4_ports(); }
+
+        /* The session's hash, by the box's method (used only if a flow sends the frame
+         * to a unit). */
+        if (md.lkp.ip_version == 4) {
+            xor_ipv4();
+            if (md.method == METHOD_LAYER4) {
+                md.hash = hash_v4_l4.get({ md.xor_v4, md.lkp.ip_proto, md.xor_port });
+            } else if (md.method == METHOD_DST_IP) {
+                md.hash = hash_v4_dst.get({ md.lkp.ipv4_dst });
             } else {
-                /* By the other board's CPU port number: not ours. */
-                mark_drop(DROP_PACKET_OUT_PORT);
+                md.hash = hash_v4_l3.get({ md.xor_v4, md.lkp.ip_proto });
             }
-        } else if (md.from_pair == 1) {
-            if (hdr.efb_tag.isValid()) {
-                strip_tag();
-                link_ports.apply();
-                if (md.side_wan == 0) { out_lan(); } else { out_wan(); }
-            } else if (hdr.keepalive.isValid()) {
-                platform.apply();
-                send_packet_in();
+        } else if (md.lkp.ip_version == 6) {
+            xor_ipv6();
+            if (md.method == METHOD_LAYER4) {
+                md.hash = hash_v6_l4.get({ md.xor_v6, md.lkp.ip_proto, md.xor_port });
+            } else if (md.method == METHOD_DST_IP) {
+                md.hash = hash_v6_dst.get({ md.lkp.ipv6_dst });
             } else {
-                mark_drop(DROP_FROM_FILTER_UNTAGGED);
+                md.hash = hash_v6_l3.get({ md.xor_v6, md.lkp.ip_proto });
             }
-        } else if (ig_prsr_md.parser_err != 0) {
-            mark_drop(DROP_MALFORMED);
-        } else {
-            /* From an operator link: bypass (the link's other port) unless a flow and
-             * a live pair send the frame to a filter. */
+        }
+
+        /* The link's ports, looked up once (a table applies in one place on the chip):
+         * for a frame from a link, and for one back from a filter (the tag's link, which
+         * ingress_port copied). */
+        bool link_frame = md.from_link == 1 && ig_prsr_md.parser_err == 0;
+        bool returning = md.from_pair == 1 && hdr.efb_tag.isValid();
+        if (link_frame || returning) {
             link_ports.apply();
-            if (md.side_wan == 0) { out_wan(); } else { out_lan(); }
-
-            if (hdr.inner_ipv4.isValid()) {
-                lookup_ipv4(hdr.inner_ipv4.src_addr, hdr.inner_ipv4.dst_addr, hdr.inner_ipv4.protocol);
-            } else if (hdr.inner_ipv6.isValid()) {
-                lookup_ipv6(hdr.inner_ipv6.src_addr, hdr.inner_ipv6.dst_addr, hdr.inner_ipv6.next_hdr);
-            } else if (hdr.ipv4.isValid()) {
-                lookup_ipv4(hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol);
-            } else if (hdr.ipv6.isValid()) {
-                lookup_ipv6(hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.next_hdr);
-            }
-            if (hdr.l4.isValid()) { l4_ports(); }
+        }
+        if (link_frame) {
             if (hdr.ipv4.isValid()) {
                 ipv4_length();
-                ip_offset.apply();
-                check_length();
             } else if (hdr.ipv6.isValid()) {
                 ipv6_length();
+            }
+            if (hdr.ipv4.isValid() || hdr.ipv6.isValid()) {
                 ip_offset.apply();
                 check_length();
             }
-
             if (md.lkp.ip_version == 4) {
                 flows_ipv4.apply(hdr, md);
             } else if (md.lkp.ip_version == 6) {
@@ -992,39 +1051,43 @@ control EfbIngress(inout headers_t hdr,
             } else {
                 flows_other.apply(hdr, md);
             }
+        }
 
+        if (md.drop == 1) {
+            /* unknown port or link: counted below */
+        } else if (hdr.packet_out.isValid()) {
+            if (md.from_cpu == 1) {
+                send_packet_out();
+            } else {
+                /* By the other board's CPU port number: not ours. */
+                mark_drop(DROP_PACKET_OUT_PORT);
+            }
+        } else if (returning) {
+            strip_tag();
+            if (md.side_wan == 0) { out_lan(); } else { out_wan(); }
+        } else if (md.from_pair == 1) {
+            if (hdr.keepalive.isValid()) {
+                platform.apply();
+                send_packet_in();
+            } else {
+                mark_drop(DROP_FROM_FILTER_UNTAGGED);
+            }
+        } else if (!link_frame) {
+            mark_drop(DROP_MALFORMED);
+        } else {
+            /* From an operator link: bypass (the link's other port) unless the flow
+             * sends the frame to a unit, and a live pair takes its bucket. */
+            if (md.side_wan == 0) { out_wan(); } else { out_lan(); }
             if (md.flow_drop == 1) {
                 mark_drop(DROP_FLOW);
             } else if (md.unit_id != 0) {
-                balancing.apply();
                 units.apply();
-            }
-            if (md.unit_id != 0) {
-                if (md.lkp.ip_version == 4) {
-                    xor_ipv4();
-                    if (md.method == METHOD_LAYER4) {
-                        md.hash = hash_v4_l4.get({ md.xor_v4, md.lkp.ip_proto, md.xor_port });
-                    } else if (md.method == METHOD_DST_IP) {
-                        md.hash = hash_v4_dst.get({ md.lkp.ipv4_dst });
-                    } else {
-                        md.hash = hash_v4_l3.get({ md.xor_v4, md.lkp.ip_proto });
-                    }
-                } else {
-                    xor_ipv6();
-                    if (md.method == METHOD_LAYER4) {
-                        md.hash = hash_v6_l4.get({ md.xor_v6, md.lkp.ip_proto, md.xor_port });
-                    } else if (md.method == METHOD_DST_IP) {
-                        md.hash = hash_v6_dst.get({ md.lkp.ipv6_dst });
-                    } else {
-                        md.hash = hash_v6_l3.get({ md.xor_v6, md.lkp.ip_proto });
-                    }
+                if (md.unit_id != 0) {
+                    buckets.apply();
                 }
-                md.bucket = md.hash[15:0] & md.bucket_mask;
-                buckets.apply();
-            }
-            /* Unit in bypass, no bucket entry or pair down: the bypass port stays. */
-            if (md.unit_id != 0) {
-                pairs.apply();
+                if (md.unit_id != 0) {
+                    pairs.apply();
+                }
                 if (md.unit_id != 0) {
                     if (md.side_wan == 0) { out_pair_lan(); } else { out_pair_wan(); }
                 }
@@ -1069,7 +1132,6 @@ parser EfbEgressParser(packet_in pkt,
     state start {
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridged);
-        md.ip_end_over = 0;
         transition select(hdr.bridged.is_keepalive_out) {
             1       : parse_keepalive_out;
             default : accept;
@@ -1096,6 +1158,24 @@ control EfbEgress(inout headers_t hdr,
                   in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                   inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                   inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    /* How far the outer IP packet runs past the frame, by a saturating subtraction
+     * (the chip compares no two variables): 0 when it fits. */
+    action measure_overrun() {
+        md.ip_end_over = hdr.bridged.ip_end |-| eg_intr_md.pkt_length;
+    }
+
+    action length_ok() { }
+    action too_short() { eg_dprsr_md.drop_ctl = 1; }
+
+    /* A gateway cannot test a value computed in the same pass: a table can. */
+    table ip_length {
+        key = { md.ip_end_over : exact; }
+        actions = { length_ok; too_short; }
+        default_action = too_short();
+        const entries = { 0 : length_ok(); }
+        size = 1;
+    }
+
     apply {
         if (hdr.keepalive.isValid()) {
             /* The departure time on the chip's clock, so that time on path uses one
@@ -1105,10 +1185,8 @@ control EfbEgress(inout headers_t hdr,
         /* Wrong lengths: an IP length past the frame (pkt_length counts the 4-byte FCS).
          * A saturating subtraction says by how much, without comparing two variables. */
         if (hdr.bridged.check_length == 1) {
-            md.ip_end_over = hdr.bridged.ip_end |-| eg_intr_md.pkt_length;
-            if (md.ip_end_over != 0) {
-                eg_dprsr_md.drop_ctl = 1;
-            }
+            measure_overrun();
+            ip_length.apply();
         }
         hdr.bridged.setInvalid();
     }

@@ -209,7 +209,7 @@ async fn a_refused_commit_leaves_the_target_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     // A chip with less room than the program declares: one core per filter makes 256
     // buckets, which fit in 1000 entries; 1200 IPv4 flows do not (the compiler, which
-    // knows the program's 4096, lets them through).
+    // knows the program's size, lets them through).
     let servers = target(1000).await;
     let small_unit = "set ecofilter-balancer ecofilter-unit ef1 cores 1\n";
     let site = config(small_unit);
@@ -244,14 +244,20 @@ async fn a_commit_past_the_chips_capacity_is_refused_before_any_write() {
     let site = config("");
     let (driver, _) = start_reconciled(&servers, dir.path(), &site).await;
     let before = entries_on_target(&servers).await;
-    // The site has 6 IPv4 flow entries of its own; the program holds 4096.
-    let big = config(&ipv4_flows(4100));
+    // The site has 6 IPv4 flow entries of its own.
+    let capacity = efb_p4info::index()
+        .unwrap()
+        .table_by_name(efb_p4info::names::flows::IPV4.table)
+        .unwrap()
+        .size;
+    let big = config(&ipv4_flows(capacity as usize + 4));
     let refused = apply(&driver, &big, false).await.unwrap_err();
     let ChipError::OverCapacity(message) = &refused else {
         panic!("{refused:?}");
     };
     assert!(
-        message.contains("4096 IPv4 flow entries") && message.contains("needs 4106"),
+        message.contains(&format!("{capacity} IPv4 flow entries"))
+            && message.contains(&format!("needs {}", capacity + 10)),
         "{message}"
     );
     assert_eq!(refused.kind(), efb_datastore::ErrorKind::ChipFull);

@@ -10,7 +10,8 @@ pub struct TableSpec {
     pub name: &'static str,
     pub fields: &'static [(&'static str, u32, MatchKind)],
     pub actions: &'static [&'static str],
-    /// The default action the program starts with (P4Info does not carry it).
+    /// The default action the program starts with (checked against the P4Info's
+    /// `initial_default_action` where it carries one).
     pub initial_default: &'static str,
     /// Whether the default is fixed by the program.
     pub const_default: bool,
@@ -366,7 +367,10 @@ fn check_default(
         Some(ActionScope::DefaultOnly | ActionScope::TableAndDefault)
     );
     let const_ok = (table.const_default_action == Some(default.id)) == spec.const_default;
-    if !scope_ok || !const_ok {
+    let initial_ok = table
+        .initial_default_action
+        .is_none_or(|initial| initial == default.id);
+    if !scope_ok || !const_ok || !initial_ok {
         problems.push(format!(
             "table {}: default action {} (const: {}) does not match the P4Info",
             spec.name, spec.initial_default, spec.const_default

@@ -78,6 +78,9 @@ pub struct TableInfo {
     /// Action id and scope, in P4Info order.
     pub actions: Vec<(u32, ActionScope)>,
     pub const_default_action: Option<u32>,
+    /// The action the table starts with as its default (P4Runtime 1.4; older P4Infos
+    /// leave it out).
+    pub initial_default_action: Option<u32>,
     pub implementation_id: Option<u32>,
     pub direct_counter: Option<u32>,
     pub direct_meter: Option<u32>,
@@ -327,6 +330,10 @@ impl P4InfoIndex {
                     fields,
                     actions,
                     const_default_action: const_default,
+                    initial_default_action: table
+                        .initial_default_action
+                        .as_ref()
+                        .map(|call| call.action_id),
                     implementation_id,
                     direct_counter,
                     direct_meter,

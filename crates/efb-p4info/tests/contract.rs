@@ -102,3 +102,23 @@ fn port_map_is_complete_and_not_monotonic() {
     assert!(map.resolve("x1").is_err());
     assert!(map.resolve(&map.cpu_port().to_string()).is_err());
 }
+
+/// The committed outputs are the compiler's for the committed source: change efb.p4 and this
+/// fails until `p4/compile.sh` has written them again (CI has no Tofino compiler).
+#[test]
+fn compiled_outputs_belong_to_the_source_as_committed() {
+    use sha2::{Digest, Sha256};
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../p4");
+    let source = std::fs::read(root.join("efb.p4")).unwrap();
+    let digest: String = Sha256::digest(&source)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let recorded = std::fs::read_to_string(root.join("compiled/source.sha256")).unwrap();
+    assert_eq!(
+        recorded.split_whitespace().collect::<Vec<_>>(),
+        [digest.as_str(), "efb.p4"],
+        "p4/efb.p4 changed since p4/compiled/ was written: run p4/compile.sh (p4/README.md)"
+    );
+}

@@ -52,7 +52,7 @@ pub struct Program {
     to_pair: u32,
     pair_up: u32,
     pub drop_counter: u32,
-    /// The initial default action of each table (the P4Info does not carry it).
+    /// The initial default action of each table (from the contract, which the P4Info agrees with).
     pub initial_defaults: Vec<(u32, u32)>,
 }
 
@@ -273,6 +273,10 @@ impl Program {
                 };
             }
         };
+        // The chip looks the flow up beside the link's ports (not after): the flow
+        // counts the frame even when the link's entry is missing.
+        let flows = self.flow_table(&parsed);
+        let (action, params) = self.flow_action(objects, flows, link, &parsed, frame.len());
         let Some((lan, wan)) = self.link_ports(objects, link) else {
             return Verdict::Drop {
                 reason: drop_reasons::LINK_MISSING,
@@ -283,8 +287,6 @@ impl Program {
             port: other,
             frame: frame.to_vec(),
         };
-        let flows = self.flow_table(&parsed);
-        let (action, params) = self.flow_action(objects, flows, link, &parsed, frame.len());
         if action == flows.drop {
             return Verdict::Drop {
                 reason: drop_reasons::FLOW_DROP,
