@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use efb_balancing::{LiveState, Session};
 use efb_target::frames;
-use efb_tests::chip_io::{Chip, PAIR_LAN_PORTS, configure, wait_reconciled};
+use efb_tests::chip_io::{Chip, PAIR_LAN_PORTS, configure, daemon_on, wait_reconciled};
 use efb_tests::{Daemon, Target, mgmt_io, repo};
 use rand::{Rng, SeedableRng};
 
@@ -18,10 +18,7 @@ use rand::{Rng, SeedableRng};
 fn what_is_committed_is_what_the_chip_does() {
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&[]);
-    let daemon = Daemon::start(
-        &dir.path().join("datastore"),
-        &["--p4runtime", &target.address],
-    );
+    let daemon = daemon_on(dir.path(), &target);
     let out = configure(
         &daemon,
         "set ecofilter-balancer flow dns priority 250 match ip-proto 17 dst-port 53 action drop",
@@ -117,10 +114,7 @@ fn what_is_committed_is_what_the_chip_does() {
 fn sessions_meet_at_the_pair_and_core_efb_config_predicts() {
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&[]);
-    let daemon = Daemon::start(
-        &dir.path().join("datastore"),
-        &["--p4runtime", &target.address],
-    );
+    let daemon = daemon_on(dir.path(), &target);
     configure(&daemon, "");
     let schema = Arc::new(efb_yang::Schema::load().unwrap());
     let validator = efb_model::validation::Validator::new(schema.clone()).unwrap();
@@ -311,10 +305,7 @@ fn a_commit_the_chip_refuses_changes_nothing() {
     // The chip is as before: a site frame still goes to a filter, and a restarted efbd
     // finds nothing to correct.
     assert!(daemon.stop());
-    let daemon = Daemon::start(
-        &dir.path().join("datastore"),
-        &["--p4runtime", &target.address],
-    );
+    let daemon = daemon_on(dir.path(), &target);
     wait_reconciled(&daemon, "wrote 0 entries");
 }
 
@@ -322,10 +313,7 @@ fn a_commit_the_chip_refuses_changes_nothing() {
 fn a_commit_past_the_chips_capacity_is_refused_with_the_number() {
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&[]);
-    let daemon = Daemon::start(
-        &dir.path().join("datastore"),
-        &["--p4runtime", &target.address],
-    );
+    let daemon = daemon_on(dir.path(), &target);
     configure(&daemon, "");
     let (_, before, _) = daemon.cli(&["-c", "show configuration | display set"], "");
     // The IPv6 flow table as compiled for the chip; the site has IPv6 entries of its own.
@@ -357,10 +345,7 @@ fn a_commit_past_the_chips_capacity_is_refused_with_the_number() {
     let (_, after, _) = daemon.cli(&["-c", "show configuration | display set"], "");
     assert_eq!(after, before, "running unchanged");
     assert!(daemon.stop());
-    let daemon = Daemon::start(
-        &dir.path().join("datastore"),
-        &["--p4runtime", &target.address],
-    );
+    let daemon = daemon_on(dir.path(), &target);
     wait_reconciled(&daemon, "wrote 0 entries");
 }
 
@@ -411,12 +396,11 @@ fn gnmi_set_flows(
 fn reconcile_after_restarts_of_efbd_and_of_the_chip() {
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&[]);
-    let datastore = dir.path().join("datastore");
-    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    let daemon = daemon_on(dir.path(), &target);
     configure(&daemon, "");
     assert!(daemon.stop());
     // efbd restarted, nothing changed: nothing written.
-    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    let daemon = daemon_on(dir.path(), &target);
     wait_reconciled(&daemon, "wrote 0 entries");
     // The chip restarted empty: everything written again.
     let mut chip = Chip::connect(&target);
@@ -461,8 +445,7 @@ fn reconcile_after_restarts_of_efbd_and_of_the_chip() {
 fn a_killed_efbd_restarts_with_old_or_new_and_reconciles_the_chip() {
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&[]);
-    let datastore = dir.path().join("datastore");
-    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    let daemon = daemon_on(dir.path(), &target);
     configure(&daemon, "");
     // As many flows as the chip holds beside the site's (one IPv4 entry each).
     let bulk = efb_p4info::index()
@@ -497,7 +480,7 @@ fn a_killed_efbd_restarts_with_old_or_new_and_reconciles_the_chip() {
     std::thread::sleep(Duration::from_millis(1500));
     daemon.kill();
     committer.join().unwrap();
-    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    let daemon = daemon_on(dir.path(), &target);
     let status = wait_reconciled(&daemon, "in sync");
     let (_, count, _) = daemon.cli(&["-c", "show ecofilter-balancer flow | count"], "");
     let flows: usize = count
@@ -515,7 +498,7 @@ fn a_killed_efbd_restarts_with_old_or_new_and_reconciles_the_chip() {
     // finds nothing to write.
     assert!(status.contains("in sync"));
     assert!(daemon.stop());
-    let daemon = Daemon::start(&datastore, &["--p4runtime", &target.address]);
+    let daemon = daemon_on(dir.path(), &target);
     wait_reconciled(&daemon, "wrote 0 entries");
 }
 
@@ -631,10 +614,7 @@ fn efbd_takes_the_chip_back_after_a_controller_with_a_higher_election_id_leaves(
 
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&[]);
-    let daemon = Daemon::start(
-        &dir.path().join("datastore"),
-        &["--p4runtime", &target.address],
-    );
+    let daemon = daemon_on(dir.path(), &target);
     configure(&daemon, "");
     let rt = efb_tests::chip_io::runtime();
     let huge: u128 = 1 << 100;

@@ -93,6 +93,11 @@ pub const PAIR_LAN_PORTS: [&str; 8] = [
     "p9-0", "p9-2", "p10-0", "p10-2", "p11-0", "p11-2", "p12-0", "p12-2",
 ];
 
+/// efbd with its datastore in `dir`, programming `target`.
+pub fn daemon_on(dir: &std::path::Path, target: &Target) -> Daemon {
+    Daemon::start(&dir.join("datastore"), &["--p4runtime", &target.address])
+}
+
 /// Waits until efbd says the chip is in sync after a reconcile that wrote `written`.
 pub fn wait_reconciled(daemon: &Daemon, written: &str) -> String {
     for _ in 0..100 {

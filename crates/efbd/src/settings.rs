@@ -605,6 +605,17 @@ mod tests {
         );
     }
 
+    /// Why efbd refuses a settings file holding `text`.
+    fn refusal(dir: &Path, text: &str) -> String {
+        let file = dir.join("efbd.toml");
+        std::fs::write(&file, text).unwrap();
+        let flags = Flags {
+            config: Some(file),
+            ..Flags::default()
+        };
+        Settings::from_flags(&flags).unwrap_err().to_string()
+    }
+
     #[test]
     fn zero_limits_are_refused_naming_the_setting() {
         let dir = tempfile::tempdir().unwrap();
@@ -616,13 +627,7 @@ mod tests {
                 "management.connections.handshake_timeout_s",
             ),
         ] {
-            let file = dir.path().join("efbd.toml");
-            std::fs::write(&file, text).unwrap();
-            let flags = Flags {
-                config: Some(file),
-                ..Flags::default()
-            };
-            let err = Settings::from_flags(&flags).unwrap_err().to_string();
+            let err = refusal(dir.path(), text);
             assert!(
                 err.contains("efbd.toml") && err.contains(setting) && err.contains("at least 1"),
                 "{err}"
@@ -651,13 +656,7 @@ mod tests {
                 "management.socket_mode = \"0999\": expected permission bits in octal",
             ),
         ] {
-            let file = dir.path().join("efbd.toml");
-            std::fs::write(&file, text).unwrap();
-            let flags = Flags {
-                config: Some(file),
-                ..Flags::default()
-            };
-            let err = Settings::from_flags(&flags).unwrap_err().to_string();
+            let err = refusal(dir.path(), text);
             assert!(err.contains(expected), "{err}");
         }
         let settings: Settings = toml::from_str(
