@@ -162,6 +162,12 @@ fn tab_completes_and_question_mark_explains() {
     keys(&mut sh, "\t");
     sh.exp_string("p4-2 ").unwrap();
     sh.send_control('u').unwrap();
+    // Descriptions are not cut at "e.g.".
+    keys(&mut sh, "set ecofilter-balancer flow f1 match ?");
+    sh.exp_string("IPv4 source prefix, e.g. 10.0.0.0/8")
+        .unwrap();
+    prompt(&mut sh);
+    sh.send_control('u').unwrap();
     keys(&mut sh, "set ecofilter-balancer flow f1 action ?");
     sh.exp_string("to-ecofilter").unwrap();
     sh.exp_string("Send the packet to an ecofilter unit")

@@ -482,10 +482,21 @@ fn leafref_list(path: &str) -> Option<String> {
     Some(text)
 }
 
-/// The first sentence of a description: `?` shows one line per candidate.
+/// Words that end with a full stop without ending the sentence.
+const ABBREVIATIONS: [&str; 5] = ["e.g.", "i.e.", "etc.", "vs.", "cf."];
+
+/// The first sentence of a description on one line (the model's descriptions wrap):
+/// `?` shows one line per candidate. "e.g." and its kind do not end a sentence.
 pub fn first_sentence(text: &str) -> String {
-    let end = text.find(". ").map_or(text.len(), |i| i + 1);
-    text[..end].trim_end_matches('.').to_string()
+    let mut sentence: Vec<&str> = Vec::new();
+    for word in text.split_whitespace() {
+        sentence.push(word);
+        let ends = word.ends_with('.') && !ABBREVIATIONS.contains(&word.to_lowercase().as_str());
+        if ends {
+            break;
+        }
+    }
+    sentence.join(" ").trim_end_matches('.').to_string()
 }
 
 /// The lines `?` prints.
@@ -514,6 +525,20 @@ pub fn help_lines(completion: &Completion) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_shows_the_whole_first_sentence_on_one_line() {
+        assert_eq!(
+            first_sentence("IPv4 source prefix, e.g. 10.0.0.0/8. Longer text."),
+            "IPv4 source prefix, e.g. 10.0.0.0/8"
+        );
+        assert_eq!(
+            first_sentence("The mode to set:\n   primary or\n   bypass. Then more."),
+            "The mode to set: primary or bypass"
+        );
+        assert_eq!(first_sentence("No full stop"), "No full stop");
+        assert_eq!(first_sentence("   "), "");
+    }
 
     struct NoKeys;
     impl KeySource for NoKeys {
