@@ -271,7 +271,28 @@ fn mistakes_get_one_clear_error_and_change_nothing() {
         "set ports port p1 speed 10g",
         "set is a configuration command",
     );
+    // Words after a command that takes none are refused, not ignored.
+    run(
+        &mut sh,
+        "show system status foo",
+        "\"show system status\" takes nothing after it: unexpected \"foo\"",
+    );
+    run(
+        &mut sh,
+        "show system commit 2",
+        "\"show system commit\" takes nothing after it",
+    );
     configure(&mut sh);
+    run(
+        &mut sh,
+        "save now",
+        "\"save\" takes nothing after it: unexpected \"now\"",
+    );
+    run(
+        &mut sh,
+        "discard please",
+        "\"discard\" takes nothing after it",
+    );
     run(
         &mut sh,
         "set ports port p1 mtu 20",

@@ -154,6 +154,10 @@ impl Shell {
         let command = command.clone();
         let rest = rest.to_vec();
         if let Some(builtin) = &command.builtin {
+            let typed = &words[..words.len() - rest.len()];
+            if builtin != "show-configuration" {
+                nothing_after(typed, &rest)?;
+            }
             return self.builtin(builtin, &rest);
         }
         let output = if command.rpc.is_some() {
@@ -470,6 +474,9 @@ impl Shell {
             "show" => self.show_tree(Datastore::Candidate, rest)?,
             "commit" | "apply" => return self.commit(rest),
             "rollback" => self.rollback(rest)?,
+            "discard" | "save" | "exit" | "quit" if !rest.is_empty() => {
+                return nothing_after(&words[..1], rest).map(|()| (Output::none(), Flow::Continue));
+            }
             "discard" => {
                 self.client().discard()?;
                 Output::lines(vec![
@@ -860,4 +867,17 @@ impl KeySource for DaemonKeys {
         let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
         client.history().ok().map(|h| h.len())
     }
+}
+
+/// Refuses words after a command that takes none (they used to be ignored, so that
+/// `save now` or `show system status foo` ran as if they were not there).
+fn nothing_after(command: &[String], rest: &[String]) -> Result<()> {
+    if rest.is_empty() {
+        return Ok(());
+    }
+    fail(format!(
+        "\"{}\" takes nothing after it: unexpected \"{}\"",
+        command.join(" "),
+        rest.join(" ")
+    ))
 }
