@@ -280,7 +280,12 @@ fn mistakes_get_one_clear_error_and_change_nothing() {
     run(
         &mut sh,
         "show system commit 2",
-        "\"show system commit\" takes nothing after it",
+        "commit 2: no such commit in history (history is empty)",
+    );
+    run(
+        &mut sh,
+        "show system commit last",
+        "\"last\" is not a rollback number",
     );
     configure(&mut sh);
     run(
@@ -372,6 +377,13 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
     // A file of set lines ending in commit configures the site.
     let (code, out, err) = daemon.cli(&[], &format!("{site}\ncommit comment \"site\"\n"));
     assert_eq!(code, 0, "{out}{err}");
+    // What a commit of the history changed, by its rollback number.
+    let (code, out, err) = daemon.cli(&["-c", "show system commit 0"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("set ecofilter-balancer flow to-filters"),
+        "{out}"
+    );
     let (code, out, _) = daemon.cli(&["-c", "show ecofilter-balancer flow"], "");
     assert_eq!(code, 0);
     assert!(out.lines().next().unwrap().starts_with("Flow"), "{out}");

@@ -387,6 +387,13 @@ impl Client {
             .map(|_| ())
     }
 
+    /// What commit `index` (0: the last) changed, as `set` / `delete` lines.
+    pub fn commit_changes(&mut self, index: u32) -> Result<Vec<String>> {
+        let request = CommitChangesRequest { index };
+        self.call(move |mut c| async move { c.commit_changes(request).await })
+            .map(|l| l.lines)
+    }
+
     pub fn compare(&mut self, format: Format) -> Result<Vec<String>> {
         let request = CompareRequest {
             session: self.session,

@@ -155,8 +155,11 @@ impl Shell {
         let rest = rest.to_vec();
         if let Some(builtin) = &command.builtin {
             let typed = &words[..words.len() - rest.len()];
-            if builtin != "show-configuration" {
-                nothing_after(typed, &rest)?;
+            match builtin.as_str() {
+                "show-configuration" => {}
+                // `show system commit N`: what commit N changed.
+                "history" if rest.len() == 1 => return self.commit_changes(&rest[0]),
+                _ => nothing_after(typed, &rest)?,
             }
             return self.builtin(builtin, &rest);
         }
@@ -364,6 +367,21 @@ impl Shell {
             lines,
             data: Some(output),
         })
+    }
+
+    /// The changes of one commit of the history, by its rollback number.
+    fn commit_changes(&mut self, number: &str) -> Result<(Output, Flow)> {
+        let index: u32 = number.parse().map_err(|_| {
+            ShellError(format!(
+                "show system commit: \"{number}\" is not a rollback number (0 is the last \
+                 commit; show system commit lists them)"
+            ))
+        })?;
+        let mut lines = self.client().commit_changes(index)?;
+        if lines.is_empty() {
+            lines.push(format!("commit {index} changed nothing"));
+        }
+        Ok((Output::lines(lines), Flow::Continue))
     }
 
     fn history(&mut self) -> Result<Output> {
