@@ -284,6 +284,11 @@ fn mistakes_get_one_clear_error_and_change_nothing() {
     );
     run(
         &mut sh,
+        "show liveness",
+        "\"show liveness\" is incomplete; continue with one of: profile-status",
+    );
+    run(
+        &mut sh,
         "show system commit last",
         "\"last\" is not a rollback number",
     );

@@ -189,7 +189,15 @@ impl Shell {
             .into_iter()
             .map(|(w, _)| w)
             .collect();
-        let typed = efb_yang::text::excerpt(words.get(known).map(String::as_str).unwrap_or(""));
+        let Some(word) = words.get(known) else {
+            // The line stops short of a command: say what may follow, not `unknown word ""`.
+            return format!(
+                "\"{}\" is incomplete; continue with one of: {}",
+                words.join(" "),
+                expected.join(", ")
+            );
+        };
+        let typed = efb_yang::text::excerpt(word);
         if known == 0 {
             format!(
                 "unknown command \"{typed}\"; expected one of: {}",
