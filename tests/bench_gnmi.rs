@@ -132,11 +132,7 @@ fn started(dir: &std::path::Path, flows: usize) -> Daemon {
     );
     let site = dir.join("site.json");
     std::fs::write(&site, site_with_flows(flows)).unwrap();
-    let (code, out, err) = daemon.cli(
-        &[],
-        &format!("edit\nload override {}\ncommit\n", site.display()),
-    );
-    assert_eq!(code, 0, "{out}{err}");
+    daemon.commit_file(&site);
     daemon
 }
 

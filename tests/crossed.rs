@@ -405,11 +405,7 @@ fn gnmi_balancer(dir: &Path, side: &str, extra: &[&str]) -> Daemon {
     let mut args = vec!["--gnmi-users", users.to_str().unwrap()];
     args.extend_from_slice(extra);
     let daemon = Daemon::start(&dir.join(format!("datastore-{side}")), &args);
-    let (code, out, err) = daemon.cli(
-        &[],
-        &format!("edit\nload override {}\ncommit\n", example(side).display()),
-    );
-    assert_eq!(code, 0, "{out}{err}");
+    daemon.commit_file(&example(side));
     daemon
 }
 

@@ -30,11 +30,7 @@ fn site(dir: &Path, extra: &[&str]) -> Daemon {
     args.extend_from_slice(extra);
     let daemon = Daemon::start(&dir.join("datastore"), &args);
     let example = repo().join("examples/one-filter-site.json");
-    let (code, out, err) = daemon.cli(
-        &[],
-        &format!("edit\nload override {}\ncommit\n", example.display()),
-    );
-    assert_eq!(code, 0, "loading the example: {out}{err}");
+    daemon.commit_file(&example);
     daemon
 }
 

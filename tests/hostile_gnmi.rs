@@ -277,11 +277,7 @@ fn commits_do_not_wait_for_subscribers() {
     let settings = "[gnmi]\nmax_subscriptions = 1000\nmax_subscriptions_per_user = 1000\n";
     let daemon = started(dir.path(), settings, false, None);
     let example = repo().join("examples/one-filter-site.json");
-    let (code, out, err) = daemon.cli(
-        &[],
-        &format!("edit\nload override {}\ncommit\n", example.display()),
-    );
-    assert_eq!(code, 0, "{out}{err}");
+    daemon.commit_file(&example);
     let rt = runtime();
     // 200 whole-tree subscriptions logging in at once, never read.
     let connection = rt.block_on(connect(&daemon));

@@ -224,6 +224,16 @@ impl Daemon {
             .args(args);
         run_cli(command, stdin)
     }
+
+    /// Replaces the configuration with `file` (JSON or set lines) and commits it, from the
+    /// shell; panics with what the shell said if that fails.
+    pub fn commit_file(&self, file: &Path) {
+        let (code, out, err) = self.cli(
+            &[],
+            &format!("edit\nload override {}\ncommit\n", file.display()),
+        );
+        assert_eq!(code, 0, "committing {}: {out}{err}", file.display());
+    }
 }
 
 /// Runs an efb-cli `command` with `stdin`: exit code, standard output, standard error.

@@ -141,11 +141,7 @@ fn site_with(dir: &Path, groups: [&str; 3], management: &str, extra: &[&str]) ->
     args.extend_from_slice(extra);
     let daemon = Daemon::start_logging(&dir.join("datastore"), &args, &dir.join("efbd.log"));
     let example = repo().join("examples/one-filter-site.json");
-    let (code, out, err) = daemon.cli(
-        &[],
-        &format!("edit\nload override {}\ncommit\n", example.display()),
-    );
-    assert_eq!(code, 0, "loading the example: {out}{err}");
+    daemon.commit_file(&example);
     daemon
 }
 
