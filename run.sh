@@ -2,9 +2,10 @@
 # The balancer's main job, after installing what is missing: the software target (the
 # emulated chip, P4Runtime on 127.0.0.1:9559), efbd with its embedded defaults (datastore
 # under datastore/, management API on the Unix socket datastore/efbd.sock, gNMI with TLS on
-# 127.0.0.1:9339 only with the demo users admin/admin, operator/operator, viewer/viewer),
-# the one-filter example site loaded on first start, then the shell (as the account that
-# runs efbd, an admin). Leaving the shell stops efbd and the target.
+# 127.0.0.1:9339 only with the demo users admin/admin, operator/operator, viewer/viewer,
+# Prometheus metrics at http://127.0.0.1:9464/metrics), the one-filter example site loaded
+# on first start, then the shell (as the account that runs efbd, an admin). Leaving the
+# shell stops efbd and the target.
 set -euo pipefail
 EFB_ROOT="$(cd "$(dirname "$0")" && pwd)"
 cd "$EFB_ROOT"
@@ -19,16 +20,17 @@ mkdir -p "$logs"
 
 . .ci/background.sh
 
+# Standard output has only the line that says where each listens; the log is standard error.
 efb_log "starting efb-target, the software chip (log: datastore/efb-target.log)"
-"$bin/efb-target" >"$logs/efb-target.log.out" 2>"$logs/efb-target.log" &
+"$bin/efb-target" >"$logs/efb-target.out" 2>"$logs/efb-target.log" &
 EFB_PIDS+=($!)
-efb_wait_for "${EFB_PIDS[-1]}" "$logs/efb-target.log.out" "P4Runtime on" "$logs/efb-target.log"
+efb_wait_for "${EFB_PIDS[-1]}" "$logs/efb-target.out" "P4Runtime on" "$logs/efb-target.log"
 
 efb_log "starting efbd (log: datastore/efbd.log)"
 # The demo users' passwords are public: gNMI on loopback only.
-"$bin/efbd" --gnmi-users examples/users.demo.toml --gnmi-listen 127.0.0.1:9339 >"$logs/efbd.log.out" 2>"$logs/efbd.log" &
+"$bin/efbd" --gnmi-users examples/users.demo.toml --gnmi-listen 127.0.0.1:9339 >"$logs/efbd.out" 2>"$logs/efbd.log" &
 EFB_PIDS+=($!)
-efb_wait_for "${EFB_PIDS[-1]}" "$logs/efbd.log.out" "management API on" "$logs/efbd.log"
+efb_wait_for "${EFB_PIDS[-1]}" "$logs/efbd.out" "management API on" "$logs/efbd.log"
 
 # Commits program the chip: wait for the driver to connect and reconcile first.
 for _ in $(seq 1 100); do

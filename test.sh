@@ -6,6 +6,8 @@ EFB_ROOT="$(cd "$(dirname "$0")" && pwd)"
 cd "$EFB_ROOT"
 . .ci/setup.sh
 efb_setup
+# Only the tests pack Debian packages (tests/package.rs): ./run.sh does not need cargo-deb.
+efb_ensure_cargo_deb
 
 efb_log "format and lints"
 cargo fmt --all -- --check

@@ -5,8 +5,13 @@
 #   grpcio-tools for the proto check and grpcio-reflection to read efbd's server
 #   reflection); .venv-p4/: p4runtime-shell, in a virtualenv of its own because it needs
 #   protobuf 3, which gnmi-pb cannot use.
+# - Debian packaging (packaging/deb.sh, tests/package.rs): cargo-deb, from crates.io, pinned
+#   as the Python clients are; dpkg-dev for its dpkg-shlibdeps (the packages' Depends);
+#   systemd for systemd-analyze (verify, security) and systemd-sysusers (the account efb).
+# - prometheus (2.42, the Debian server): tests/metrics.rs scrapes efbd and efb-target with it.
 
-EFB_DEBIAN_PACKAGES="cmake libpcre2-dev pkg-config python3-venv"
+EFB_DEBIAN_PACKAGES="cmake libpcre2-dev pkg-config python3-venv dpkg-dev systemd prometheus"
+EFB_CARGO_DEB_VERSION="3.8.0"
 EFB_PYTHON_PACKAGES="pyang==2.7.1 pygnmi==0.8.15 gnmi-pb==0.11.0.1 grpcio==1.85.1 grpcio-tools==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2"
 EFB_P4_PYTHON_PACKAGES="p4runtime-shell==0.0.6 p4runtime==1.4.1 protobuf==3.20.3 grpcio==1.85.3"
 
@@ -50,6 +55,16 @@ efb_ensure_venv() {
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check $packages
   echo "$packages" > "$stamp"
+}
+
+# cargo-deb packs the Debian packages; the tests pack the binaries they built (dev profile),
+# which later cargo-deb versions may refuse: hence the pinned version.
+efb_ensure_cargo_deb() {
+  if [ "$(cargo deb --version 2>/dev/null)" = "cargo-deb $EFB_CARGO_DEB_VERSION" ]; then
+    return 0
+  fi
+  efb_log "installing cargo-deb $EFB_CARGO_DEB_VERSION (cargo install)"
+  cargo install --quiet --locked cargo-deb --version "$EFB_CARGO_DEB_VERSION"
 }
 
 efb_setup() {

@@ -33,7 +33,7 @@ fn what_is_committed_is_what_the_chip_does() {
     assert_eq!(code, 0, "{err}");
     assert!(
         check.contains("chip: 4 writes")
-            && check.contains("flows_ipv4.flows: 1 delete")
+            && check.contains("flows_ipv4.flows: 1 deletion")
             && check.contains("flows_ipv6.flows: 1 insert"),
         "{check}"
     );
@@ -84,6 +84,12 @@ fn what_is_committed_is_what_the_chip_does() {
     assert!(
         row.split_whitespace().rev().nth(1) == Some("1"),
         "one packet counted on dns: {out}"
+    );
+    // So do those of a flow that matches everything (its entry has no key to read it by).
+    let (_, out, _) = daemon.cli(&["-c", "show ecofilter-balancer flow to-filters"], "");
+    assert!(
+        out.contains("to-filters") && !out.contains("unknown"),
+        "counters known: {out}"
     );
     // Counters read for one named flow never make up a flow that is not configured.
     let (code, _, err) = daemon.cli(&["-c", "show ecofilter-balancer flow nope"], "");

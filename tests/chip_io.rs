@@ -82,12 +82,29 @@ impl Chip {
             .frames
     }
 
+    /// The emulated filter between two ports stops answering (`dead`) or answers again.
+    pub fn set_filter_dead(&mut self, port_a: &str, port_b: &str, dead: bool) {
+        let request = pb::SetFilterRequest {
+            port_a: port(port_a),
+            port_b: port(port_b),
+            delay_ns: 25_000,
+            loss_ratio: 0.0,
+            dead,
+        };
+        self.rt
+            .block_on(self.control.set_filter(request))
+            .expect("efb-target sets the filter");
+    }
+
     pub fn restart(&mut self, keep_tables: bool) {
         self.rt
             .block_on(self.control.restart(pb::RestartRequest { keep_tables }))
             .expect("efb-target restarts");
     }
 }
+
+/// Probing fast enough for tests: every 50 ms, a pair down after 4 keep-alives lost.
+pub const FAST_PROBING: &str = "set liveness profile standard initial-delay 300 interval 50 probes-down-count 4 probes-up-count 3";
 
 pub const PAIR_LAN_PORTS: [&str; 8] = [
     "p9-0", "p9-2", "p10-0", "p10-2", "p11-0", "p11-2", "p12-0", "p12-2",

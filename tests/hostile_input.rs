@@ -137,7 +137,7 @@ fn the_shell_refuses_to_load_nothing_devices_fifos_and_repeated_members() {
         ),
         (
             repeated_member_file(dir.path()),
-            "/ecofilter-balancer:ports/port[name='p1']: member \"speed\" appears twice",
+            "ports port p1: member \"speed\" appears twice",
         ),
     ];
     for (file, expected) in cases {
@@ -219,7 +219,7 @@ fn the_management_api_refuses_content_with_nothing_in_it() {
         .to_string();
     assert!(e.contains("\"balancing-method\" appears twice"), "{e}");
     assert!(
-        client.compare(Format::Set).unwrap().is_empty(),
+        client.compare(Format::Set, None).unwrap().is_empty(),
         "the candidate is unchanged"
     );
     client.close();

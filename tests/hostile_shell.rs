@@ -86,7 +86,11 @@ fn rollback_one_past_history_is_refused_and_the_candidate_kept() {
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound, "{err:?}");
     let compare = rt
-        .block_on(client.compare(CompareRequest { session, format: 1 }))
+        .block_on(client.compare(CompareRequest {
+            session,
+            format: 1,
+            rollback: None,
+        }))
         .unwrap()
         .into_inner();
     assert_eq!(compare.lines, ["set ports port p1 mtu 9000"]);
@@ -211,7 +215,11 @@ fn enum_values_the_api_does_not_define_are_refused() {
         err.message()
     );
     let err = rt
-        .block_on(client.compare(CompareRequest { session, format: 7 }))
+        .block_on(client.compare(CompareRequest {
+            session,
+            format: 7,
+            rollback: None,
+        }))
         .unwrap_err();
     assert!(
         err.message().contains("FORMAT_PATHS (2)"),
@@ -219,7 +227,11 @@ fn enum_values_the_api_does_not_define_are_refused() {
         err.message()
     );
     let compare = rt
-        .block_on(client.compare(CompareRequest { session, format: 1 }))
+        .block_on(client.compare(CompareRequest {
+            session,
+            format: 1,
+            rollback: None,
+        }))
         .unwrap()
         .into_inner();
     assert!(compare.lines.is_empty(), "the refused load changed nothing");

@@ -88,6 +88,9 @@ pub struct Daemon {
     pub gnmi: Option<String>,
     /// Whether gNMI runs over TLS.
     pub gnmi_tls: bool,
+    /// The metrics address (`--metrics-listen`; without it, efbd serves no metrics:
+    /// parallel tests would all want 9464).
+    pub metrics: Option<String>,
     pub datastore: PathBuf,
 }
 
@@ -110,12 +113,18 @@ impl Daemon {
         } else {
             &["--no-data-plane"]
         };
+        let no_metrics: &[&str] = if extra.contains(&"--metrics-listen") {
+            &[]
+        } else {
+            &["--no-metrics"]
+        };
         let mut child = Command::new(binary("efbd"))
             .arg("--datastore")
             .arg(datastore)
             .args(["--log-level", level])
             .args(["--gnmi-listen", "127.0.0.1:0"])
             .args(data_plane)
+            .args(no_metrics)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(log)
@@ -155,10 +164,15 @@ impl Daemon {
                 .unwrap_or_else(|| panic!("unexpected third line from efbd: {third:?}"))
                 .to_string()
         });
+        // Then `efbd: metrics on http://ADDR/metrics` (or `efbd: metrics off`).
+        let metrics = extra
+            .contains(&"--metrics-listen")
+            .then(|| metrics_address(&mut reader, "efbd"));
         Daemon {
             child,
             address,
             tcp,
+            metrics,
             gnmi_tls: gnmi.as_ref().is_some_and(|(_, tls)| *tls),
             gnmi: gnmi.map(|(addr, _)| addr),
             datastore: datastore.to_path_buf(),
@@ -263,10 +277,25 @@ impl Drop for Daemon {
     }
 }
 
+/// The address in the line `<program>: metrics on http://ADDR/metrics`, read next.
+fn metrics_address(reader: &mut impl BufRead, program: &str) -> String {
+    let mut line = String::new();
+    reader
+        .read_line(&mut line)
+        .expect("the program says where its metrics are");
+    line.trim()
+        .strip_prefix(&format!("{program}: metrics on http://"))
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected metrics line from {program}: {line:?}"))
+        .to_string()
+}
+
 /// A real efb-target (the software chip) on a port the system picks.
 pub struct Target {
     child: Child,
     pub address: String,
+    /// The metrics address, when started with `--metrics-listen`.
+    pub metrics: Option<String>,
 }
 
 impl Target {
@@ -279,8 +308,9 @@ impl Target {
             .spawn()
             .expect("efb-target starts");
         let stdout = child.stdout.take().expect("efb-target stdout");
+        let mut reader = BufReader::new(stdout);
         let mut line = String::new();
-        BufReader::new(stdout)
+        reader
             .read_line(&mut line)
             .expect("efb-target says where it listens");
         let address = line
@@ -288,7 +318,14 @@ impl Target {
             .strip_prefix("efb-target: P4Runtime on ")
             .unwrap_or_else(|| panic!("unexpected first line from efb-target: {line:?}"))
             .to_string();
-        Target { child, address }
+        let metrics = extra
+            .contains(&"--metrics-listen")
+            .then(|| metrics_address(&mut reader, "efb-target"));
+        Target {
+            child,
+            address,
+            metrics,
+        }
     }
 
     pub fn pid(&self) -> u32 {

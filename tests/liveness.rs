@@ -704,3 +704,50 @@ mod gnmi_subscriber {
         assert!(received.try_recv().is_err(), "{seen:?}");
     }
 }
+
+/// A port that goes down takes its pair down, and the pair's state says so: the reason
+/// names the port, the lost direction has no time on path, lost rounds are counted as the
+/// profile counts them; the shell shows status, since when and why.
+#[test]
+fn a_port_down_is_named_as_the_reason_and_the_views_say_since_when_and_why() {
+    let mut site = Site::start("", &[]);
+    let pair = site.pair_name(0);
+    let (lan, _) = site.pair_ports(0);
+    let request = pb::SetPortStateRequest {
+        port: port(&lan),
+        up: false,
+    };
+    site.chip
+        .rt
+        .block_on(site.chip.control.set_port_state(request))
+        .unwrap();
+    site.wait_pairs(|s| s[&pair] == "down", "the pair of the downed port down");
+
+    let state = site.pair_state(&pair);
+    let reason = state["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!("port {lan} down: ")),
+        "{reason}"
+    );
+    assert!(reason.contains("consecutive keep-alives lost"), "{reason}");
+    let rounds: u64 = state["rounds-lost"].as_str().unwrap().parse().unwrap();
+    assert!(rounds >= u64::from(DOWN_COUNT), "{state}");
+    // Neither keep-alive crosses a down port: no time on path either way.
+    assert!(state["time-on-path-to-lan-ns"].is_null(), "{state}");
+    assert!(state["time-on-path-to-wan-ns"].is_null(), "{state}");
+
+    let (_, shown, _) = site
+        .daemon
+        .cli(&["-c", "show ecofilter-balancer ecofilter-unit ef1"], "");
+    let row = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{pair} ")))
+        .unwrap_or_else(|| panic!("no row for {pair}:\n{shown}"));
+    assert!(
+        row.contains("down") && row.contains(&format!("port {lan} down")),
+        "{row}"
+    );
+    assert!(shown.contains("Since") && shown.contains("Why"), "{shown}");
+    let (_, liveness, _) = site.daemon.cli(&["-c", "show liveness profile-status"], "");
+    assert!(liveness.contains(&format!("port {lan} down")), "{liveness}");
+}

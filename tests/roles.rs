@@ -162,6 +162,24 @@ fn cli_as(
     efb_tests::run_cli(command, stdin)
 }
 
+/// efb-cli as `account` running `stdin`, with $USER (and $LOGNAME) unset, or set to
+/// `user_env`.
+fn cli_with_user_env(
+    daemon: &Daemon,
+    cli: &Path,
+    account: &str,
+    user_env: Option<&str>,
+    stdin: &str,
+) -> (i32, String, String) {
+    let mut command = Command::new("runuser");
+    command.args(["-u", account, "--", "env", "-u", "USER", "-u", "LOGNAME"]);
+    if let Some(name) = user_env {
+        command.arg(format!("USER={name}"));
+    }
+    command.arg(cli).args(["--connect", &daemon.address]);
+    efb_tests::run_cli(command, stdin)
+}
+
 const STATUS: &str = "show system status";
 const LOOKUP: &str =
     "show ecofilter-balancer lookup-session src 10.1.2.3 dst 8.8.8.8 proto 6 link l1";
@@ -259,12 +277,26 @@ fn unix_accounts_get_the_role_of_their_group_and_the_audit_shows_them() {
         "{err}"
     );
 
-    // Admin: commits, recorded under the account's name.
-    let (code, out, err) = as_(&ada, &[], EDIT);
-    assert_eq!(code, 0, "{out}{err}");
-    let (_, history, _) = as_(&ada, &["-c", "show system commit"], "");
-    let last = history.lines().nth(1).unwrap_or_default();
-    assert!(last.contains(&ada) && !last.contains(" as "), "{history}");
+    // Admin: commits, recorded under the account's name, whatever $USER says or without
+    // it (efbd knows the account from the socket).
+    for user_env in [None, Some("mallory")] {
+        let said = user_env.unwrap_or("unset");
+        let edit = format!("edit\nset ports port p1 description \"USER {said}\"\ncommit\n");
+        let (code, out, err) = cli_with_user_env(&daemon, &cli, &ada, user_env, &edit);
+        assert_eq!(code, 0, "{out}{err}");
+        let (_, history, _) = as_(&ada, &["-c", "show system commit"], "");
+        let last = history.lines().nth(1).unwrap_or_default();
+        assert!(
+            last.contains(&ada) && !last.contains(" as ") && !last.contains("unknown"),
+            "{history}"
+        );
+    }
+    // A viewer reads efbd's events: the admin's commit, under the account's name.
+    let (code, log, err) = as_(&vic, &["-c", "show log commit"], "");
+    assert!(
+        code == 0 && log.contains(&format!("user={ada} origin=shell")),
+        "{log}{err}"
+    );
     // An admin may record another name (a ticket, a person at the console), with its own.
     let (code, out, err) = as_(&ada, &["--user", "ticket-42"], EDIT_AGAIN);
     assert_eq!(code, 0, "{out}{err}");

@@ -331,7 +331,7 @@ fn mistakes_get_one_clear_error_and_change_nothing() {
     let said = run(
         &mut sh,
         "commit",
-        "port[name='p1']/lane: a 100g port uses the whole port",
+        "ports port p1 lane: a 100g port uses the whole port",
     );
     assert!(said.contains("configuration is not valid"), "{said}");
     run(&mut sh, "exit", "uncommitted change");
@@ -357,6 +357,12 @@ fn commit_confirmed_not_confirmed_rolls_back_by_itself() {
         "run show configuration | match balancing-method | count",
         "Count: 0 lines",
     );
+    // efbd's events have it too, newest last.
+    run(
+        &mut sh,
+        "run show log commit | last 1",
+        "confirm-timeout  id=",
+    );
 }
 
 #[test]
@@ -368,15 +374,23 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
     let (code, _, err) = daemon.cli(&[], &site);
     assert_eq!(code, 1);
     assert!(err.contains("uncommitted changes"), "{err}");
-    // commit check counts the change in the lines it lists.
+    // commit check summarises a long change by list, with the hash and the traffic.
     let (code, out, err) = daemon.cli(&[], &format!("{site}\ncommit check\ndiscard\n"));
     assert_eq!(code, 0, "{out}{err}");
-    let listed = out
+    let ports: std::collections::BTreeSet<&str> = site
         .lines()
-        .filter(|l| l.starts_with("  set ") || l.starts_with("  delete "))
-        .count();
+        .filter_map(|l| l.strip_prefix("set ports port ")?.split(' ').next())
+        .collect();
+    let ports = ports.len();
     assert!(
-        listed > 0 && out.contains(&format!("\n{listed} changes:\n")) && !out.contains("more"),
+        out.contains(&format!("  ports port: {ports} entries ({ports} added)"))
+            && out.contains("  ecofilter-balancer flow: ")
+            && out.contains("(show | compare lists every line)")
+            && !out.lines().any(|l| l.starts_with("  set ")),
+        "{out}"
+    );
+    assert!(
+        out.contains("balancing-config-hash would change: "),
         "{out}"
     );
     // A file of set lines ending in commit configures the site.
@@ -474,4 +488,851 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
     assert_eq!(code, 0);
     let (_, out, _) = daemon.cli(&["-c", "show ecofilter-balancer ecofilter-unit"], "");
     assert!(out.contains("bypass mode bypass"), "{out}");
+}
+
+/// A shell on a terminal of `rows` lines (set with stty before efb-cli starts, as a
+/// terminal window would), waiting at its first prompt.
+fn shell_on_screen(daemon: &Daemon, home: &Path, rows: u16) -> PtySession {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("stty rows {rows} cols 120 && exec \"$0\" \"$@\""))
+        .arg(binary("efb-cli"))
+        .args(["--connect", &daemon.address, "--user", "pat"])
+        .env("EFB_CLI_HISTORY", home.join("history-pat"))
+        .env("TERM", "xterm");
+    let mut session = spawn_command(command, Some(30_000)).expect("efb-cli in a terminal");
+    session.exp_string("efb> ").expect("operational prompt");
+    session
+}
+
+/// A daemon running the one-filter example site.
+fn site_daemon(dir: &Path) -> Daemon {
+    let daemon = Daemon::start(&dir.join("datastore"), &[]);
+    let (code, out, err) = daemon.cli(
+        &[],
+        &format!("{}\ncommit\n", one_filter_site_lines().join("\n")),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    daemon
+}
+
+#[test]
+fn output_longer_than_the_screen_waits_at_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    // The configuration is some 250 lines; the screen holds 12.
+    let mut sh = shell_on_screen(&daemon, dir.path(), 12);
+    sh.send_line("show configuration").unwrap();
+    let first = sh.exp_string("---(more").unwrap();
+    assert!(first.contains("port p1 {"), "{first}");
+    assert!(!first.contains("port p4 {"), "one screen only: {first}");
+    // Space: the next screen.
+    keys(&mut sh, " ");
+    let second = sh.exp_string("---(more").unwrap();
+    assert!(second.contains("port p3 {"), "{second}");
+    // Enter: one more line.
+    keys(&mut sh, "\r");
+    let line = sh.exp_string("---(more").unwrap();
+    assert_eq!(line.matches('\n').count(), 1, "one line: {line:?}");
+    // q: back to the prompt; the rest is not shown.
+    keys(&mut sh, "q");
+    let rest = sh.exp_string("efb> ").unwrap();
+    assert!(!rest.contains("active-pairs"), "{rest}");
+    // | no-more: everything at once.
+    let all = run(&mut sh, "show configuration | no-more", "active-pairs 4;");
+    assert!(!all.contains("---(more"), "{all}");
+    // Output that fits on the screen is not paged.
+    run(&mut sh, "show configuration | count", "Count:");
+    // set cli screen-length 0: no paging at all.
+    run(&mut sh, "set cli screen-length 0", "Screen length set to 0");
+    let all = run(&mut sh, "show configuration", "active-pairs 4;");
+    assert!(!all.contains("---(more"), "{all}");
+    run(&mut sh, "exit", "");
+    // Scripts are never paged.
+    let (_, out, _) = daemon.cli(&["-c", "show configuration"], "");
+    assert!(
+        out.contains("active-pairs") && !out.contains("more"),
+        "{out}"
+    );
+}
+
+#[test]
+fn lists_come_as_people_count_flows_as_the_chip_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let expected = [
+        "p1", "p2", "p3", "p4", "p9-0", "p9-1", "p9-2", "p9-3", "p10-0", "p10-1", "p10-2", "p10-3",
+        "p11-0", "p11-1", "p11-2", "p11-3", "p12-0", "p12-1", "p12-2", "p12-3",
+    ];
+    // The port names each output gives, in its order.
+    let ports = |command: &str, prefix: &str| -> Vec<String> {
+        let (code, out, err) = daemon.cli(&["-c", command], "");
+        assert_eq!(code, 0, "{command}: {err}");
+        let mut names: Vec<String> = out
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix(prefix))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect();
+        names.dedup();
+        names
+    };
+    assert_eq!(ports("show configuration ports", "port "), expected);
+    assert_eq!(
+        ports("show configuration | display set", "set ports port "),
+        expected
+    );
+    assert_eq!(
+        ports("show system commit 0", "set ports port "),
+        expected,
+        "what a commit changed"
+    );
+    // Flows: highest priority first, the order the chip matches in; ties by name.
+    let (_, out, _) = daemon.cli(&["-c", "show ecofilter-balancer flow"], "");
+    let flows: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        flows,
+        [
+            "service-vlan",
+            "bgp-to",
+            "bgp-from",
+            "multicast-v4",
+            "multicast-v6",
+            "to-filters"
+        ],
+        "{out}"
+    );
+    // Several names, and wildcards.
+    let (_, out, _) = daemon.cli(&["-c", "show ports p9* p1"], "");
+    let shown: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(shown, ["p1", "p9-0", "p9-1", "p9-2", "p9-3"], "{out}");
+    let (_, out, _) = daemon.cli(&["-c", "show ecofilter-balancer flow bgp* | count"], "");
+    assert_eq!(
+        out.trim(),
+        "Count: 3 lines",
+        "a header and bgp-to, bgp-from"
+    );
+    let (code, _, err) = daemon.cli(&["-c", "show ports p99*"], "");
+    assert_eq!(
+        (code, err.trim()),
+        (1, "error: show ports: no entry matches p99*")
+    );
+    let (code, _, err) = daemon.cli(&["-c", "show ports p1 p77"], "");
+    assert_eq!(
+        (code, err.trim()),
+        (1, "error: show ports p77: no such entry")
+    );
+}
+
+#[test]
+fn display_json_and_set_show_what_was_asked_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let cli = |command: &str| {
+        let (code, out, err) = daemon.cli(&["-c", command], "");
+        assert_eq!(code, 0, "{command}: {err}");
+        out
+    };
+    let port: serde_json::Value =
+        serde_json::from_str(&cli("show ports p1 | display json")).unwrap();
+    assert_eq!(
+        port.as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["ecofilter-balancer:ports".to_string()]),
+        "only the port: {port}"
+    );
+    let set = cli("show ecofilter-balancer flow bgp-to | display set");
+    assert!(
+        set.starts_with("set ecofilter-balancer flow bgp-to ") && !set.contains("balancing-method"),
+        "{set}"
+    );
+    let status: serde_json::Value =
+        serde_json::from_str(&cli("show system status | display json")).unwrap();
+    assert_eq!(status["running-commit"], 1, "{status}");
+    assert!(status["sessions"].is_number(), "{status}");
+    let history: serde_json::Value =
+        serde_json::from_str(&cli("show system commit | display json")).unwrap();
+    assert_eq!(history["commits"][0]["rollback"], 0, "{history}");
+    assert!(
+        history["commits"][0]["user"]
+            .as_str()
+            .is_some_and(|u| u.ends_with("tester")),
+        "{history}"
+    );
+    let (code, _, err) = daemon.cli(&["-c", "show system status | display set"], "");
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("display set: this command shows no configuration"),
+        "{err}"
+    );
+    // Junos pipes: the last lines, from the first match on.
+    let last = cli("show configuration | last 2");
+    assert_eq!(last.lines().collect::<Vec<_>>(), ["    }", "}"]);
+    let found = cli("show configuration | find \"flow to-filters\"");
+    assert!(found.starts_with("    flow to-filters {"), "{found}");
+    // A mistyped pipe is refused before the command runs: nothing is committed.
+    let (code, _, err) = daemon.cli(
+        &[],
+        "set ecofilter-balancer flow x priority 1\ncommit | lats 3\n",
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("unknown pipe \"lats 3\"") && err.contains("last N"),
+        "{err}"
+    );
+    assert!(
+        !cli("show configuration").contains("flow x "),
+        "not committed"
+    );
+}
+
+#[test]
+fn protocols_by_name_and_parameters_by_the_words_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let (code, out, err) = daemon.cli(
+        &[],
+        "set ecofilter-balancer flow dns priority 250 match ip-proto udp dst-port 53 action bypass\ncommit\n",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, out, _) = daemon.cli(
+        &["-c", "show configuration ecofilter-balancer flow dns"],
+        "",
+    );
+    assert!(out.contains("ip-proto 17;"), "{out}");
+    let lookup = "show ecofilter-balancer lookup-session src 10.1.2.3 dst 8.8.8.8";
+    let (code, out, err) = daemon.cli(&["-c", &format!("{lookup} proto tcp link l1")], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("f1-te7-te8"), "the same as proto 6: {out}");
+    let (code, _, err) = daemon.cli(&["-c", lookup], "");
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error: show ecofilter-balancer lookup-session: missing proto;"),
+        "named by the word typed: {err}"
+    );
+    let (_, _, err) = daemon.cli(&["-c", &format!("{lookup} proto tpc")], "");
+    assert!(
+        err.contains("proto \"tpc\" is not a protocol; expected a protocol number 0-255 or one of icmp, igmp, tcp, udp"),
+        "{err}"
+    );
+    let (_, _, err) = daemon.cli(&["-c", &format!("{lookup} proto 6 src-port x")], "");
+    assert!(
+        err.contains("src-port \"x\"") && !err.contains("/ecofilter-balancer:"),
+        "{err}"
+    );
+    let (code, _, err) = daemon.cli(
+        &[],
+        "set ecofilter-balancer flow dns match ip-proto 300\ncommit\n",
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("ecofilter-balancer flow dns match: ip-proto \"300\" is not a protocol; expected a protocol number 0-255"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tab_and_question_mark_list_names_as_people_count_and_protocols_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let mut sh = shell(&daemon, dir.path(), "quinn");
+    keys(&mut sh, "show ports ?");
+    sh.exp_string("Possible completions:").unwrap();
+    let listing = sh.exp_string("efb> ").unwrap();
+    let at = |name: &str| {
+        listing
+            .lines()
+            .position(|l| l.trim() == name)
+            .unwrap_or_else(|| panic!("{name} not in {listing}"))
+    };
+    assert!(
+        at("p2") < at("p9-0") && at("p9-0") < at("p10-0"),
+        "{listing}"
+    );
+    sh.send_control('u').unwrap();
+    configure(&mut sh);
+    keys(&mut sh, "set ecofilter-balancer flow f1 match ip-proto ?");
+    sh.exp_string("a protocol number 0-255 or one of").unwrap();
+    sh.exp_string("6: Transmission Control Protocol").unwrap();
+    prompt(&mut sh);
+    sh.send_control('u').unwrap();
+    keys(&mut sh, "set ecofilter-balancer flow f1 match ip-proto tc");
+    keys(&mut sh, "\t");
+    sh.exp_string("tcp ").unwrap();
+    sh.send_control('u').unwrap();
+    run(&mut sh, "help pipes", "no-more");
+    run(&mut sh, "help", "Help topics");
+    run(&mut sh, "exit", "Exiting configuration mode");
+    run(
+        &mut sh,
+        "help show ports",
+        "show ports [NAME...] [statistics]",
+    );
+}
+
+/// Refusals in the shell's words, not libyang's: a value out of range, a deleted port that a
+/// link still uses (said when the delete is typed, and again by the commit), a mandatory
+/// leaf missing; and `commit check` says what a change does to the balancing.
+#[test]
+fn refusals_speak_the_shells_words_and_commit_check_tells_the_consequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(&dir.path().join("datastore"), &[]);
+    let site = one_filter_site_lines().join("\n");
+    let (code, out, err) = daemon.cli(&[], &format!("{site}\ncommit\n"));
+    assert_eq!(code, 0, "{out}{err}");
+
+    let (code, _, err) = daemon.cli(&["-c", "set ports port p2 mtu 100000"], "");
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(
+            "ports port p2: mtu \"100000\" is out of range; expected an integer in 1500..10240"
+        ),
+        "{err}"
+    );
+    let (_, _, err) = daemon.cli(&["-c", "set ports port p2 mtu abc"], "");
+    assert!(err.contains("\"abc\" is not an integer"), "{err}");
+    assert!(!err.contains("uint16"), "{err}");
+
+    let (code, out, err) = daemon.cli(&[], "edit\ndelete ports port p1\ncommit check\n");
+    assert_ne!(code, 0);
+    assert!(
+        out.contains("warning: port p1 is used by link l1 wan-port; a commit is refused"),
+        "{out}"
+    );
+    assert!(
+        err.contains(
+            "ecofilter-balancer link l1 wan-port: refers to port p1, which does not exist"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("leafref") && !err.contains("/efb:"), "{err}");
+
+    let (_, _, err) = daemon.cli(
+        &[],
+        "edit\nset ecofilter-balancer link l9 wan-port p1\ncommit check\n",
+    );
+    assert!(
+        err.contains("ecofilter-balancer link l9: lan-port is missing: it is mandatory"),
+        "{err}"
+    );
+
+    let (code, out, err) = daemon.cli(
+        &[],
+        "edit\nset ecofilter-balancer ecofilter-unit ef1 cores 18\ncommit check\ndiscard\n",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("balancing-config-hash would change: "),
+        "{out}"
+    );
+    let moves = out
+        .lines()
+        .find(|l| l.starts_with("traffic: ef1: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        moves.contains("buckets would move (") && moves.ends_with("): cores 17 -> 18"),
+        "{moves}"
+    );
+    let (_, out, _) = daemon.cli(
+        &[],
+        "edit\nset ports port p1 description uplink\ncommit check\ndiscard\n",
+    );
+    assert!(
+        out.contains("balancing-config-hash unchanged") && out.contains("traffic: no bucket moves"),
+        "{out}"
+    );
+}
+
+#[test]
+fn show_log_lists_the_commit_just_made_and_a_liveness_change() {
+    use efb_tests::Target;
+    use efb_tests::chip_io::{self, Chip, FAST_PROBING};
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let daemon = chip_io::daemon_on(dir.path(), &target);
+    chip_io::configure(&daemon, FAST_PROBING);
+    let logged = |kind: &str, text: &str| {
+        let (_, out, _) = daemon.cli(&["-c", &format!("show log {kind}")], "");
+        out.contains(text)
+    };
+    for _ in 0..200 {
+        if logged("liveness", "pair=f1-te1-te2 from=init to=up") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut sh = shell(&daemon, dir.path(), "erin");
+    configure(&mut sh);
+    quiet(&mut sh, "set ports port p1 description uplink");
+    run(
+        &mut sh,
+        "commit comment \"describe p1\" and-quit",
+        "commit complete",
+    );
+    let mut chip = Chip::connect(&target);
+    chip.set_filter_dead("p9-0", "p9-1", true);
+    for _ in 0..200 {
+        if logged("liveness", "to=down") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The commit just made, with who, from where and why.
+    let commits = run(&mut sh, "show log commit", "comment=\"describe p1\"");
+    assert!(
+        commits.contains("Time") && commits.contains(" as erin\" origin=shell"),
+        "{commits}"
+    );
+    // Newest last: the pair that went down ends the liveness events.
+    run(
+        &mut sh,
+        "show log liveness | last 1",
+        "liveness  unit=ef1 pair=f1-te1-te2 from=up to=down reason=\"4 consecutive keep-alives lost",
+    );
+    // Everything, one table: the commit before the liveness change that followed it.
+    let all = run(&mut sh, "show log | no-more", "from=up to=down");
+    assert!(all.contains("comment=\"describe p1\""), "{all}");
+    // A word that is no kind is refused, naming the kinds.
+    run(&mut sh, "show log commits", "kinds are: commit, rollback");
+}
+
+/// A manual bypass skips the filters for every session of the unit: on a terminal the shell
+/// asks first (scripts do not), and `show system status` says which units are in a manual
+/// mode; `show system users` says who else is editing.
+#[test]
+fn a_manual_bypass_is_confirmed_on_a_terminal_and_shown_in_the_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = efb_tests::Target::start(&[]);
+    let daemon = efb_tests::chip_io::daemon_on(dir.path(), &target);
+    let site = one_filter_site_lines().join("\n");
+    let (code, out, err) = daemon.cli(&[], &format!("{site}\ncommit\n"));
+    assert_eq!(code, 0, "{out}{err}");
+
+    let mut sh = shell(&daemon, dir.path(), "alice");
+    let call = "call ecofilter-balancer set-bypass-ecofilter-unit ecofilter-unit ef1 mode bypass";
+    sh.send_line(call).unwrap();
+    sh.exp_string("ef1: every session then skips the DPI filters, until the mode is auto again.")
+        .unwrap();
+    sh.exp_string("Continue? [yes,no] (no) ").unwrap();
+    sh.send_line("no").unwrap();
+    sh.exp_string("not confirmed: nothing changed").unwrap();
+    prompt(&mut sh);
+    run(
+        &mut sh,
+        "show system status | match Manual",
+        "none: every unit follows liveness (auto)",
+    );
+    sh.send_line(call).unwrap();
+    sh.exp_string("Continue? [yes,no] (no) ").unwrap();
+    sh.send_line("yes").unwrap();
+    sh.exp_string("ok").unwrap();
+    prompt(&mut sh);
+    run(&mut sh, "show system status | match Manual", "ef1 bypass");
+
+    // Another session with uncommitted changes shows in the status and in users.
+    let mut bob = shell(&daemon, dir.path(), "bob");
+    configure(&mut bob);
+    quiet(&mut bob, "set ports port p1 description uplink");
+    run(
+        &mut sh,
+        "show system users | match bob",
+        "uncommitted changes",
+    );
+    run(
+        &mut sh,
+        "show system status | match Sessions",
+        "bob (uncommitted changes)",
+    );
+
+    // A script means what it says: no question.
+    let (code, out, err) = daemon.cli(
+        &[
+            "-c",
+            "call ecofilter-balancer set-bypass-ecofilter-unit mode primary",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("Continue?"), "{out}");
+    run(&mut sh, "show system status | match Manual", "ef1 primary");
+    run(&mut sh, "exit", "");
+    run(&mut bob, "exit", "");
+}
+
+/// A `commit confirmed` nobody confirms is rolled back by efbd, and every open shell is
+/// told at once, above its prompt (as Junos tells every terminal).
+#[test]
+fn an_automatic_rollback_is_told_to_every_open_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(&dir.path().join("datastore"), &[]);
+    let mut sh = shell(&daemon, dir.path(), "alice");
+    // bob commits with a 2 s wait through the management API (the shell counts minutes).
+    let mut bob = efb_cli::client::Client::connect(&daemon.address, "bob").unwrap();
+    bob.edit_lines("set ports port p1 number 1 speed 100g")
+        .unwrap();
+    let reply = bob
+        .commit(efb_mgmt_proto::v1::CommitRequest {
+            confirm_seconds: 2,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(reply.commit_id, 1);
+    sh.exp_string("commit 1 was not confirmed in time; efbd rolled it back (now commit 2")
+        .unwrap();
+    // The prompt is drawn again and works.
+    run(&mut sh, "show configuration | count", "Count: 0 lines");
+    run(&mut sh, "exit", "");
+}
+
+/// Junos habits: `load merge terminal` (paste, then Ctrl-D), file names completed by Tab,
+/// `rollback ?` with each commit's time, user and comment, `show | compare rollback N`.
+#[test]
+fn load_terminal_rollback_help_and_compare_with_a_rollback() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(&dir.path().join("datastore"), &[]);
+    let (code, out, err) = daemon.cli(
+        &[],
+        "set ports port p1 number 1 speed 100g\ncommit comment \"first port\"\n",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = daemon.cli(
+        &[],
+        "set ports port p2 number 2 speed 100g\ncommit comment \"second port\"\n",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let site = dir.path().join("site-part.set");
+    std::fs::write(&site, "set ports port p3 number 3 speed 100g\n").unwrap();
+
+    let mut sh = shell(&daemon, dir.path(), "alice");
+    configure(&mut sh);
+    // Pasted lines, ended by Ctrl-D at the start of a line.
+    sh.send_line("load merge terminal").unwrap();
+    sh.exp_string("[Type ^D at a new line to end input]")
+        .unwrap();
+    sh.send_line("set ports port p4 number 4 speed 100g")
+        .unwrap();
+    sh.send_line("set ports port p4 description pasted")
+        .unwrap();
+    sh.send("\x04").unwrap();
+    sh.flush().unwrap();
+    sh.exp_string("load complete").unwrap();
+    prompt(&mut sh);
+    run(&mut sh, "show ports port p4", "description pasted;");
+    // JSON is not what load set takes.
+    sh.send_line("load set terminal").unwrap();
+    sh.exp_string("[Type ^D").unwrap();
+    sh.send_line("{\"ecofilter-balancer:ports\": {}}").unwrap();
+    sh.send("\x04").unwrap();
+    sh.flush().unwrap();
+    sh.exp_string("load set takes set / delete lines").unwrap();
+    prompt(&mut sh);
+
+    // Tab completes a file name.
+    let partial = format!("load merge {}/site-p", dir.path().display());
+    keys(&mut sh, &partial);
+    keys(&mut sh, "\t");
+    sh.exp_string("site-part.set").unwrap();
+    keys(&mut sh, "\r");
+    sh.exp_string("load complete").unwrap();
+    prompt(&mut sh);
+
+    // rollback ? says when, who and why for each number.
+    keys(&mut sh, "rollback ?");
+    sh.exp_string("second port").unwrap();
+    sh.exp_string("first port").unwrap();
+    keys(&mut sh, "\x15"); // Ctrl-U: clear the line
+    prompt(&mut sh);
+    sh.send_line("").unwrap();
+    prompt(&mut sh);
+    // Against rollback 1 (before the second port) the candidate also adds p2.
+    let out = run(
+        &mut sh,
+        "show | compare rollback 1 | display set",
+        "set ports port p4 description pasted",
+    );
+    assert!(out.contains("set ports port p2 "), "{out}");
+    let out = run(&mut sh, "show | compare | display set", "set ports port p4");
+    assert!(!out.contains("port p2 "), "{out}");
+    run(
+        &mut sh,
+        "show | compare rollback 9",
+        "rollback 9: no such commit",
+    );
+    run(&mut sh, "rollback 0", "load complete");
+    run(&mut sh, "exit", "Exiting configuration mode");
+    run(&mut sh, "exit", "");
+}
+
+/// Junos's edit hierarchy: `edit` moves the place (said as `[edit ...]` above the prompt),
+/// `set`, `delete`, `show`, Tab and `?` are relative to it, `up`, `top` and `exit` go back;
+/// `rename`, `copy` and `annotate` work on list entries.
+#[test]
+fn edit_hierarchy_rename_copy_and_annotate() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let mut sh = shell(&daemon, dir.path(), "edna");
+    sh.send_line("edit").unwrap();
+    sh.exp_string("Entering configuration mode").unwrap();
+    sh.exp_string("[edit]\r\n").unwrap();
+    prompt(&mut sh);
+
+    // Down two levels at once, then relative set, show, Tab and ?.
+    run(
+        &mut sh,
+        "edit ecofilter-balancer flow bgp-to",
+        "[edit ecofilter-balancer flow bgp-to]",
+    );
+    quiet(&mut sh, "set priority 311 match dst-port 180");
+    let before = run(&mut sh, "show", "priority 311;");
+    assert!(!before.contains('{'), "no levels above the place: {before}");
+    run(&mut sh, "show match", "dst-port 180;");
+    keys(&mut sh, "set mat");
+    keys(&mut sh, "\t");
+    sh.exp_string("match ").unwrap();
+    sh.send_control('u').unwrap();
+    keys(&mut sh, "set match ?");
+    sh.exp_string("src-ipv4").unwrap();
+    prompt(&mut sh);
+    sh.send_control('u').unwrap();
+    quiet(&mut sh, "delete description");
+    run(
+        &mut sh,
+        "show | match description | count",
+        "Count: 0 lines",
+    );
+    run(
+        &mut sh,
+        "edit match",
+        "[edit ecofilter-balancer flow bgp-to match]",
+    );
+    run(&mut sh, "up", "[edit ecofilter-balancer flow bgp-to]");
+    run(
+        &mut sh,
+        "up 3",
+        "up 3: [edit ecofilter-balancer flow bgp-to] is 2 levels below the top",
+    );
+    // top COMMAND runs from the top and stays where it was.
+    quiet(&mut sh, "top set ports port p9-0 mtu 9100");
+    run(
+        &mut sh,
+        "top show ports port p9-0 mtu",
+        "[edit ecofilter-balancer flow bgp-to]",
+    );
+    run(&mut sh, "top", "[edit]");
+    run(&mut sh, "up", "up: already at the top of the hierarchy");
+
+    // exit goes back to where edit was typed; a list entry and its list are one level.
+    run(
+        &mut sh,
+        "edit ecofilter-balancer",
+        "[edit ecofilter-balancer]",
+    );
+    keys(&mut sh, "edit fl");
+    keys(&mut sh, "\t");
+    sh.exp_string("flow ").unwrap();
+    keys(&mut sh, "bgp-from\n");
+    sh.exp_string("[edit ecofilter-balancer flow bgp-from]")
+        .unwrap();
+    prompt(&mut sh);
+    run(&mut sh, "up", "[edit ecofilter-balancer]");
+    run(
+        &mut sh,
+        "edit flow bgp-from",
+        "[edit ecofilter-balancer flow bgp-from]",
+    );
+    run(&mut sh, "exit", "[edit ecofilter-balancer]");
+    // A new entry is fine: the first set makes it, as in Junos.
+    run(
+        &mut sh,
+        "edit flow new-one",
+        "[edit ecofilter-balancer flow new-one]",
+    );
+    quiet(&mut sh, "set priority 5");
+    run(&mut sh, "exit", "[edit ecofilter-balancer]");
+    run(&mut sh, "exit", "[edit]");
+    run(
+        &mut sh,
+        "show ecofilter-balancer flow new-one",
+        "priority 5;",
+    );
+
+    // rename keeps references as they were, and says which ones now name nothing.
+    let said = run(
+        &mut sh,
+        "rename ports port p1 to p1-new",
+        "rename changes no reference: set them to p1-new",
+    );
+    assert!(said.contains("warning: port p1 is used by"), "{said}");
+    run(
+        &mut sh,
+        "show ports port p1-new | display set",
+        "set ports port p1-new speed",
+    );
+    run(
+        &mut sh,
+        "show | compare | display set | match \"delete ports\"",
+        "delete ports port p1",
+    );
+    run(
+        &mut sh,
+        "rename ports port p2 to p3",
+        "ports port p3 already exists",
+    );
+    run(
+        &mut sh,
+        "rename ports port nope to p99",
+        "ports port nope: no such entry",
+    );
+    run(
+        &mut sh,
+        "rename ports port p2 mtu to x",
+        "mtu is not a list entry",
+    );
+    // A pair keeps its place in the unit: the order of pairs is part of the balancing.
+    quiet(
+        &mut sh,
+        "rename ecofilter-balancer ecofilter-unit ef1 pair f1-te1-te2 to f1-first",
+    );
+    let pairs = run(
+        &mut sh,
+        "show ecofilter-balancer ecofilter-unit ef1 | display set | match lan-port",
+        "f1-te15-te16 lan-port",
+    );
+    let at = |name: &str| pairs.find(name).unwrap_or(usize::MAX);
+    assert!(
+        at("f1-first") < at("f1-te3-te4") && at("f1-te3-te4") < at("f1-te5-te6"),
+        "{pairs}"
+    );
+    // copy: the same content under another name.
+    quiet(
+        &mut sh,
+        "copy ecofilter-balancer flow bgp-to to flow bgp-to-2",
+    );
+    run(
+        &mut sh,
+        "show ecofilter-balancer flow bgp-to-2",
+        "dst-port 180;",
+    );
+
+    // annotate sets the description of an entry: at a place, or with a path.
+    run(
+        &mut sh,
+        "edit ecofilter-balancer link l2",
+        "[edit ecofilter-balancer link l2]",
+    );
+    quiet(&mut sh, "annotate \"second uplink\"");
+    run(&mut sh, "show", "description \"second uplink\";");
+    run(&mut sh, "top", "[edit]");
+    quiet(
+        &mut sh,
+        "annotate ecofilter-balancer flow bgp-from \"BGP back\"",
+    );
+    run(
+        &mut sh,
+        "show ecofilter-balancer flow bgp-from",
+        "description \"BGP back\";",
+    );
+    let said = run(
+        &mut sh,
+        "annotate ecofilter-balancer balancing-method \"x\"",
+        "ecofilter-balancer ecofilter-unit pair",
+    );
+    assert!(
+        said.contains("cannot be annotated") && said.contains("ports port"),
+        "{said}"
+    );
+    run(
+        &mut sh,
+        "edit ports port p2 mtu",
+        "edit ports port p2 mtu: mtu is a leaf, not a level",
+    );
+
+    // delete alone deletes the place, once confirmed.
+    run(
+        &mut sh,
+        "edit ecofilter-balancer flow bgp-to-2",
+        "[edit ecofilter-balancer flow bgp-to-2]",
+    );
+    sh.send_line("delete").unwrap();
+    sh.exp_string("Delete everything under this level.")
+        .unwrap();
+    sh.exp_string("Continue? [yes,no] (no) ").unwrap();
+    sh.send_line("yes").unwrap();
+    prompt(&mut sh);
+    run(
+        &mut sh,
+        "top show ecofilter-balancer flow bgp-to-2 | count",
+        "Count: 0 lines",
+    );
+
+    // exit configuration-mode leaves from anywhere (with the usual warning first), and
+    // configuration mode starts at the top again.
+    run(
+        &mut sh,
+        "exit configuration-mode",
+        "uncommitted changes: commit or discard them",
+    );
+    run(
+        &mut sh,
+        "exit configuration-mode",
+        "Exiting configuration mode",
+    );
+    sh.send_line("configure").unwrap();
+    sh.exp_string("Entering configuration mode").unwrap();
+    sh.exp_string("[edit]\r\n").unwrap();
+    prompt(&mut sh);
+    run(&mut sh, "discard", "candidate discarded");
+    run(&mut sh, "exit", "Exiting configuration mode");
+    run(&mut sh, "exit", "");
+}
+
+/// `monitor ports`: the view drawn again every second with rates, until a key (Ctrl-C
+/// too) gives the prompt back; `?` offers monitor and clear.
+#[test]
+fn monitor_draws_rates_every_second_until_a_key_is_pressed() {
+    use efb_tests::chip_io::{self, Chip};
+    let dir = tempfile::tempdir().unwrap();
+    let target = efb_tests::Target::start(&[]);
+    let daemon = chip_io::daemon_on(dir.path(), &target);
+    chip_io::configure(&daemon, "");
+    let mut chip = Chip::connect(&target);
+    let mut sh = shell(&daemon, dir.path(), "mona");
+    keys(&mut sh, "?");
+    sh.exp_string("Clear counters").unwrap();
+    sh.exp_string("Watch a view drawn again every second")
+        .unwrap();
+    prompt(&mut sh);
+    sh.send_control('u').unwrap();
+
+    sh.send_line("monitor ports p2").unwrap();
+    // The first drawing has no rate yet; the next one does (nothing moved: 0).
+    sh.exp_string("Seconds: 0").unwrap();
+    sh.exp_regex(r"p2\s+up\s+0\s+-\s+-\s").unwrap();
+    sh.exp_string("Seconds: 1").unwrap();
+    sh.exp_regex(r"p2\s+up\s+0\s+0\s+0\s").unwrap();
+    // Frames come in: a later drawing counts them, at some rate per second.
+    chip.inject(
+        "p2",
+        vec![efb_target::frames::eth(&[], 0x0806, &[0u8; 28]); 4],
+    );
+    sh.exp_regex(r"p2\s+up\s+4\s+[1-9]\d*\s+[1-9]\d*\s")
+        .unwrap();
+    keys(&mut sh, "q");
+    prompt(&mut sh);
+    run(&mut sh, "show ports p2 statistics", "p2");
+    // Ctrl-C is a key too: the shell stays.
+    sh.send_line("monitor ecofilter-balancer flow").unwrap();
+    sh.exp_string("Packets/s").unwrap();
+    sh.send_control('c').unwrap();
+    prompt(&mut sh);
+    run(&mut sh, "show system status", "Daemon");
+    run(&mut sh, "exit", "");
 }

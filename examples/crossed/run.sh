@@ -30,11 +30,12 @@ efb_log "building efbd, efb-cli, efb-target and efb-config (release)"
 cargo build --release --quiet -p efbd -p efb-cli -p efb-target -p efb-config
 bin="$EFB_ROOT/target/release"
 
-# Addresses apart from ./run.sh's (9559, datastore/efbd.sock, 9339), so both can run at
-# once; each management API is the Unix socket in its datastore.
+# Addresses apart from ./run.sh's (9559, datastore/efbd.sock, 9339, metrics 9464), so both
+# can run at once; each management API is the Unix socket in its datastore.
 declare -A target=([a]=127.0.0.1:9561 [b]=127.0.0.1:9562)
 declare -A mgmt=([a]="$here/datastore-a/efbd.sock" [b]="$here/datastore-b/efbd.sock")
 declare -A gnmi=([a]=127.0.0.1:9341 [b]=127.0.0.1:9342)
+declare -A metrics=([a]=127.0.0.1:9465 [b]=127.0.0.1:9466)
 
 . .ci/background.sh
 
@@ -51,7 +52,7 @@ start_balancer() {
   EFB_PIDS+=($!)
   efb_wait_for "${EFB_PIDS[-1]}" "$dir/efb-target.out" "P4Runtime on" "$dir/efb-target.log"
   "$bin/efbd" --datastore "$dir" --p4runtime "${target[$side]}" \
-    --gnmi-listen "${gnmi[$side]}" \
+    --gnmi-listen "${gnmi[$side]}" --metrics-listen "${metrics[$side]}" \
     --gnmi-users examples/users.demo.toml >"$dir/efbd.out" 2>"$dir/efbd.log" &
   EFB_PIDS+=($!)
   efb_wait_for "${EFB_PIDS[-1]}" "$dir/efbd.out" "management API on" "$dir/efbd.log"

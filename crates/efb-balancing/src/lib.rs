@@ -9,6 +9,7 @@ mod layout;
 mod liveness;
 mod lookup;
 pub mod matching;
+mod moves;
 
 pub use config_hash::{config_hash, config_hash_text};
 pub use error::BalancingError;
@@ -16,3 +17,4 @@ pub use key::{Session, has_ports, session_hash, session_key};
 pub use layout::{UnitLayout, bucket_table};
 pub use liveness::{BypassMode, LiveState, unit_active};
 pub use lookup::{Lookup, lookup_session};
+pub use moves::{UnitMoves, bucket_moves};

@@ -252,7 +252,10 @@ impl Client {
             address: address.to_string(),
             message,
         };
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        // One worker thread: the connection (and a watch of efbd's events) keeps going while
+        // the shell waits at its prompt.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
             .enable_all()
             .build()
             .map_err(|e| fail(e.to_string()))?;
@@ -394,10 +397,12 @@ impl Client {
             .map(|l| l.lines)
     }
 
-    pub fn compare(&mut self, format: Format) -> Result<Vec<String>> {
+    /// The candidate's changes since it started, or against commit `rollback` of history.
+    pub fn compare(&mut self, format: Format, rollback: Option<u32>) -> Result<Vec<String>> {
         let request = CompareRequest {
             session: self.session,
             format: format as i32,
+            rollback,
         };
         self.call(move |mut c| async move { c.compare(request).await })
             .map(|l| l.lines)
@@ -465,6 +470,41 @@ impl Client {
     pub fn audit(&mut self, last: u32) -> Result<Vec<AuditRecord>> {
         self.call(move |mut c| async move { c.audit(AuditRequest { last }).await })
             .map(|r| r.records)
+    }
+
+    /// efbd's newest `max` events (0: every one it keeps) of `kinds` (kinds or groups of
+    /// kinds; empty: all), oldest first.
+    pub fn recent_events(&mut self, max: u32, kinds: Vec<String>) -> Result<Vec<LogEvent>> {
+        let request = RecentEventsRequest { max, kinds };
+        self.call(move |mut c| async move { c.recent_events(request).await })
+            .map(|r| r.events)
+    }
+
+    /// Calls `on_event` with each event of `kinds` as efbd emits it, in the background,
+    /// until efbd or this client goes away.
+    pub fn watch_events(&self, kinds: Vec<String>, on_event: impl Fn(LogEvent) + Send + 'static) {
+        let mut client = self.inner.clone();
+        self.runtime.spawn(async move {
+            let request = RecentEventsRequest { max: 0, kinds };
+            let Ok(reply) = client.watch_events(request).await else {
+                return;
+            };
+            let mut events = reply.into_inner();
+            while let Ok(Some(event)) = events.message().await {
+                on_event(event);
+            }
+        });
+    }
+
+    /// `clear ... statistics`: the counters of `names` (none: all) count from zero again;
+    /// the names cleared.
+    pub fn clear_statistics(&mut self, what: Counted, names: Vec<String>) -> Result<Vec<String>> {
+        let request = ClearStatisticsRequest {
+            what: what as i32,
+            names,
+        };
+        self.call(move |mut c| async move { c.clear_statistics(request).await })
+            .map(|r| r.cleared)
     }
 
     pub fn call_rpc(&mut self, rpc: &str, input: &serde_json::Value) -> Result<serde_json::Value> {

@@ -7,6 +7,7 @@ use efb_yang::setlines::{self, Expect, Verb};
 use efb_yang::{BaseType, TypeInfo};
 
 use crate::grammar::{Command, Grammar};
+use crate::protocol;
 
 /// Which words a line starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,10 +65,55 @@ impl Completion {
 pub trait KeySource {
     fn keys(&self, list_path: &str, prefix: &str) -> Vec<String>;
 
-    /// How many commits history holds (`rollback` takes 0 to one less), if known.
-    fn history_len(&self) -> Option<usize> {
+    /// The commits history holds, newest first (`rollback` takes their numbers): for each,
+    /// what `rollback ?` says of it (time, user, comment). None when not known.
+    fn history(&self) -> Option<Vec<(usize, String)>> {
         None
     }
+}
+
+/// `load merge|override|set ` is followed by a file or `terminal`.
+fn is_load_source(words: &[String]) -> bool {
+    matches!(words, [load, mode] if load == "load" && matches!(mode.as_str(), "merge" | "override" | "set"))
+}
+
+/// `terminal`, and the files and folders whose names start with `partial` (a path
+/// relative to the shell's directory, or absolute); folders end in `/`.
+fn load_sources(partial: &str) -> Vec<Candidate> {
+    let mut out = vec![Candidate::word(
+        "terminal",
+        "Paste the configuration, then Ctrl-D at the start of a line",
+    )];
+    let (folder, _) = partial.rsplit_once('/').unwrap_or(("", partial));
+    let listed = match folder {
+        "" if partial.starts_with('/') => "/",
+        "" => ".",
+        folder => folder,
+    };
+    let Ok(entries) = std::fs::read_dir(listed) else {
+        return out;
+    };
+    let mut files: Vec<Candidate> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let is_dir = e.file_type().ok()?.is_dir();
+            let path = match (folder, partial.starts_with('/')) {
+                ("", true) => format!("/{name}"),
+                ("", false) => name,
+                (folder, _) => format!("{folder}/{name}"),
+            };
+            let (word, help) = if is_dir {
+                (format!("{path}/"), "folder")
+            } else {
+                (path, "file: RFC 7951 JSON or set lines")
+            };
+            Some(Candidate::word(word, help))
+        })
+        .collect();
+    files.sort_by(|a, b| a.word.cmp(&b.word));
+    out.extend(files);
+    out
 }
 
 /// Most keys listed for one Tab or `?`.
@@ -79,9 +125,30 @@ pub struct Completer<'a> {
     pub keys: &'a dyn KeySource,
 }
 
-const CONFIG_COMMANDS: &[(&str, &str)] = &[
+pub const CONFIG_COMMANDS: &[(&str, &str)] = &[
     ("set", "Set a value, or create a node, in the candidate"),
     ("delete", "Delete a node from the candidate"),
+    (
+        "edit",
+        "Go to a level: set, delete and show are relative to it",
+    ),
+    (
+        "top",
+        "Go to the top level (top COMMAND: run one command from there)",
+    ),
+    ("up", "Go up one level (up N: N levels)"),
+    (
+        "rename",
+        "Give a list entry another name: rename PATH to NAME",
+    ),
+    (
+        "copy",
+        "Copy a list entry under another name: copy PATH to NAME",
+    ),
+    (
+        "annotate",
+        "Set the description of an entry: annotate PATH \"TEXT\"",
+    ),
     (
         "show",
         "Show the candidate or a part of it (show | compare: the changes)",
@@ -102,11 +169,18 @@ const CONFIG_COMMANDS: &[(&str, &str)] = &[
         "Load a file of JSON or set lines: merge or override",
     ),
     ("run", "Run an operational command"),
-    ("exit", "Leave configuration mode"),
+    (
+        "help",
+        "Help on a topic: help TOPIC (commands, configuration, pipes...)",
+    ),
+    (
+        "exit",
+        "Go back to the level before the last edit; at the top, leave configuration mode",
+    ),
     ("quit", "Leave configuration mode"),
 ];
 
-const COMMIT_OPTIONS: &[(&str, &str)] = &[
+pub const COMMIT_OPTIONS: &[(&str, &str)] = &[
     ("check", "Validate and show the changes, commit nothing"),
     (
         "confirmed",
@@ -120,24 +194,48 @@ const COMMIT_OPTIONS: &[(&str, &str)] = &[
     ("and-quit", "Commit, then leave configuration mode"),
 ];
 
-const PIPES: &[(&str, &str)] = &[
+pub const PIPES: &[(&str, &str)] = &[
     ("match", "Show only lines matching a regular expression"),
     (
         "except",
         "Show only lines not matching a regular expression",
     ),
+    (
+        "find",
+        "Show from the first line matching a regular expression",
+    ),
     ("count", "Count the lines"),
+    ("last", "Show only the last N lines"),
+    ("no-more", "Show everything at once, without the pager"),
     ("display", "Show the data as json or as set lines"),
+];
+
+/// Words `help` takes first (besides the first words of commands).
+const HELP_TOPICS: &[(&str, &str)] = &[
+    ("commands", "Operational commands"),
+    ("configuration", "Configuration mode"),
+    ("commit", "The options of commit"),
+    ("pipes", "What may follow |"),
+    ("keys", "Keys: Tab, ?, history, the pager"),
 ];
 
 impl Completer<'_> {
     pub fn complete(&self, mode: Mode, line: &str) -> Completion {
+        self.complete_at(mode, &[], line)
+    }
+
+    /// Completes `line` typed at a place of the hierarchy (after `edit PATH`: its words):
+    /// the paths of `set`, `delete`, `show` and `edit` start there.
+    pub fn complete_at(&self, mode: Mode, place: &[String], line: &str) -> Completion {
         let (start, partial) = partial_word(line);
         let before = &line[..start];
         let candidates = match pipe_tail(before) {
             Some(stage) => pipe_candidates(&stage),
             None => match setlines::split_words(before) {
-                Ok(words) => self.candidates(mode, &words),
+                Ok(words) if mode == Mode::Configuration && is_load_source(&words) => {
+                    load_sources(partial)
+                }
+                Ok(words) => self.candidates(mode, place, &words),
                 Err(_) => Vec::new(),
             },
         };
@@ -148,10 +246,10 @@ impl Completer<'_> {
         }
     }
 
-    fn candidates(&self, mode: Mode, words: &[String]) -> Vec<Candidate> {
+    fn candidates(&self, mode: Mode, place: &[String], words: &[String]) -> Vec<Candidate> {
         match mode {
             Mode::Operational => self.operational(words),
-            Mode::Configuration => self.configuration(words),
+            Mode::Configuration => self.configuration(place, words),
         }
     }
 
@@ -174,12 +272,10 @@ impl Completer<'_> {
                 .last()
                 .is_some_and(|w| command.switches.contains_key(w));
             let mut out = Vec::new();
-            if rest.is_empty()
-                && let Some(arg) = &get.arg
-            {
-                out.extend(self.list_keys(&get.path, arg));
+            if !switched && let Some(arg) = &get.arg {
+                out.extend(self.list_keys(&get.path, arg, rest));
             }
-            if !switched && rest.len() <= 1 {
+            if !switched {
                 out.extend(
                     command
                         .switches
@@ -195,12 +291,17 @@ impl Completer<'_> {
         }
         match command.builtin.as_deref() {
             Some("show-configuration") => self.paths(Verb::Delete, rest),
+            Some("help") => help_topics(rest),
+            Some("screen-length") if rest.is_empty() => vec![Candidate::placeholder(
+                "<lines>",
+                "Lines a page holds; 0: no paging",
+            )],
             _ if rest.is_empty() => end(),
             _ => Vec::new(),
         }
     }
 
-    fn configuration(&self, words: &[String]) -> Vec<Candidate> {
+    fn configuration(&self, place: &[String], words: &[String]) -> Vec<Candidate> {
         let Some((first, rest)) = words.split_first() else {
             return CONFIG_COMMANDS
                 .iter()
@@ -208,41 +309,113 @@ impl Completer<'_> {
                 .collect();
         };
         match first.as_str() {
-            "set" => self.paths(Verb::Set, rest),
-            "delete" => self.paths(Verb::Delete, rest),
-            "show" => self.paths(Verb::Delete, rest),
+            "set" => self.paths(Verb::Set, &[place, rest].concat()),
+            "delete" => self.paths(Verb::Delete, &[place, rest].concat()),
+            "show" => self.paths(Verb::Delete, &[place, rest].concat()),
+            "edit" | "top" | "up" | "rename" | "copy" | "annotate" => {
+                self.hierarchy(first, place, rest)
+            }
             "commit" | "apply" => commit_options(rest),
-            "rollback" if rest.is_empty() => vec![self.rollback_numbers()],
+            "rollback" if rest.is_empty() => self.rollback_numbers(),
             "load" if rest.is_empty() => vec![
                 Candidate::word("merge", "Merge the file into the candidate"),
                 Candidate::word("override", "The file becomes the candidate"),
+                Candidate::word(
+                    "set",
+                    "Apply the file's set / delete lines to the candidate",
+                ),
             ],
-            "load" if rest.len() == 1 => vec![Candidate::placeholder(
-                "<file>",
-                "RFC 7951 JSON or set lines",
-            )],
             "run" => self.operational(rest),
+            "help" => help_topics(rest),
             _ if rest.is_empty() => end(),
             _ => Vec::new(),
         }
     }
 
-    /// The numbers `rollback` takes: those `show system commit` lists.
-    fn rollback_numbers(&self) -> Candidate {
-        match self.keys.history_len() {
-            Some(0 | 1) => Candidate::placeholder(
+    /// The numbers `rollback` takes, those `show system commit` lists, each with its time,
+    /// user and comment (as Junos's `rollback ?`).
+    fn rollback_numbers(&self) -> Vec<Candidate> {
+        match self.keys.history() {
+            Some(mut commits) if !commits.is_empty() => {
+                commits.sort_by_key(|(n, _)| *n);
+                commits
+                    .into_iter()
+                    .map(|(n, said)| Candidate::word(n.to_string(), said))
+                    .collect()
+            }
+            Some(_) => vec![Candidate::placeholder(
                 "<0>",
-                "The running configuration (history holds no earlier commit)",
-            ),
-            Some(n) => Candidate::placeholder(
-                format!("<0-{}>", n - 1),
-                "Commit to load: 0 is running, 1 the one before... (show system commit lists them)",
-            ),
-            None => Candidate::placeholder(
+                "The running configuration (history holds no commit)",
+            )],
+            None => vec![Candidate::placeholder(
                 "<number>",
                 "Commit to load: 0 is running, 1 the one before...",
-            ),
+            )],
         }
+    }
+
+    /// The commands of the edit hierarchy; their paths start at the place.
+    fn hierarchy(&self, command: &str, place: &[String], rest: &[String]) -> Vec<Candidate> {
+        let path = [place, rest].concat();
+        match command {
+            "top" => self.configuration(&[], rest),
+            "up" if rest.is_empty() => {
+                let mut out = vec![Candidate::placeholder("<levels>", "Levels to go up (1)")];
+                out.extend(end());
+                out
+            }
+            "edit" => self.levels(&path),
+            "rename" | "copy" => match rest.iter().position(|w| w == "to") {
+                Some(at) if at + 1 == rest.len() => {
+                    vec![Candidate::placeholder(
+                        "<name>",
+                        "The new name of the entry",
+                    )]
+                }
+                Some(_) => end(),
+                None => self.entry_then(&path, Candidate::word("to", "The new name follows")),
+            },
+            "annotate" => self.entry_then(
+                &path,
+                Candidate::placeholder("<\"text\">", "The entry's description, in quotes"),
+            ),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Containers, lists and keys: the places a path can go to (leaves are set, not edited).
+    fn levels(&self, path: &[String]) -> Vec<Candidate> {
+        let mut out = self.paths(Verb::Delete, path);
+        if let Ok(Expect::Node { choices, .. }) =
+            setlines::expect_next(self.schema, Verb::Delete, path)
+        {
+            let leaves: Vec<&str> = choices
+                .iter()
+                .map(|id| self.schema.node(*id))
+                .filter(|n| !n.is_inner())
+                .map(|n| n.name.as_str())
+                .collect();
+            out.retain(|c| !leaves.contains(&c.word.as_str()));
+        }
+        out
+    }
+
+    /// The path to a list entry, then (once it names one) `next`.
+    fn entry_then(&self, path: &[String], next: Candidate) -> Vec<Candidate> {
+        let mut out: Vec<Candidate> = self
+            .levels(path)
+            .into_iter()
+            .filter(|c| !matches!(c.word.as_str(), "<[Enter]>" | "|"))
+            .collect();
+        let names_entry = match setlines::parse_words(self.schema, Verb::Delete, path) {
+            Ok(targets) => matches!(targets.as_slice(),
+                [(at, None)] if at.last().is_some_and(|s| !s.keys.is_empty())),
+            Err(_) => false,
+        };
+        if names_entry {
+            out.push(next);
+        }
+        out
     }
 
     /// Schema-driven: node names, list keys, leaf values.
@@ -290,6 +463,9 @@ impl Completer<'_> {
         if t.base == BaseType::Empty {
             return end();
         }
+        if protocol::is_protocol_leaf(self.schema, leaf) {
+            return protocol_values(node);
+        }
         let mut out = vec![self.placeholder_for(leaf)];
         self.type_values(t, &mut out);
         out
@@ -330,21 +506,26 @@ impl Completer<'_> {
         }
     }
 
-    fn list_keys(&self, list_path: &str, arg: &str) -> Vec<Candidate> {
+    /// Names for `show ... NAME...`: those not given yet.
+    fn list_keys(&self, list_path: &str, arg: &str, given: &[String]) -> Vec<Candidate> {
         let mut out = vec![Candidate::placeholder(
             format!("<{}>", arg.to_lowercase()),
-            "Show only this one",
+            "Show only these: names, or patterns with * (p9*)",
         )];
         out.extend(
             self.keys_at(list_path, "")
                 .into_iter()
+                .filter(|k| !given.contains(k))
                 .map(|k| Candidate::word(k, "")),
         );
         out
     }
 
+    /// Keys from the daemon, as people count them (`show` lists them so too).
     fn keys_at(&self, list_path: &str, prefix: &str) -> Vec<String> {
-        self.keys.keys(list_path, prefix)
+        let mut keys = self.keys.keys(list_path, prefix);
+        keys.sort_by(|a, b| efb_table::natural_cmp(a, b));
+        keys
     }
 
     /// Parameters of an RPC command: a parameter word, or the value of the last one.
@@ -431,11 +612,43 @@ fn pipe_candidates(stage: &[String]) -> Vec<Candidate> {
             Candidate::word("json", "As RFC 7951 JSON"),
             Candidate::word("set", "As set lines"),
         ],
-        [m] if m == "match" || m == "except" => {
+        [m] if m == "match" || m == "except" || m == "find" => {
             vec![Candidate::placeholder("<regex>", "A regular expression")]
         }
+        [l] if l == "last" => vec![Candidate::placeholder("<lines>", "How many lines")],
         _ => end(),
     }
+}
+
+/// The value of an `ip-proto` leaf: a number, or the name of a common protocol.
+fn protocol_values(node: &efb_yang::schema::SchemaNodeInfo) -> Vec<Candidate> {
+    let mut out = vec![Candidate::placeholder(
+        format!("<{}>", node.name),
+        format!("IP protocol: {}", protocol::ACCEPTED),
+    )];
+    out.extend(
+        protocol::PROTOCOLS
+            .iter()
+            .map(|(name, n, what)| Candidate::word(*name, format!("{n}: {what}"))),
+    );
+    out
+}
+
+fn help_topics(rest: &[String]) -> Vec<Candidate> {
+    if !rest.is_empty() {
+        return end();
+    }
+    let mut out: Vec<Candidate> = HELP_TOPICS
+        .iter()
+        .map(|(w, h)| Candidate::word(*w, *h))
+        .collect();
+    out.extend(
+        ["show", "call", "set", "delete", "rollback", "load"]
+            .iter()
+            .map(|w| Candidate::word(*w, format!("Help on {w}"))),
+    );
+    out.extend(end());
+    out
 }
 
 /// The words typed after the last unquoted `|`, when there is one.
@@ -597,8 +810,13 @@ mod tests {
         fn keys(&self, _list_path: &str, _prefix: &str) -> Vec<String> {
             Vec::new()
         }
-        fn history_len(&self) -> Option<usize> {
-            Some(self.0)
+        fn history(&self) -> Option<Vec<(usize, String)>> {
+            Some(
+                (0..self.0)
+                    .rev()
+                    .map(|n| (n, format!("commit by user{n}")))
+                    .collect(),
+            )
         }
     }
 
@@ -613,9 +831,23 @@ mod tests {
                 keys: &History(held),
             };
             let completion = completer.complete(Mode::Configuration, "rollback ");
-            completion.candidates[0].word.clone()
+            completion
+                .candidates
+                .iter()
+                .map(|c| format!("{} {}", c.word, c.help))
+                .collect::<Vec<_>>()
         };
-        assert_eq!(offered(5), "<0-4>");
-        assert_eq!(offered(0), "<0>");
+        assert_eq!(
+            offered(3),
+            vec![
+                "0 commit by user0",
+                "1 commit by user1",
+                "2 commit by user2"
+            ]
+        );
+        assert_eq!(
+            offered(0),
+            vec!["<0> The running configuration (history holds no commit)"]
+        );
     }
 }

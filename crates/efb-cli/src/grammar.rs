@@ -30,6 +30,44 @@ pub struct Command {
     /// Last words that draw the answer with another view (`statistics` -> `port-statistics`).
     #[serde(default)]
     pub switches: BTreeMap<String, String>,
+    /// Operations whose effect on traffic a person at a terminal confirms first.
+    #[serde(default)]
+    pub confirm: Vec<Confirm>,
+    /// What a `get` command does instead of showing its entries once: "monitor" (its
+    /// view, drawn again every second until a key is pressed) or "clear-statistics" (the
+    /// counters of its entries count from zero again).
+    #[serde(default)]
+    pub action: Option<String>,
+}
+
+/// The actions a command may take on the list its `get` reads.
+pub const ACTIONS: [&str; 2] = ["monitor", "clear-statistics"];
+
+/// "Continue? [yes,no]" before an operation, when parameter `leaf` is `value`. `says` names
+/// the effect; `{LEAF}` in it is that parameter's value, or `absent` when it is not given.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Confirm {
+    pub leaf: String,
+    pub value: String,
+    pub says: String,
+    #[serde(default)]
+    pub absent: BTreeMap<String, String>,
+}
+
+impl Confirm {
+    /// The effect to confirm, if `input` (the operation's parameters) asks for it.
+    pub fn applies(&self, input: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+        if input.get(&self.leaf).and_then(|v| v.as_str()) != Some(self.value.as_str()) {
+            return None;
+        }
+        let mut text = self.says.clone();
+        for (leaf, absent) in &self.absent {
+            let value = input.get(leaf).and_then(|v| v.as_str()).unwrap_or(absent);
+            text = text.replace(&format!("{{{leaf}}}"), value);
+        }
+        Some(text)
+    }
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -37,8 +75,36 @@ pub struct Command {
 pub struct Get {
     pub datastore: String,
     pub path: String,
-    /// Name of an optional argument selecting one entry of the list at `path`.
+    /// Name of an optional argument selecting entries of the list at `path`.
     pub arg: Option<String>,
+    /// The order the entries are listed in, when not their names' (flows: by priority).
+    pub order: Option<Order>,
+}
+
+/// Entries listed by a leaf's value (numbers by value), ties in the order they came.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Order {
+    pub leaf: String,
+    #[serde(default)]
+    pub descending: bool,
+}
+
+impl Order {
+    pub fn compare(&self, a: &serde_json::Value, b: &serde_json::Value) -> std::cmp::Ordering {
+        let value = |entry: &serde_json::Value| {
+            entry
+                .get(&self.leaf)
+                .map(crate::view::text)
+                .unwrap_or_default()
+        };
+        let order = efb_table::natural_cmp(&value(a), &value(b));
+        if self.descending {
+            order.reverse()
+        } else {
+            order
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -81,6 +147,9 @@ pub struct Column {
     /// nothing for a session no unit takes).
     #[serde(default)]
     pub with: Option<String>,
+    /// In a monitor's view: the counter's rate per second between two reads, not its value.
+    #[serde(default)]
+    pub rate: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +179,15 @@ impl Grammar {
                 return Err(GrammarError(format!(
                     "{}: needs exactly one of get, rpc, builtin",
                     command.words
+                )));
+            }
+            if let Some(action) = &command.action
+                && (command.get.is_none() || !ACTIONS.contains(&action.as_str()))
+            {
+                return Err(GrammarError(format!(
+                    "{}: action {action}: a get command may take one of {}",
+                    command.words,
+                    ACTIONS.join(", ")
                 )));
             }
             for view in command.render.iter().chain(command.switches.values()) {
@@ -170,6 +248,10 @@ fn group_help(words: &[&str]) -> String {
         ["show"] => "Show information about the balancer".to_string(),
         ["call"] => "Call an operation of the balancer".to_string(),
         ["show", "system"] => "Show the daemon and its commit history".to_string(),
+        ["set"] => "Set a setting of this shell (set cli screen-length N)".to_string(),
+        ["set", "cli"] => "Settings of this shell".to_string(),
+        ["monitor"] => "Watch a view drawn again every second, until a key is pressed".to_string(),
+        ["clear"] => "Clear counters: they count from zero again".to_string(),
         _ => format!("{} commands", words.join(" ")),
     }
 }

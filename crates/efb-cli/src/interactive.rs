@@ -15,7 +15,7 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{
     Cmd, CompletionType, ConditionalEventHandler, Config, Context, Editor, Event, EventContext,
-    EventHandler, Helper, KeyEvent, RepeatCount,
+    EventHandler, ExternalPrinter, Helper, KeyEvent, RepeatCount,
 };
 
 use crate::complete::{self, Completer};
@@ -27,6 +27,8 @@ struct Completion {
     schema: &'static Schema,
     grammar: Arc<Grammar>,
     keys: DaemonKeys,
+    /// The words of the place `edit` went to: paths complete from there.
+    place: Mutex<Vec<String>>,
 }
 
 impl Completion {
@@ -37,7 +39,8 @@ impl Completion {
             grammar: &self.grammar,
             keys: &self.keys,
         };
-        completer.complete(mode, line)
+        let place = self.place.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        completer.complete_at(mode, &place, line)
     }
 }
 
@@ -132,6 +135,8 @@ fn history_file() -> Option<PathBuf> {
 
 /// Runs the shell on the terminal until `exit` or Ctrl-D.
 pub fn run(mut shell: Shell, grammar: Arc<Grammar>) -> anyhow::Result<()> {
+    // Output longer than the screen waits at ---(more)--- (not when it goes to a file).
+    shell.paging = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let keys_mode = Arc::new(Mutex::new(shell.mode));
     let completion = Arc::new(Completion {
         schema: shell.schema,
@@ -140,6 +145,7 @@ pub fn run(mut shell: Shell, grammar: Arc<Grammar>) -> anyhow::Result<()> {
             client: shell.client.clone(),
             mode: keys_mode.clone(),
         },
+        place: Mutex::default(),
     });
     let config = Config::builder()
         .completion_type(CompletionType::List)
@@ -153,14 +159,24 @@ pub fn run(mut shell: Shell, grammar: Arc<Grammar>) -> anyhow::Result<()> {
     }));
     editor.bind_sequence(
         KeyEvent::from('?'),
-        EventHandler::Conditional(Box::new(HelpKey { completion })),
+        EventHandler::Conditional(Box::new(HelpKey {
+            completion: completion.clone(),
+        })),
     );
+    if let Ok(printer) = editor.create_external_printer() {
+        tell_confirm_timeouts(&shell, printer);
+    }
     let history = history_file();
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
     loop {
         *keys_mode.lock().unwrap_or_else(|p| p.into_inner()) = shell.mode;
+        *completion.place.lock().unwrap_or_else(|p| p.into_inner()) = shell.place_words();
+        // Junos's `[edit ...]` line: where configuration commands apply.
+        if let Some(banner) = shell.banner() {
+            println!("\n{banner}");
+        }
         match editor.readline(shell.prompt()) {
             // A paste of several lines (bracketed paste) comes as one: each line runs as if
             // typed, as in any terminal.
@@ -195,4 +211,30 @@ fn execute_lines(shell: &mut Shell, text: &str) -> Flow {
         }
     }
     Flow::Continue
+}
+
+/// A `commit confirmed` nobody confirmed is undone by efbd: every open shell is told at
+/// once, above its prompt, as Junos tells every terminal.
+fn tell_confirm_timeouts(shell: &Shell, printer: impl ExternalPrinter + Send + 'static) {
+    let printer = Mutex::new(printer);
+    let client = shell.client.lock().unwrap_or_else(|p| p.into_inner());
+    client.watch_events(vec!["confirm-timeout".into()], move |event| {
+        let field = |name: &str| {
+            event
+                .fields
+                .iter()
+                .find(|f| f.name == name)
+                .map_or("?", |f| f.value.as_str())
+        };
+        let changes = field("changes");
+        let message = format!(
+            "\nMessage from efbd at {}: commit {} was not confirmed in time; efbd rolled it back (now commit {}; {changes} change{} undone)\n",
+            event.time,
+            field("undone"),
+            field("id"),
+            if changes == "1" { "" } else { "s" }
+        );
+        let mut printer = printer.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = printer.print(message);
+    });
 }

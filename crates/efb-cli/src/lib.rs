@@ -4,8 +4,12 @@
 //! through [`client`].
 
 pub mod client;
+pub mod commit_report;
 pub mod complete;
 pub mod grammar;
+pub mod help;
 pub mod interactive;
+pub mod pager;
+pub mod protocol;
 pub mod shell;
 pub mod view;

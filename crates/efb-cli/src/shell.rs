@@ -4,8 +4,10 @@
 use std::sync::{Arc, Mutex};
 
 use efb_mgmt_proto::v1::{CommitRequest, Datastore, Format, LoadMode};
+
+use crate::commit_report;
 use efb_yang::input::{self, Limit};
-use efb_yang::schema::Schema;
+use efb_yang::schema::{Schema, SchemaId};
 use efb_yang::setlines::{self, Verb};
 use efb_yang::{DataPath, Segment, diff, json};
 use serde_json::Value as Json;
@@ -13,7 +15,12 @@ use serde_json::Value as Json;
 use crate::client::{Client, ClientError};
 use crate::complete::{KEY_LIMIT, KeySource, Mode};
 use crate::grammar::{Command, Grammar};
-use crate::view;
+use crate::{help, pager, protocol, view};
+
+mod clear;
+mod hierarchy;
+mod log;
+mod monitor;
 
 /// What happened to a line.
 #[derive(Debug, PartialEq, Eq)]
@@ -41,15 +48,40 @@ fn fail<T>(message: impl Into<String>) -> Result<T> {
 }
 
 /// What a command produced: lines for people, and the data behind them when there is data
-/// (for `| display json` and `| display set`).
+/// (for `| display json`; `| display set` too when it is data of the model).
 struct Output {
     lines: Vec<String>,
     data: Option<Json>,
+    /// The data is a tree of the model (configuration and its state), which `| display
+    /// set` can show as the lines that configure it; an operation's answer or facts about
+    /// the daemon (status, history) cannot.
+    config: bool,
 }
 
 impl Output {
     fn lines(lines: Vec<String>) -> Output {
-        Output { lines, data: None }
+        Output {
+            lines,
+            data: None,
+            config: false,
+        }
+    }
+
+    fn data(lines: Vec<String>, data: Json) -> Output {
+        Output {
+            lines,
+            data: Some(data),
+            config: true,
+        }
+    }
+
+    /// Lines with their data for `| display json`, data that is no configuration.
+    fn facts(lines: Vec<String>, data: Json) -> Output {
+        Output {
+            lines,
+            data: Some(data),
+            config: false,
+        }
     }
 
     fn none() -> Output {
@@ -68,6 +100,12 @@ pub struct Shell {
     pub scripted: bool,
     /// The largest file `load` reads.
     pub input_limit: Limit,
+    /// Output longer than the screen is paged (an interactive shell on a terminal).
+    pub paging: bool,
+    /// `set cli screen-length N`: lines a page holds (0: no paging); unset, the terminal's.
+    screen_length: Option<usize>,
+    /// Where configuration commands apply (`edit PATH`), and where `exit` goes back to.
+    place: hierarchy::Place,
 }
 
 impl Shell {
@@ -80,6 +118,9 @@ impl Shell {
             exit_warned: false,
             scripted,
             input_limit: Limit::mib(input::DEFAULT_MAX_INPUT_MIB, "--max-input-mib"),
+            paging: false,
+            screen_length: None,
+            place: hierarchy::Place::default(),
         }
     }
 
@@ -103,7 +144,11 @@ impl Shell {
         if let Some(notice) = self.client().take_notice() {
             return fail(notice);
         }
-        let result = self.execute_line(line);
+        // efbd names places by libyang paths (gNMI's language); the shell by its words.
+        let result = self
+            .execute_line(line)
+            .map_err(|e| ShellError(setlines::paths_in_words(self.schema, &e.0)));
+        self.forget_place_outside_configuration();
         if result.is_err() {
             // Said by this error already, if the session was lost during the line.
             self.client().take_notice();
@@ -112,33 +157,68 @@ impl Shell {
     }
 
     fn execute_line(&mut self, line: &str) -> Result<Flow> {
-        let (command, mut pipes) = split_pipes(line)?;
+        let (command, mut stages) = split_pipes(line)?;
         let words = setlines::split_words(&command).map_err(ShellError)?;
         if words.is_empty() {
             return Ok(Flow::Continue);
         }
-        let (output, flow) = if self.mode == Mode::Configuration && is_compare(&words, &pipes) {
-            (self.compare(&mut pipes)?, Flow::Continue)
+        let compare = match self.mode {
+            Mode::Configuration => compare_stage(&words, &stages)?,
+            Mode::Operational => None,
+        };
+        if compare.is_some() {
+            stages.remove(0);
+        }
+        let mut pipes = stages
+            .iter()
+            .map(|p| Pipe::parse(p))
+            .collect::<Result<Vec<_>>>()?;
+        let (output, flow) = if let Some(rollback) = compare {
+            (self.compare(&mut pipes, rollback)?, Flow::Continue)
         } else {
             match self.mode {
                 Mode::Operational => self.operational(&words, &command)?,
                 Mode::Configuration => self.configuration(&words, &command)?,
             }
         };
+        let paged = !pipes.iter().any(|p| matches!(p, Pipe::NoMore));
+        let lines = apply_pipes(self.schema, output, &pipes)?;
         // Output carries what others wrote (names, comments, values): shown escaped.
-        for line in apply_pipes(self.schema, output, &pipes)? {
-            efb_table::print_line(&efb_table::escape_lines(&line));
+        let shown: Vec<String> = lines
+            .iter()
+            .flat_map(|l| l.split('\n'))
+            .map(|l| efb_table::escape(l).into_owned())
+            .collect();
+        match self.screen_length() {
+            Some(rows) if paged => pager::page(&shown, rows),
+            _ => shown.iter().for_each(|l| efb_table::print_line(l)),
         }
         Ok(flow)
+    }
+
+    /// Lines a screen shows when output is paged: none in scripts, when standard output is
+    /// no terminal, or after `set cli screen-length 0`.
+    fn screen_length(&self) -> Option<usize> {
+        if !self.paging {
+            return None;
+        }
+        match self.screen_length {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => pager::terminal_rows(),
+        }
     }
 
     // ----- operational mode -----
 
     fn operational(&mut self, words: &[String], line: &str) -> Result<(Output, Flow)> {
+        // `set cli ...` sets the shell, not the configuration (as in Junos).
+        let shell_setting = words.get(1).is_some_and(|w| w == "cli");
         if matches!(
             words[0].as_str(),
             "set" | "delete" | "commit" | "rollback" | "load"
-        ) {
+        ) && !shell_setting
+        {
             if self.scripted {
                 self.mode = Mode::Configuration;
                 return self.configuration(words, line);
@@ -156,14 +236,22 @@ impl Shell {
         if let Some(builtin) = &command.builtin {
             let typed = &words[..words.len() - rest.len()];
             match builtin.as_str() {
-                "show-configuration" => {}
+                "show-configuration" | "help" | "screen-length" => {}
                 // `show system commit N`: what commit N changed.
                 "history" if rest.len() == 1 => return self.commit_changes(&rest[0]),
+                // `show log [KIND...]`: the words pick the kinds of events.
+                "log" => return self.show_log(typed, &rest),
                 _ => nothing_after(typed, &rest)?,
             }
             return self.builtin(builtin, &rest);
         }
-        let output = if command.rpc.is_some() {
+        let output = if let Some(action) = command.action.as_deref() {
+            match action {
+                "monitor" => self.monitor(&command, &rest)?,
+                "clear-statistics" => self.clear_statistics(&command, &rest)?,
+                other => return fail(format!("the grammar names an unknown action {other}")),
+            }
+        } else if command.rpc.is_some() {
             self.run_rpc(&command, &rest)?
         } else {
             self.run_get(&command, &rest)?
@@ -223,12 +311,42 @@ impl Shell {
                 ))
             }
             "exit" => Ok((Output::none(), Flow::Exit)),
+            "help" => Ok((self.help(rest)?, Flow::Continue)),
+            "screen-length" => Ok((self.set_screen_length(rest)?, Flow::Continue)),
             "history" => Ok((self.history()?, Flow::Continue)),
             "status" => Ok((self.status()?, Flow::Continue)),
             "audit" => Ok((self.audit()?, Flow::Continue)),
+            "users" => Ok((self.users()?, Flow::Continue)),
             "show-configuration" => Ok((self.show_tree(Datastore::Running, rest)?, Flow::Continue)),
             other => fail(format!("the grammar names an unknown builtin {other}")),
         }
+    }
+
+    /// `help [TOPIC]`, in either mode.
+    fn help(&self, topic: &[String]) -> Result<Output> {
+        help::topic(&self.grammar, topic)
+            .map(Output::lines)
+            .map_err(ShellError)
+    }
+
+    /// `set cli screen-length N`: a page of N lines; 0 turns paging off.
+    fn set_screen_length(&mut self, rest: &[String]) -> Result<Output> {
+        let length = match rest {
+            [n] => n.parse::<usize>().ok().filter(|n| *n != 1),
+            _ => None,
+        };
+        let Some(length) = length else {
+            return fail(format!(
+                "set cli screen-length {}: expected a number of lines (2 or more), or 0 for no paging",
+                efb_yang::text::excerpt(&rest.join(" "))
+            ));
+        };
+        self.screen_length = Some(length);
+        Ok(Output::lines(vec![if length == 0 {
+            "Screen length set to 0: output is not paged".to_string()
+        } else {
+            format!("Screen length set to {length}")
+        }]))
     }
 
     fn run_get(&mut self, command: &Command, rest: &[String]) -> Result<Output> {
@@ -238,7 +356,6 @@ impl Shell {
         // The grammar's path, read against the schema once; the request names it in
         // libyang's form.
         let at = DataPath::parse(self.schema, &get.path).map_err(|e| ShellError(e.to_string()))?;
-        let mut path = at.clone();
         let mut render = command.render.clone();
         let mut rest = rest;
         if let Some((last, before)) = rest.split_last()
@@ -247,21 +364,11 @@ impl Shell {
             render = Some(view.clone());
             rest = before;
         }
-        match (rest, &get.arg) {
-            ([], _) => {}
-            ([name], Some(_)) => path = self.entry(&at, name)?,
-            _ => {
-                return fail(format!(
-                    "{}: unexpected \"{}\"; expected {}",
-                    command.words,
-                    rest.join(" "),
-                    get.arg
-                        .as_deref()
-                        .map(|a| format!("at most one {a}"))
-                        .unwrap_or_else(|| "nothing more".into())
-                ));
-            }
-        }
+        let selection = self.selection(command, &at, rest)?;
+        let path = match &selection {
+            Selection::One(entry) => entry.clone(),
+            _ => at.clone(),
+        };
         let datastore = match get.datastore.as_str() {
             "running" => Datastore::Running,
             _ => Datastore::Operational,
@@ -269,9 +376,17 @@ impl Shell {
         let text = self
             .client()
             .get(datastore, &path.display(self.schema), Format::Json, true)?;
-        let doc: Json = serde_json::from_str(&text)
+        let answer: Json = serde_json::from_str(&text)
             .map_err(|e| ShellError(format!("efbd sent bad JSON: {e}")))?;
         let names = view::member_names(self.schema, &at);
+        let mut doc = view::only_at(&answer, &names);
+        view::natural_order(self.schema, &mut doc);
+        if let Some(entries) = view::at_mut(&mut doc, &names).and_then(Json::as_array_mut) {
+            self.select(command, &at, &selection, entries)?;
+            if let Some(order) = &get.order {
+                entries.sort_by(|a, b| order.compare(a, b));
+            }
+        }
         let found = view::at(&doc, &names);
         let lines = match render.as_deref() {
             Some("value") => vec![
@@ -281,11 +396,10 @@ impl Shell {
             ],
             Some("json") | None => vec![serde_json::to_string_pretty(&doc).unwrap_or_default()],
             Some(view_name) => {
-                let mut entries: Vec<&Json> = found
+                let entries: Vec<&Json> = found
                     .and_then(Json::as_array)
                     .map(|a| a.iter().collect())
                     .unwrap_or_default();
-                self.in_natural_order(&at, &mut entries);
                 if entries.is_empty() {
                     if let [name] = rest {
                         return fail(format!("{} {name}: no such entry", command.words));
@@ -302,26 +416,60 @@ impl Shell {
                 }
             }
         };
-        Ok(Output {
-            lines,
-            data: Some(doc),
-        })
+        Ok(Output::data(lines, doc))
     }
 
-    /// Entries of a list the system orders, sorted by their first key as people count
-    /// (`p2` before `p10`); a list the user orders keeps the user's order.
-    fn in_natural_order(&self, list: &DataPath, entries: &mut [&Json]) {
-        let Some(list) = list.node().map(|id| self.schema.node(id)) else {
-            return;
-        };
-        let Some(key) = list.keys.first().map(|k| self.schema.node(*k).name.clone()) else {
-            return;
-        };
-        if list.user_ordered {
-            return;
+    /// The entries a `show` names: all of the list, one entry (read alone), or several
+    /// names and `*` wildcards (`show ports p1 p2`, `show ports p9*`). Names without a
+    /// wildcard are checked as the key's type says.
+    fn selection(&self, command: &Command, list: &DataPath, names: &[String]) -> Result<Selection> {
+        let arg = command.get.as_ref().and_then(|g| g.arg.as_deref());
+        match (names, arg) {
+            ([], _) => Ok(Selection::All),
+            ([name], Some(_)) if !name.contains('*') => Ok(Selection::One(self.entry(list, name)?)),
+            (_, Some(_)) => {
+                for name in names.iter().filter(|n| !n.contains('*')) {
+                    self.entry(list, name)?;
+                }
+                Ok(Selection::Some(names.to_vec()))
+            }
+            (_, None) => fail(format!(
+                "{}: unexpected \"{}\"; expected nothing more",
+                command.words,
+                names.join(" ")
+            )),
         }
+    }
+
+    /// Keeps the entries `selection` names; each name or wildcard must find one.
+    fn select(
+        &self,
+        command: &Command,
+        list: &DataPath,
+        selection: &Selection,
+        entries: &mut Vec<Json>,
+    ) -> Result<()> {
+        let Selection::Some(patterns) = selection else {
+            return Ok(());
+        };
+        let key = list
+            .node()
+            .and_then(|id| self.schema.node(id).keys.first().copied())
+            .map(|k| self.schema.node(k).name.clone())
+            .unwrap_or_default();
         let key_of = |entry: &Json| entry.get(&key).map(view::text).unwrap_or_default();
-        entries.sort_by(|a, b| efb_table::natural_cmp(&key_of(a), &key_of(b)));
+        for pattern in patterns {
+            if !entries.iter().any(|e| wildcard_match(pattern, &key_of(e))) {
+                let shown = efb_yang::text::excerpt(pattern);
+                return fail(if pattern.contains('*') {
+                    format!("{}: no entry matches {shown}", command.words)
+                } else {
+                    format!("{} {shown}: no such entry", command.words)
+                });
+            }
+        }
+        entries.retain(|e| patterns.iter().any(|p| wildcard_match(p, &key_of(e))));
+        Ok(())
     }
 
     /// The entry of the list at `list` whose first key is `value`, the value checked.
@@ -333,10 +481,7 @@ impl Shell {
             return fail(format!("{} is not a list", list.display(self.schema)));
         };
         let checked = self.schema.value(key, value).map_err(|e| {
-            ShellError(format!(
-                "{value}: {e}; expected {}",
-                self.schema.node(key).accepts()
-            ))
+            ShellError(format!("{e}; expected {}", self.schema.node(key).accepts()))
         })?;
         Ok(list.parent().child(Segment::with_keys(id, vec![checked])))
     }
@@ -359,7 +504,23 @@ impl Shell {
             let Some(value) = words.next() else {
                 return fail(format!("{}: {word} needs a value", command.words));
             };
-            input.insert(param.leaf.clone(), Json::String(value.clone()));
+            if input.contains_key(&param.leaf) {
+                return fail(format!("{}: {word} is given twice", command.words));
+            }
+            let value = match self.param_leaf(command, &param.leaf) {
+                Some(leaf) => self.param_value(command, word, leaf, value)?,
+                None => value.clone(),
+            };
+            input.insert(param.leaf.clone(), Json::String(value));
+        }
+        self.missing_params(command, &input)?;
+        if !self.scripted
+            && let Some(effect) = command.confirm.iter().find_map(|c| c.applies(&input))
+            && !confirmed(&effect)?
+        {
+            return Ok(Output::lines(vec![
+                "not confirmed: nothing changed".to_string(),
+            ]));
         }
         let output = self.client().call_rpc(rpc, &Json::Object(input))?;
         let lines = match command.render.as_deref() {
@@ -371,10 +532,91 @@ impl Shell {
             },
             None => fields(&output),
         };
-        Ok(Output {
-            lines,
-            data: Some(output),
-        })
+        Ok(Output::facts(lines, output))
+    }
+
+    /// The value typed for `param`, checked as its leaf's type says (protocol names become
+    /// numbers), the error naming the parameter by the word typed, not by the model's path.
+    fn param_value(
+        &self,
+        command: &Command,
+        word: &str,
+        leaf: SchemaId,
+        value: &str,
+    ) -> Result<String> {
+        if protocol::is_protocol_leaf(self.schema, leaf) {
+            return protocol::number(value)
+                .map(|n| n.to_string())
+                .ok_or_else(|| {
+                    ShellError(format!(
+                        "{}: {word} \"{}\" is not a protocol; expected {}",
+                        command.words,
+                        efb_yang::text::excerpt(value),
+                        protocol::ACCEPTED
+                    ))
+                });
+        }
+        self.schema
+            .value(leaf, value)
+            .map(|v| v.as_str().to_string())
+            .map_err(|e| {
+                ShellError(format!(
+                    "{}: {word} {e}; expected {}",
+                    command.words,
+                    self.schema.node(leaf).accepts()
+                ))
+            })
+    }
+
+    /// Parameters of an operation the model requires and the words do not give, by the
+    /// words that give them.
+    fn missing_params(
+        &self,
+        command: &Command,
+        input: &serde_json::Map<String, Json>,
+    ) -> Result<()> {
+        let missing: Vec<&str> = command
+            .params
+            .iter()
+            .filter(|p| !input.contains_key(&p.leaf))
+            .filter(|p| {
+                self.param_leaf(command, &p.leaf)
+                    .is_some_and(|l| self.schema.node(l).mandatory)
+            })
+            .map(|p| p.word.as_str())
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        fail(format!(
+            "{}: missing {}; it takes {}",
+            command.words,
+            missing.join(", "),
+            self.usage(command)
+        ))
+    }
+
+    /// The input leaf of an operation a parameter gives.
+    fn param_leaf(&self, command: &Command, leaf: &str) -> Option<SchemaId> {
+        let rpc = command.rpc.as_deref()?;
+        let (_, input, _) = efb_yang::rpc::operation(self.schema, rpc).ok()?;
+        self.schema.child(input?, leaf)
+    }
+
+    /// `src A dst B proto P [src-port X]...`: the parameters, the optional ones in brackets.
+    fn usage(&self, command: &Command) -> String {
+        command
+            .params
+            .iter()
+            .map(|p| {
+                let required = self
+                    .param_leaf(command, &p.leaf)
+                    .is_some_and(|l| self.schema.node(l).mandatory);
+                let word = format!("{} {}", p.word, p.leaf.to_uppercase());
+                if required { word } else { format!("[{word}]") }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// The changes of one commit of the history, by its rollback number.
@@ -385,11 +627,13 @@ impl Shell {
                  commit; show system commit lists them)"
             ))
         })?;
-        let mut lines = self.client().commit_changes(index)?;
+        let changes = self.client().commit_changes(index)?;
+        let data = serde_json::json!({ "rollback": index, "changes": changes });
+        let mut lines = changes;
         if lines.is_empty() {
             lines.push(format!("commit {index} changed nothing"));
         }
-        Ok((Output::lines(lines), Flow::Continue))
+        Ok((Output::facts(lines, data), Flow::Continue))
     }
 
     fn history(&mut self) -> Result<Output> {
@@ -417,7 +661,48 @@ impl Shell {
                 c.comment.clone(),
             ]);
         }
-        Ok(Output::lines(efb_table::align(&rows, &[])))
+        let data: Vec<Json> = commits
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "rollback": c.index, "id": c.id, "time": c.time, "user": c.user,
+                    "kind": c.kind, "pending-confirm": c.pending_confirm,
+                    "comment": c.comment, "records": c.records,
+                })
+            })
+            .collect();
+        Ok(Output::facts(
+            efb_table::align(&rows, &[]),
+            serde_json::json!({ "commits": data }),
+        ))
+    }
+
+    /// `show system users`: who has a session open, idle how long, editing or not.
+    fn users(&mut self) -> Result<Output> {
+        let status = self.client().status()?;
+        let mut rows = vec![vec![
+            "Session".to_string(),
+            "User".into(),
+            "Idle".into(),
+            "Candidate".into(),
+        ]];
+        for s in &status.open_sessions {
+            rows.push(vec![
+                s.session.to_string(),
+                s.user.clone(),
+                idle_text(s.idle_seconds),
+                if s.uncommitted {
+                    "uncommitted changes".to_string()
+                } else {
+                    "as running".to_string()
+                },
+            ]);
+        }
+        let data: Vec<Json> = status.open_sessions.iter().map(session_json).collect();
+        Ok(Output::facts(
+            efb_table::align(&rows, &[]),
+            serde_json::json!({ "sessions": data }),
+        ))
     }
 
     /// `show system audit`: who changed what, or was refused, newest last.
@@ -431,7 +716,12 @@ impl Shell {
             "What".into(),
             "Result".into(),
         ]];
+        let mut data = Vec::new();
         for r in records {
+            data.push(serde_json::json!({
+                "time": r.time, "user": r.user, "role": r.role, "from": r.from,
+                "what": r.what, "accepted": r.accepted, "result": r.result,
+            }));
             let result = if r.accepted {
                 format!("accepted: {}", r.result)
             } else {
@@ -439,12 +729,30 @@ impl Shell {
             };
             rows.push(vec![r.time, r.user, r.role, r.from, r.what, result]);
         }
-        Ok(Output::lines(efb_table::align(&rows, &[])))
+        Ok(Output::facts(
+            efb_table::align(&rows, &[]),
+            serde_json::json!({ "records": data }),
+        ))
     }
 
     fn status(&mut self) -> Result<Output> {
         let s = self.client().status()?;
         let hello = self.client().hello.clone();
+        let data = serde_json::json!({
+            "daemon-version": s.daemon_version,
+            "model": { "name": hello.module_name, "revision": hello.module_revision },
+            "datastore": s.datastore,
+            "uptime-seconds": s.uptime_seconds,
+            "running-commit": s.running_commit_id,
+            "confirm-deadline-unix-ms": (s.confirm_deadline_unix_ms != 0)
+                .then_some(s.confirm_deadline_unix_ms),
+            "sessions": s.sessions,
+            "chip": s.chip,
+            "manual-modes": s.manual_modes.iter()
+                .map(|m| serde_json::json!({ "unit": m.unit, "mode": m.mode }))
+                .collect::<Vec<_>>(),
+            "open-sessions": s.open_sessions.iter().map(session_json).collect::<Vec<_>>(),
+        });
         let confirm = if s.confirm_deadline_unix_ms == 0 {
             "none".to_string()
         } else {
@@ -460,10 +768,11 @@ impl Shell {
             vec!["Uptime".into(), format!("{} s", s.uptime_seconds)],
             vec!["Running commit".into(), s.running_commit_id.to_string()],
             vec!["Commit confirmed".into(), confirm],
-            vec!["Sessions".into(), s.sessions.to_string()],
+            vec!["Sessions".into(), sessions_text(&s.open_sessions)],
             vec!["Chip".into(), s.chip],
+            vec!["Manual modes".into(), manual_modes_text(&s.manual_modes)],
         ];
-        Ok(Output::lines(efb_table::align(&rows, &[])))
+        Ok(Output::facts(efb_table::align(&rows, &[]), data))
     }
 
     /// `show configuration [PATH]` and, in configuration mode, `show [PATH]`.
@@ -479,23 +788,28 @@ impl Shell {
             }
         };
         let text = self.client().get(datastore, &path, Format::Json, false)?;
-        let doc: Json = serde_json::from_str(&text)
+        let mut doc: Json = serde_json::from_str(&text)
             .map_err(|e| ShellError(format!("efbd sent bad JSON: {e}")))?;
+        view::natural_order(self.schema, &mut doc);
         let lines = view::curly(self.schema, &doc);
-        Ok(Output {
-            lines,
-            data: Some(doc),
-        })
+        Ok(Output::data(lines, doc))
     }
 
     // ----- configuration mode -----
 
     fn configuration(&mut self, words: &[String], line: &str) -> Result<(Output, Flow)> {
+        if let Some(done) = self.hierarchy(words)? {
+            return Ok(done);
+        }
         let rest = &words[1..];
         let output = match words[0].as_str() {
             "set" | "delete" => {
-                self.client().edit_lines(line.trim())?;
-                Output::none()
+                // `match ip-proto tcp`: the model takes a number, people type names.
+                let line = protocol::numbers_in_line(self.schema, words)
+                    .map_err(ShellError)?
+                    .unwrap_or_else(|| line.trim().to_string());
+                let reply = self.client().edit_lines(&line)?;
+                Output::lines(broken_references(&reply.broken))
             }
             "show" => self.show_tree(Datastore::Candidate, rest)?,
             "commit" | "apply" => return self.commit(rest),
@@ -514,6 +828,7 @@ impl Shell {
                 Output::lines(vec!["running configuration saved as startup".into()])
             }
             "load" => self.load(rest)?,
+            "help" => self.help(rest)?,
             "run" => {
                 let (output, _) = self.operational(rest, "")?;
                 output
@@ -522,7 +837,8 @@ impl Shell {
             other => {
                 let known: Vec<&str> = [
                     "set", "delete", "show", "commit", "apply", "rollback", "discard", "save",
-                    "load", "run", "exit",
+                    "load", "run", "help", "edit", "top", "up", "rename", "copy", "annotate",
+                    "exit",
                 ]
                 .to_vec();
                 return fail(format!(
@@ -535,7 +851,7 @@ impl Shell {
     }
 
     fn leave_configuration(&mut self) -> Result<(Output, Flow)> {
-        let changes = self.client().compare(Format::Set)?;
+        let changes = self.client().compare(Format::Set, None)?;
         if !changes.is_empty() && !self.exit_warned {
             self.exit_warned = true;
             return fail(format!(
@@ -566,24 +882,18 @@ impl Shell {
             lines.push(format!("warning: {}: {}", w.path, w.message));
         }
         if request.check {
-            lines.push(format!(
-                "configuration check succeeds ({} validated)",
-                reply.validation_scope
-            ));
-            let total = reply.change_lines_total as usize;
-            lines.push(format!(
-                "{total} change{}:",
-                if total == 1 { "" } else { "s" }
-            ));
-            lines.extend(reply.change_lines.iter().map(|l| format!("  {l}")));
-            if total > reply.change_lines.len() {
-                lines.push(format!(
-                    "  ... and {} more",
-                    total - reply.change_lines.len()
-                ));
-            }
-            lines.extend(reply.chip.iter().cloned());
+            lines.extend(
+                commit_report::check(&reply)
+                    .iter()
+                    .map(|l| setlines::paths_in_words(self.schema, l)),
+            );
             return Ok((Output::lines(lines), Flow::Continue));
+        }
+        if reply.commit_id != 0 {
+            lines.extend(commit_report::consequences(
+                &reply,
+                commit_report::Mood::Commit,
+            ));
         }
         lines.extend(reply.chip.iter().cloned());
         if reply.confirmed_commit_id != 0 {
@@ -627,13 +937,26 @@ impl Shell {
     }
 
     fn load(&mut self, rest: &[String]) -> Result<Output> {
-        let (mode, file) = match rest {
-            [mode, file] if mode == "merge" => (LoadMode::Merge, file),
-            [mode, file] if mode == "override" => (LoadMode::Override, file),
-            _ => return fail("usage: load merge|override FILE (RFC 7951 JSON or set lines)"),
+        let (mode, source) = match rest {
+            [mode, source] if mode == "merge" || mode == "set" => (LoadMode::Merge, source),
+            [mode, source] if mode == "override" => (LoadMode::Override, source),
+            _ => {
+                return fail(
+                    "usage: load merge|override|set FILE|terminal (RFC 7951 JSON or set lines; set: set lines only)",
+                );
+            }
         };
-        let content = input::read_file(std::path::Path::new(file), &self.input_limit)
-            .map_err(|e| ShellError(e.to_string()))?;
+        let content = if source == "terminal" {
+            self.read_terminal()?
+        } else {
+            input::read_file(std::path::Path::new(source), &self.input_limit)
+        }
+        .map_err(|e| ShellError(e.to_string()))?;
+        if rest[0] == "set" && content.format == input::Format::Json {
+            return fail(
+                "load set takes set / delete lines; JSON is loaded with load merge or load override",
+            );
+        }
         let format = match content.format {
             input::Format::Json => Format::Json,
             input::Format::SetLines => Format::Set,
@@ -641,22 +964,41 @@ impl Shell {
         let reply = self.client().load(mode, format, content.text)?;
         let mut lines = vec!["load complete".to_string()];
         for p in &reply.incomplete {
-            lines.push(format!(
-                "warning: still to fix before commit: {}: {}",
-                p.path, p.message
-            ));
+            let problem =
+                setlines::paths_in_words(self.schema, &format!("{}: {}", p.path, p.message));
+            lines.push(format!("warning: still to fix before commit: {problem}"));
         }
         Ok(Output::lines(lines))
     }
 
+    /// `load ... terminal`: what is pasted or typed, up to Ctrl-D at the start of a line
+    /// (the terminal is in its line mode between two prompts).
+    fn read_terminal(&self) -> Result<std::result::Result<input::Content, input::InputError>> {
+        use std::io::{Read, Write};
+        if self.scripted {
+            return fail(
+                "load ... terminal reads what is typed on a terminal; a script loads a FILE",
+            );
+        }
+        println!("[Type ^D at a new line to end input]");
+        let _ = std::io::stdout().flush();
+        let mut text = String::new();
+        let limit = usize::try_from(self.input_limit.max_bytes).unwrap_or(usize::MAX);
+        std::io::stdin()
+            .lock()
+            .take(limit.saturating_add(1) as u64)
+            .read_to_string(&mut text)
+            .map_err(|e| ShellError(format!("reading the terminal: {e}")))?;
+        Ok(input::from_text("terminal", text, &self.input_limit))
+    }
+
     /// `show | compare`: the candidate's changes, path by path (`| display set`: as lines
     /// that make them).
-    fn compare(&mut self, pipes: &mut Vec<Vec<String>>) -> Result<Output> {
-        pipes.remove(0);
-        let as_set = pipes.iter().any(|p| is_display_set(p));
-        pipes.retain(|p| !is_display_set(p));
+    fn compare(&mut self, pipes: &mut Vec<Pipe>, rollback: Option<u32>) -> Result<Output> {
+        let as_set = pipes.iter().any(|p| matches!(p, Pipe::DisplaySet));
+        pipes.retain(|p| !matches!(p, Pipe::DisplaySet));
         let format = if as_set { Format::Set } else { Format::Paths };
-        Ok(Output::lines(self.client().compare(format)?))
+        Ok(Output::lines(self.client().compare(format, rollback)?))
     }
 
     /// Leaves cleanly: the session and its candidate go away.
@@ -666,9 +1008,37 @@ impl Shell {
 
     pub fn has_uncommitted_changes(&mut self) -> bool {
         self.client()
-            .compare(Format::Set)
+            .compare(Format::Set, None)
             .is_ok_and(|c| !c.is_empty())
     }
+}
+
+/// The entries of a list a `show` names.
+enum Selection {
+    All,
+    One(DataPath),
+    Some(Vec<String>),
+}
+
+/// Whether `name` is `pattern`, where `*` stands for any run of characters (Junos's
+/// wildcards in `show`).
+fn wildcard_match(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// `commit` options in any order: check, confirmed [MINUTES], comment "TEXT", offline,
@@ -739,12 +1109,87 @@ impl CommitOptions {
     }
 }
 
-fn is_compare(words: &[String], pipes: &[Vec<String>]) -> bool {
-    words == ["show"] && pipes.first().is_some_and(|p| p == &["compare"])
+/// `show | compare` (Some(None)) or `show | compare rollback N` (Some(Some(N))).
+fn compare_stage(words: &[String], pipes: &[Vec<String>]) -> Result<Option<Option<u32>>> {
+    if words != ["show"] {
+        return Ok(None);
+    }
+    let Some(first) = pipes
+        .first()
+        .filter(|p| p.first().is_some_and(|w| w == "compare"))
+    else {
+        return Ok(None);
+    };
+    match &first[1..] {
+        [] => Ok(Some(None)),
+        [rollback, n] if rollback == "rollback" => n
+            .parse()
+            .map(|n| Some(Some(n)))
+            .map_err(|_| ShellError(format!("compare rollback: \"{n}\" is not a commit number"))),
+        _ => fail("compare takes nothing, or rollback N (compare with commit N of history)"),
+    }
 }
 
-fn is_display_set(pipe: &[String]) -> bool {
-    pipe == ["display", "set"]
+/// A stage after `|`, checked before the command runs (a mistyped pipe after `commit`
+/// must not leave the commit done and the line in error).
+#[derive(Debug)]
+enum Pipe {
+    Match(regex::Regex),
+    Except(regex::Regex),
+    /// From the first line that matches to the end.
+    Find(regex::Regex),
+    Count,
+    Last(usize),
+    /// Everything at once, without the pager.
+    NoMore,
+    DisplayJson,
+    DisplaySet,
+}
+
+const PIPE_CHOICES: &str =
+    "match REGEX, except REGEX, find REGEX, count, last N, no-more, display json, display set";
+
+impl Pipe {
+    fn parse(words: &[String]) -> Result<Pipe> {
+        let regex = |pattern: &str| {
+            regex::Regex::new(pattern).map_err(|e| {
+                ShellError(format!(
+                    "bad regular expression {}: {e}",
+                    efb_yang::text::excerpt(pattern)
+                ))
+            })
+        };
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        Ok(match words.as_slice() {
+            ["match", pattern] => Pipe::Match(regex(pattern)?),
+            ["except", pattern] => Pipe::Except(regex(pattern)?),
+            ["find", pattern] => Pipe::Find(regex(pattern)?),
+            ["count"] => Pipe::Count,
+            ["last", n] => match n.parse::<usize>() {
+                Ok(n) if n > 0 => Pipe::Last(n),
+                _ => {
+                    return fail(format!(
+                        "last {}: expected a number of lines, 1 or more",
+                        efb_yang::text::excerpt(n)
+                    ));
+                }
+            },
+            ["no-more"] => Pipe::NoMore,
+            ["display", "json"] => Pipe::DisplayJson,
+            ["display", "set"] => Pipe::DisplaySet,
+            [first @ ("match" | "except" | "find" | "last"), ..] => {
+                return fail(format!(
+                    "| {first} takes one word (quote a pattern with spaces); expected {PIPE_CHOICES}"
+                ));
+            }
+            _ => {
+                return fail(format!(
+                    "unknown pipe \"{}\"; expected {PIPE_CHOICES}",
+                    efb_yang::text::excerpt(&words.join(" "))
+                ));
+            }
+        })
+    }
 }
 
 /// Splits `command | pipe | pipe`, respecting quotes.
@@ -773,24 +1218,25 @@ fn split_pipes(line: &str) -> Result<(String, Vec<Vec<String>>)> {
         .map(|p| setlines::split_words(p).map_err(ShellError))
         .collect::<Result<Vec<_>>>()?;
     if pipes.iter().any(Vec::is_empty) {
-        return fail("empty pipe: expected match, except, count or display after |");
+        return fail(format!("empty pipe: expected {PIPE_CHOICES} after |"));
     }
     Ok((command, pipes))
 }
 
-fn apply_pipes(schema: &Schema, output: Output, pipes: &[Vec<String>]) -> Result<Vec<String>> {
+fn apply_pipes(schema: &Schema, output: Output, pipes: &[Pipe]) -> Result<Vec<String>> {
     let mut lines = output.lines;
     for pipe in pipes {
-        lines = match pipe
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .as_slice()
-        {
-            ["match", pattern] => filter(lines, pattern, true)?,
-            ["except", pattern] => filter(lines, pattern, false)?,
-            ["count"] => vec![format!("Count: {} lines", lines.len())],
-            ["display", "json"] => match &output.data {
+        lines = match pipe {
+            Pipe::Match(regex) => lines.into_iter().filter(|l| regex.is_match(l)).collect(),
+            Pipe::Except(regex) => lines.into_iter().filter(|l| !regex.is_match(l)).collect(),
+            Pipe::Find(regex) => match lines.iter().position(|l| regex.is_match(l)) {
+                Some(first) => lines.split_off(first),
+                None => return fail(format!("find {}: no line matches", regex.as_str())),
+            },
+            Pipe::Count => vec![format!("Count: {} lines", lines.len())],
+            Pipe::Last(n) => lines.split_off(lines.len().saturating_sub(*n)),
+            Pipe::NoMore => lines,
+            Pipe::DisplayJson => match &output.data {
                 Some(data) => serde_json::to_string_pretty(data)
                     .unwrap_or_default()
                     .lines()
@@ -798,28 +1244,18 @@ fn apply_pipes(schema: &Schema, output: Output, pipes: &[Vec<String>]) -> Result
                     .collect(),
                 None => return fail("display json: this command has no data to display"),
             },
-            ["display", "set"] => match &output.data {
-                Some(data) => set_lines(schema, data)?,
+            Pipe::DisplaySet => match &output.data {
+                Some(data) if output.config => set_lines(schema, data)?,
+                Some(_) => {
+                    return fail(
+                        "display set: this command shows no configuration (display json shows its data)",
+                    );
+                }
                 None => return fail("display set: this command has no data to display"),
             },
-            _ => {
-                return fail(format!(
-                    "unknown pipe \"{}\"; expected match REGEX, except REGEX, count, display json, display set",
-                    pipe.join(" ")
-                ));
-            }
         };
     }
     Ok(lines)
-}
-
-fn filter(lines: Vec<String>, pattern: &str, keep: bool) -> Result<Vec<String>> {
-    let regex = regex::Regex::new(pattern)
-        .map_err(|e| ShellError(format!("bad regular expression {pattern}: {e}")))?;
-    Ok(lines
-        .into_iter()
-        .filter(|l| regex.is_match(l) == keep)
-        .collect())
 }
 
 /// Configuration data as `set` lines (state values left out: they are not settable).
@@ -889,9 +1325,15 @@ impl KeySource for DaemonKeys {
             .unwrap_or_default()
     }
 
-    fn history_len(&self) -> Option<usize> {
+    fn history(&self) -> Option<Vec<(usize, String)>> {
         let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
-        client.history().ok().map(|h| h.len())
+        let commits = client.history().ok()?;
+        Some(
+            commits
+                .iter()
+                .map(|c| (c.index as usize, rollback_help(c)))
+                .collect(),
+        )
     }
 }
 
@@ -906,4 +1348,89 @@ fn nothing_after(command: &[String], rest: &[String]) -> Result<()> {
         command.join(" "),
         rest.join(" ")
     ))
+}
+
+/// An edit that breaks a reference is kept (the engineer may be about to fix it), and said
+/// at once rather than at commit.
+fn broken_references(broken: &[efb_mgmt_proto::v1::Problem]) -> Vec<String> {
+    broken
+        .iter()
+        .map(|p| {
+            format!(
+                "warning: {}; a commit is refused until that reference changes",
+                p.message
+            )
+        })
+        .collect()
+}
+
+/// `3: alice (uncommitted changes), bob, carol`: who else may commit soon.
+fn sessions_text(open: &[efb_mgmt_proto::v1::SessionSummary]) -> String {
+    let who: Vec<String> = open
+        .iter()
+        .map(|s| {
+            if s.uncommitted {
+                format!("{} (uncommitted changes)", s.user)
+            } else {
+                s.user.clone()
+            }
+        })
+        .collect();
+    match who.as_slice() {
+        [] => "0".to_string(),
+        _ => format!("{}: {}", who.len(), who.join(", ")),
+    }
+}
+
+/// Units an operator took out of `auto`: in bypass their sessions skip the filters.
+fn manual_modes_text(modes: &[efb_mgmt_proto::v1::UnitMode]) -> String {
+    if modes.is_empty() {
+        return "none: every unit follows liveness (auto)".to_string();
+    }
+    modes
+        .iter()
+        .map(|m| format!("{} {}", m.unit, m.mode))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn session_json(s: &efb_mgmt_proto::v1::SessionSummary) -> Json {
+    serde_json::json!({
+        "session": s.session, "user": s.user, "idle-seconds": s.idle_seconds,
+        "uncommitted": s.uncommitted,
+    })
+}
+
+/// `45 s`, `3 min`, `2 h 5 min`: idle times as people say them.
+fn idle_text(seconds: u64) -> String {
+    match seconds {
+        s if s < 60 => format!("{s} s"),
+        s if s < 3600 => format!("{} min", s / 60),
+        s => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// Junos's question before a change a person may not have meant: only `yes` goes on.
+fn confirmed(effect: &str) -> Result<bool> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{effect}.\nContinue? [yes,no] (no) ");
+    let _ = out.flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| ShellError(format!("reading the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "yes" | "y"))
+}
+
+/// What `rollback ?` says of a commit: `2026-12-01T17:01:02Z by alice: new flows`.
+fn rollback_help(c: &efb_mgmt_proto::v1::CommitInfo) -> String {
+    let mut said = format!("{} by {}", c.time, c.user);
+    if c.kind != "commit" {
+        said.push_str(&format!(" ({})", c.kind));
+    }
+    if !c.comment.is_empty() {
+        said.push_str(&format!(": {}", c.comment));
+    }
+    said
 }

@@ -16,6 +16,11 @@ pub fn at<'a>(doc: &'a Json, names: &[String]) -> Option<&'a Json> {
     names.iter().try_fold(doc, |node, name| node.get(name))
 }
 
+/// [`at`], to change what is there.
+pub fn at_mut<'a>(doc: &'a mut Json, names: &[String]) -> Option<&'a mut Json> {
+    names.iter().try_fold(doc, |node, name| node.get_mut(name))
+}
+
 /// The JSON member names along a data path: module-qualified at the top, as RFC 7951
 /// prints them; list keys select nothing here.
 pub fn member_names(schema: &Schema, path: &DataPath) -> Vec<String> {
@@ -31,6 +36,83 @@ pub fn member_names(schema: &Schema, path: &DataPath) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Only the part of `doc` at the path `names` (as [`member_names`] gives): efbd answers
+/// a read with the defaults of other subtrees too (`balancing-method` with a port), which
+/// `| display json` and `| display set` must not show as if they had been asked for.
+pub fn only_at(doc: &Json, names: &[String]) -> Json {
+    let Some((first, rest)) = names.split_first() else {
+        return doc.clone();
+    };
+    match doc.get(first) {
+        Some(inner) if !rest.is_empty() && inner.is_object() => {
+            let mut object = serde_json::Map::new();
+            object.insert(first.clone(), only_at(inner, rest));
+            Json::Object(object)
+        }
+        Some(inner) => serde_json::json!({ first.clone(): inner.clone() }),
+        None => Json::Object(serde_json::Map::new()),
+    }
+}
+
+/// Sorts the entries of every list the system orders, and the items of such leaf-lists,
+/// as people count them (`p2` before `p10`): the order `show` lists, the same as Tab's and
+/// `| display set`'s. A user-ordered list keeps its order.
+pub fn natural_order(schema: &Schema, doc: &mut Json) {
+    for root in schema.roots() {
+        let node = schema.node(*root);
+        if let Some(value) = doc.get_mut(format!("{}:{}", node.module, node.name)) {
+            order_member(schema, *root, value);
+        }
+    }
+}
+
+fn order_member(schema: &Schema, id: SchemaId, value: &mut Json) {
+    let node = schema.node(id);
+    match node.kind {
+        NodeKind::List => {
+            let Some(entries) = value.as_array_mut() else {
+                return;
+            };
+            if !node.user_ordered {
+                let keys: Vec<String> = node
+                    .keys
+                    .iter()
+                    .map(|k| schema.node(*k).name.clone())
+                    .collect();
+                entries.sort_by(|a, b| entry_cmp(&keys, a, b));
+            }
+            for entry in entries {
+                order_children(schema, id, entry);
+            }
+        }
+        NodeKind::LeafList if !node.user_ordered => {
+            if let Some(items) = value.as_array_mut() {
+                items.sort_by(|a, b| efb_table::natural_cmp(&text(a), &text(b)));
+            }
+        }
+        NodeKind::Leaf | NodeKind::LeafList => {}
+        _ => order_children(schema, id, value),
+    }
+}
+
+fn order_children(schema: &Schema, parent: SchemaId, value: &mut Json) {
+    for child in &schema.node(parent).children {
+        let name = &schema.node(*child).name;
+        if let Some(v) = value.get_mut(name) {
+            order_member(schema, *child, v);
+        }
+    }
+}
+
+/// Two list entries by their keys, key by key, as people count.
+pub fn entry_cmp(keys: &[String], a: &Json, b: &Json) -> std::cmp::Ordering {
+    let key = |entry: &Json, k: &String| entry.get(k).map(text).unwrap_or_default();
+    keys.iter()
+        .map(|k| efb_table::natural_cmp(&key(a, k), &key(b, k)))
+        .find(|o| o.is_ne())
+        .unwrap_or(std::cmp::Ordering::Equal)
 }
 
 /// One JSON value as a word: numbers and strings as they are, leaf-lists joined, `[null]`
@@ -253,6 +335,7 @@ mod tests {
             state: false,
             words: false,
             with: None,
+            rate: false,
         }
     }
 

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use efb_cli::grammar::{Column, GRAMMAR_TEXT, Grammar, View};
-use efb_yang::{DataPath, NodeKind, Schema, SchemaId};
+use efb_yang::{BaseType, DataPath, NodeKind, Schema, SchemaId};
 
 /// Every reference of `grammar` the schema does not have, each naming the command or view.
 fn problems(schema: &Schema, grammar: &Grammar) -> Vec<String> {
@@ -42,6 +42,11 @@ fn problems(schema: &Schema, grammar: &Grammar) -> Vec<String> {
                     get.path
                 ));
             }
+            if let Some(order) = &get.order
+                && find(schema, node, &order.leaf).is_none()
+            {
+                out.push(format!("{words}: order: no {} in {}", order.leaf, get.path));
+            }
             for view in &views {
                 match (view.as_str(), grammar.views.get(*view)) {
                     ("value", _) if kind != NodeKind::Leaf => {
@@ -67,6 +72,13 @@ fn problems(schema: &Schema, grammar: &Grammar) -> Vec<String> {
                         "{words}: {}: {rpc} has no input {}",
                         param.word, param.leaf
                     ));
+                }
+            }
+            for confirm in &command.confirm {
+                for leaf in std::iter::once(&confirm.leaf).chain(confirm.absent.keys()) {
+                    if !command.params.iter().any(|p| &p.leaf == leaf) {
+                        out.push(format!("{words}: confirm: no parameter {leaf}"));
+                    }
                 }
             }
             let output = part(schema, id, NodeKind::Output);
@@ -138,9 +150,23 @@ fn check_columns(
                 },
                 column.state
             )),
+            // A rate is a counter's growth: of an unsigned number only.
+            Some(node) if column.rate && !is_counter(schema, node) => out.push(format!(
+                "{at}, column \"{title}\": a rate of {}, which is no counter",
+                column.leaf
+            )),
             Some(_) => {}
         }
     }
+}
+
+fn is_counter(schema: &Schema, node: SchemaId) -> bool {
+    schema.node(node).leaf_type.as_ref().is_some_and(|t| {
+        matches!(
+            t.base,
+            BaseType::Uint8 | BaseType::Uint16 | BaseType::Uint32 | BaseType::Uint64
+        )
+    })
 }
 
 /// The node at `relative` (`state/counters/in-frames`) under `from`.
@@ -176,18 +202,36 @@ fn a_misspelt_reference_is_named() {
         .replace("state/counters/in-frames", "state/counters/in-frame")
         .replace("ecofilter-balancer/link\"", "ecofilter-balancer/links\"")
         .replace("leaf = \"ip-proto\"", "leaf = \"proto\"")
+        .replace(
+            "{ leaf = \"mode\", value = \"bypass\"",
+            "{ leaf = \"mod\", value = \"bypass\"",
+        )
         .replace("leaf = \"software-bypass\"", "leaf = \"sw-bypass\"")
+        .replace(
+            "leaf = \"priority\", descending",
+            "leaf = \"prio\", descending",
+        )
         .replace(
             "{ title = \"Speed\", leaf = \"speed\" }",
             "{ title = \"Speed\", leaf = \"speed\", state = true }",
+        )
+        .replace(
+            "{ title = \"Oper\", leaf = \"state/oper-status\", state = true },\n  { title = \"In frames\"",
+            "{ title = \"Oper\", leaf = \"state/oper-status\", state = true, rate = true },\n  { title = \"In frames\"",
         );
     let found = problems_of(&broken);
     let expected = [
         "show ports: view port-statistics, column \"In frames\": no state/counters/in-frame in /ecofilter-balancer:ports/port",
         "show ecofilter-balancer link: path /ecofilter-balancer:ecofilter-balancer/links",
         "show ecofilter-balancer lookup-session: proto: lookup-session has no input proto",
+        "call ecofilter-balancer set-bypass-ecofilter-unit: confirm: no parameter mod",
         "show ecofilter-balancer lookup-session: field \"software-bypass\": lookup-session has no output sw-bypass",
         "show ports: view ports, column \"Speed\": speed is configuration, but the column says state = true",
+        "show ecofilter-balancer flow: order: no prio in /ecofilter-balancer:ecofilter-balancer/flow",
+        "monitor ports: view monitor-ports, column \"In frames\": no state/counters/in-frame in",
+        "monitor ports: view monitor-ports, column \"In frames/s\": no state/counters/in-frame in",
+        "monitor ecofilter-balancer flow: order: no prio in",
+        "monitor ports: view monitor-ports, column \"Oper\": a rate of state/oper-status, which is no counter",
     ];
     assert_eq!(found.len(), expected.len(), "{found:#?}");
     for expected in expected {

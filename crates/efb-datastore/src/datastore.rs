@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use efb_model::Config;
 use efb_model::validation::{Report, Validator};
@@ -16,16 +16,17 @@ use efb_yang::diff::{self, Change, RecordKey};
 use efb_yang::input::{self, Format, InputError, Limit};
 use efb_yang::json::{self, Check};
 use efb_yang::validate::Scope;
-use efb_yang::{DataTree, Problem, Schema, setlines};
-use tracing::{info, info_span, warn};
+use efb_yang::{DataTree, Problem, Schema, explain, setlines};
+use tracing::{debug, info, info_span, warn};
 
 use crate::error::DatastoreError;
 use crate::limits::check_request;
-use crate::sessions::{Session, SessionId, SessionLimits, Sessions};
+use crate::sessions::{Session, SessionId, SessionInfo, SessionLimits, Sessions};
 use crate::southbound::{NoChip, Southbound};
 use crate::store::{self, CommitKind, HistoryEntry, PendingConfirm, RecordChange, Store};
 use crate::types::{
-    CommitInfo, CommitOutcome, CommitRequest, Edit, LoadMode, LoadOutcome, OpenOptions, Running,
+    CommitInfo, CommitOutcome, CommitRequest, Edit, EditOutcome, LoadMode, LoadOutcome,
+    OpenOptions, Running,
 };
 
 /// Commits kept in history (`rollback 0` to `rollback 49`).
@@ -43,7 +44,12 @@ pub struct Datastore {
     /// History metadata, newest first (the changes stay on disk until asked for).
     history: VecDeque<CommitInfo>,
     southbound: Box<dyn Southbound>,
+    /// Told how long each validation of a candidate took (metrics).
+    on_validated: Option<ValidationObserver>,
 }
+
+/// Called with the time each validation took.
+pub type ValidationObserver = Box<dyn Fn(Duration) + Send + Sync>;
 
 impl Datastore {
     /// Opens (or creates) the datastore in `options.dir`. A running configuration of this
@@ -71,6 +77,7 @@ impl Datastore {
             history: VecDeque::new(),
             southbound: Box::new(NoChip),
             store,
+            on_validated: None,
         };
         ds.reload_history()?;
         let same_boot = ds.store.boot_id()?.as_deref() == Some(boot_id.as_str());
@@ -86,6 +93,22 @@ impl Datastore {
     /// Replaces the southbound (the chip driver) that every commit must get past.
     pub fn set_southbound(&mut self, southbound: Box<dyn Southbound>) {
         self.southbound = southbound;
+    }
+
+    /// From now on `observer` is told how long each validation of a candidate takes (at
+    /// a commit or a commit check, or a JSON load that validates ahead).
+    pub fn on_validation(&mut self, observer: ValidationObserver) {
+        self.on_validated = Some(observer);
+    }
+
+    /// Runs a validation, timed for the observer.
+    fn timed<T>(&self, validate: impl FnOnce(&Validator) -> T) -> T {
+        let started = Instant::now();
+        let validated = validate(&self.validator);
+        if let Some(observe) = &self.on_validated {
+            observe(started.elapsed());
+        }
+        validated
     }
 
     pub fn schema(&self) -> &Arc<Schema> {
@@ -251,14 +274,23 @@ impl Datastore {
         Ok(())
     }
 
-    /// Applies `set` / `delete` lines to the candidate, all or none.
-    pub fn edit_lines(&mut self, session: SessionId, text: &str) -> Result<usize, DatastoreError> {
+    /// Applies `set` / `delete` lines to the candidate, all or none, and says which
+    /// references they broke.
+    pub fn edit_lines(
+        &mut self,
+        session: SessionId,
+        text: &str,
+    ) -> Result<EditOutcome, DatastoreError> {
         let schema = self.schema().clone();
         let s = self.session_mut(session)?;
         let mut tree = s.candidate.clone();
-        let count = setlines::apply_lines(&schema, &mut tree, text)?;
+        let applied = setlines::apply_lines(&schema, &mut tree, text)?;
+        let broken = explain::broken(&schema, &s.candidate, &tree)
+            .iter()
+            .map(|d| d.problem(&schema))
+            .collect();
         s.candidate = tree;
-        Ok(count)
+        Ok(EditOutcome { applied, broken })
     }
 
     /// Loads RFC 7951 JSON into the candidate.
@@ -273,7 +305,7 @@ impl Datastore {
             LoadMode::Override => {
                 // Types wrong: refuse. Only incomplete (a reference missing, a mandatory leaf
                 // not given yet): load it, and say what is missing.
-                let (tree, validated) = self.validator.validate_json(text)?;
+                let (tree, validated) = self.timed(|v| v.validate_json(text))?;
                 if validated.report.errors.is_empty() {
                     (tree.clone(), Vec::new(), Some((tree, validated)))
                 } else {
@@ -322,6 +354,11 @@ impl Datastore {
         self.sessions.len()
     }
 
+    /// The open sessions: who, idle for how long, with uncommitted changes or not.
+    pub fn sessions(&self) -> Vec<SessionInfo> {
+        self.sessions.list()
+    }
+
     /// A load of nothing would make `override` delete everything: refused, as every reader
     /// of configuration refuses it (clients may send content without reading a file).
     fn check_load(&self, format: Format, text: &str) -> Result<(), DatastoreError> {
@@ -351,6 +388,18 @@ impl Datastore {
     pub fn compare(&self, session: SessionId) -> Result<Vec<Change>, DatastoreError> {
         let s = self.session(session)?;
         Ok(diff::diff(self.schema(), &s.base, &s.candidate))
+    }
+
+    /// The candidate's changes against the configuration of commit `index` of history
+    /// (`show | compare rollback N`).
+    pub fn compare_with_commit(
+        &self,
+        session: SessionId,
+        index: usize,
+    ) -> Result<Vec<Change>, DatastoreError> {
+        let candidate = &self.session(session)?.candidate;
+        let then = self.configuration_at(index)?;
+        Ok(diff::diff(self.schema(), &then, candidate))
     }
 
     /// `compare` as `set` / `delete` lines.
@@ -483,8 +532,7 @@ impl Datastore {
             return self.commit_nothing(request);
         }
         let validated = loaded.unwrap_or_else(|| {
-            self.validator
-                .validate_change(&self.running.tree, &self.running.config, &candidate)
+            self.timed(|v| v.validate_change(&self.running.tree, &self.running.config, &candidate))
         });
         let Report {
             errors,
@@ -515,6 +563,7 @@ impl Datastore {
             config: Arc::new(config),
             commit_id: self.running.commit_id + 1,
         };
+        outcome.set_configs(self.running.config.clone(), next.config.clone());
         if request.check_only {
             outcome.chip = self.southbound.preview(&self.running, &next);
             return Ok(outcome);
@@ -553,7 +602,8 @@ impl Datastore {
         self.pending = pending;
         self.running = next;
         self.sessions.after_commit(session, &self.running);
-        info!(id = self.running.commit_id, ?scope, "committed");
+        // efbd's `commit` event says it to operators, with the user and the hash.
+        debug!(id = self.running.commit_id, ?scope, "committed");
         Ok(outcome)
     }
 

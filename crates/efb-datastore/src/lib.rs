@@ -17,15 +17,16 @@ mod southbound;
 mod store;
 mod types;
 
-pub use datastore::{Datastore, HISTORY_LENGTH};
+pub use datastore::{Datastore, HISTORY_LENGTH, ValidationObserver};
 pub use error::{ChipError, DatastoreError, ErrorKind, Refusal, Refusals};
 pub use limits::{
     DEFAULT_CONFIRM_TIMEOUT, MAX_COMMENT_CHARS, MAX_CONFIRM_TIMEOUT, MAX_USER_CHARS, check_comment,
     check_confirm_timeout, check_user,
 };
-pub use sessions::{SessionId, SessionLimits};
+pub use sessions::{SessionId, SessionInfo, SessionLimits};
 pub use southbound::{NoChip, Southbound};
 pub use store::CommitKind;
 pub use types::{
-    CommitInfo, CommitOutcome, CommitRequest, Edit, LoadMode, LoadOutcome, OpenOptions, Running,
+    CommitInfo, CommitOutcome, CommitRequest, Edit, EditOutcome, LoadMode, LoadOutcome,
+    OpenOptions, Running,
 };

@@ -38,6 +38,17 @@ impl Default for SessionLimits {
     }
 }
 
+/// An open session as others see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionInfo {
+    pub id: SessionId,
+    pub user: String,
+    /// Since its last request.
+    pub idle: Duration,
+    /// Its candidate differs from the running configuration it started from.
+    pub uncommitted: bool,
+}
+
 pub(crate) struct Session {
     pub(crate) user: String,
     /// Running when the candidate was started: the base its edits apply to.
@@ -148,6 +159,19 @@ impl Sessions {
 
     pub(crate) fn close(&mut self, session: SessionId) {
         self.open.remove(&session);
+    }
+
+    /// Who has a session open, for `show system users`.
+    pub(crate) fn list(&self) -> Vec<SessionInfo> {
+        self.open
+            .iter()
+            .map(|(id, s)| SessionInfo {
+                id: *id,
+                user: s.user.clone(),
+                idle: s.last_used.elapsed(),
+                uncommitted: s.has_changes(),
+            })
+            .collect()
     }
 
     pub(crate) fn len(&self) -> usize {

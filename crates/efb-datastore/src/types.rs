@@ -79,6 +79,16 @@ pub enum LoadMode {
     Override,
 }
 
+/// What an edit did.
+#[derive(Clone, Debug, Default)]
+pub struct EditOutcome {
+    /// Lines applied.
+    pub applied: usize,
+    /// References the edit broke (`delete ports port p5` while link l3 uses it): the
+    /// candidate keeps the edit, and a commit is refused until they are fixed.
+    pub broken: Vec<Problem>,
+}
+
 /// What a load did.
 #[derive(Clone, Debug, Default)]
 pub struct LoadOutcome {
@@ -118,6 +128,8 @@ pub struct CommitOutcome {
     before: DataTree,
     after: DataTree,
     schema: Arc<Schema>,
+    /// The typed configurations before and after, once the candidate was found valid.
+    configs: Option<(Arc<Config>, Arc<Config>)>,
 }
 
 impl CommitOutcome {
@@ -137,7 +149,18 @@ impl CommitOutcome {
             before,
             after,
             schema,
+            configs: None,
         }
+    }
+
+    pub(crate) fn set_configs(&mut self, before: Arc<Config>, after: Arc<Config>) {
+        self.configs = Some((before, after));
+    }
+
+    /// The typed configurations before and after (none when nothing was committed): what
+    /// the balancing-config-hash and the buckets' moves are worked out from.
+    pub fn configs(&self) -> Option<(&Config, &Config)> {
+        self.configs.as_ref().map(|(b, a)| (&**b, &**a))
     }
 
     /// The path-level changes, worked out when asked for: a commit of 100 000 new flows

@@ -2,14 +2,15 @@
 //! the Unix socket or TCP) and for gNMI alike. Roles rank viewer < operator < admin; each
 //! operation needs one of them, and a higher one may do it too.
 //!
-//! | operation                                             | needs    |
-//! |-------------------------------------------------------|----------|
-//! | show (configuration, state, history, audit), sessions | viewer   |
-//! | lookup (where a session goes; changes nothing)        | viewer   |
-//! | call (the model's operations: set-bypass)             | operator |
-//! | edit a candidate (set, delete, load, rollback)        | admin    |
-//! | commit (and gNMI Set), confirm, save                  | admin    |
-//! | record another user name than one's own (`--user`)    | admin    |
+//! | operation                                                  | needs    |
+//! |------------------------------------------------------------|----------|
+//! | show (configuration, state, history, audit, log), sessions | viewer   |
+//! | lookup (where a session goes; changes nothing)             | viewer   |
+//! | call (the model's operations: set-bypass)                  | operator |
+//! | clear statistics (counters count from zero again)          | operator |
+//! | edit a candidate (set, delete, load, rollback)             | admin    |
+//! | commit (and gNMI Set), confirm, save                       | admin    |
+//! | record another user name than one's own (`--user`)         | admin    |
 
 use tonic::Status;
 
@@ -18,12 +19,15 @@ use crate::auth::Role;
 /// What a client asks to do, as far as permissions go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
-    /// Reading configuration, state, history or the audit; opening a session.
+    /// Reading configuration, state, history, the audit or efbd's recent events; opening a
+    /// session.
     Show,
     /// lookup-session: where a session would go.
     Lookup,
     /// An operation of the model that changes state (set-bypass).
     Call,
+    /// `clear ... statistics`: counters count from zero again, for every reader.
+    Clear,
     /// Changing a candidate: set, delete, load, rollback, discard.
     Edit,
     /// A commit or a commit check (the shell), a Set (gNMI).
@@ -41,7 +45,7 @@ impl Operation {
     pub fn needs(self) -> Role {
         match self {
             Operation::Show | Operation::Lookup => Role::Viewer,
-            Operation::Call => Role::Operator,
+            Operation::Call | Operation::Clear => Role::Operator,
             Operation::Edit
             | Operation::Commit
             | Operation::Confirm
@@ -55,6 +59,7 @@ impl Operation {
             Operation::Show => "show",
             Operation::Lookup => "lookup",
             Operation::Call => "call",
+            Operation::Clear => "clear statistics",
             Operation::Edit => "configuration edit",
             Operation::Commit => "commit",
             Operation::Confirm => "confirm",
@@ -68,7 +73,11 @@ impl Operation {
     pub fn changes(self) -> bool {
         matches!(
             self,
-            Operation::Call | Operation::Commit | Operation::Confirm | Operation::Save
+            Operation::Call
+                | Operation::Clear
+                | Operation::Commit
+                | Operation::Confirm
+                | Operation::Save
         )
     }
 }
@@ -130,10 +139,11 @@ mod tests {
 
     use super::*;
 
-    const ALL: [Operation; 8] = [
+    const ALL: [Operation; 9] = [
         Operation::Show,
         Operation::Lookup,
         Operation::Call,
+        Operation::Clear,
         Operation::Edit,
         Operation::Commit,
         Operation::Confirm,
@@ -152,7 +162,12 @@ mod tests {
         assert_eq!(allowed(Some(Role::Admin)), ALL.to_vec());
         assert_eq!(
             allowed(Some(Role::Operator)),
-            [Operation::Show, Operation::Lookup, Operation::Call]
+            [
+                Operation::Show,
+                Operation::Lookup,
+                Operation::Call,
+                Operation::Clear
+            ]
         );
         assert_eq!(
             allowed(Some(Role::Viewer)),
@@ -167,6 +182,11 @@ mod tests {
         assert_eq!(
             denied.message("ada"),
             "permission denied: commit needs the admin role; ada has the operator role"
+        );
+        let denied = may(Some(Role::Viewer), Operation::Clear).unwrap_err();
+        assert_eq!(
+            denied.message("vic"),
+            "permission denied: clear statistics needs the operator role; vic has the viewer role"
         );
         let status = may(None, Operation::Show).unwrap_err().status("nobody");
         assert_eq!(status.code(), tonic::Code::PermissionDenied);

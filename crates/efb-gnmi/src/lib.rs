@@ -98,6 +98,16 @@ pub struct ServerConfig {
     pub connections: listen::Limits,
     /// Where Sets, accepted or refused, are recorded.
     pub audit: audit::Audit,
+    /// What is open now, for metrics.
+    pub activity: Activity,
+}
+
+/// Connections and Subscribe RPCs open now (clones share the counts): efbd's metrics read
+/// them while the server counts.
+#[derive(Clone, Debug, Default)]
+pub struct Activity {
+    pub connections: listen::Open,
+    pub subscriptions: listen::Open,
 }
 
 impl Default for ServerConfig {
@@ -119,6 +129,7 @@ impl Default for ServerConfig {
                 settings: "gnmi.connections",
             },
             audit: audit::Audit::default(),
+            activity: Activity::default(),
         }
     }
 }
@@ -169,7 +180,12 @@ pub async fn serve(
             let _ = s.set_nodelay(true);
         })
     });
-    let incoming = listen::incoming(accepted, config.connections.clone(), tls);
+    let incoming = listen::incoming_counted(
+        accepted,
+        config.connections.clone(),
+        tls,
+        &config.activity.connections,
+    );
     let mut until = stopped.clone();
     let mut grace = stopped.clone();
     let gate = Arc::new(gate::Gate::new(backend));

@@ -13,6 +13,7 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -70,9 +71,56 @@ where
     S: Stream<Item = io::Result<IO>> + Send + Unpin + 'static,
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
 {
+    incoming_counted(accepted, limits, tls, &Open::default())
+}
+
+/// [`incoming`], with the connections open at each moment (handshakes included) in `open`.
+pub fn incoming_counted<S, IO>(
+    accepted: S,
+    limits: Limits,
+    tls: Option<TlsAcceptor>,
+    open: &Open,
+) -> ReceiverStream<io::Result<Conn<IO>>>
+where
+    S: Stream<Item = io::Result<IO>> + Send + Unpin + 'static,
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+{
     let (ready, out) = mpsc::channel(16);
-    tokio::spawn(accept_loop(accepted, limits, tls, ready));
+    tokio::spawn(accept_loop(accepted, limits, tls, ready, open.clone()));
     ReceiverStream::new(out)
+}
+
+/// How many of something are open now (connections, subscriptions), for metrics; clones
+/// share the count.
+#[derive(Clone, Debug, Default)]
+pub struct Open(Arc<AtomicUsize>);
+
+impl Open {
+    pub fn now(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// One more, until the returned guard is dropped.
+    pub fn enter(&self) -> OpenGuard {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        OpenGuard(self.0.clone())
+    }
+}
+
+/// One of an [`Open`] count.
+#[derive(Debug)]
+pub struct OpenGuard(Arc<AtomicUsize>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A connection's place among the `max`, and in the count of open ones.
+struct Place {
+    _permit: OwnedSemaphorePermit,
+    _open: OpenGuard,
 }
 
 async fn accept_loop<S, IO>(
@@ -80,6 +128,7 @@ async fn accept_loop<S, IO>(
     limits: Limits,
     tls: Option<TlsAcceptor>,
     ready: mpsc::Sender<io::Result<Conn<IO>>>,
+    open: Open,
 ) where
     S: Stream<Item = io::Result<IO>> + Send + Unpin + 'static,
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
@@ -117,14 +166,18 @@ async fn accept_loop<S, IO>(
             }
             continue;
         };
+        let place = Place {
+            _permit: permit,
+            _open: open.enter(),
+        };
         let deadline = Instant::now() + limits.handshake_timeout;
-        tokio::spawn(handshake(io, permit, deadline, tls.clone(), ready.clone()));
+        tokio::spawn(handshake(io, place, deadline, tls.clone(), ready.clone()));
     }
 }
 
 async fn handshake<IO>(
     io: IO,
-    permit: OwnedSemaphorePermit,
+    place: Place,
     deadline: Instant,
     tls: Option<TlsAcceptor>,
     ready: mpsc::Sender<io::Result<Conn<IO>>>,
@@ -147,7 +200,7 @@ async fn handshake<IO>(
     };
     let conn = Conn {
         io,
-        _permit: permit,
+        _place: place,
         preface: Some((PREFACE_BYTES, Box::pin(tokio::time::sleep_until(deadline)))),
     };
     let _ = ready.send(Ok(conn)).await;
@@ -182,7 +235,7 @@ enum Io<IO> {
 /// until the HTTP/2 preface has arrived, the handshake's deadline.
 pub struct Conn<IO> {
     io: Io<IO>,
-    _permit: OwnedSemaphorePermit,
+    _place: Place,
     /// Preface bytes still to come, and the deadline for them.
     preface: Option<(usize, Pin<Box<Sleep>>)>,
 }

@@ -33,6 +33,7 @@ use crate::backend::{Backend, Snapshot};
 use crate::defaults;
 use crate::encode::{Encoder, Encoding, Filter, LeafValue, leaves};
 use crate::errors;
+use crate::listen;
 use crate::message::{
     check_models, check_read_extensions, encoding, now_ns, read_stamp, reflected_prefix,
 };
@@ -97,6 +98,7 @@ impl Subscriptions {
             count: Arc::new(Count::new(
                 config.max_subscriptions,
                 config.max_subscriptions_per_user,
+                config.activity.subscriptions.clone(),
             )),
             stop,
             subscriber_queue: config.subscriber_queue,
@@ -112,14 +114,17 @@ struct Count {
     per_user: usize,
     /// In all, and per user.
     open: Mutex<(usize, HashMap<String, usize>)>,
+    /// The total again, where metrics read it without the lock.
+    shown: listen::Open,
 }
 
 impl Count {
-    fn new(max: usize, per_user: usize) -> Count {
+    fn new(max: usize, per_user: usize, shown: listen::Open) -> Count {
         Count {
             max,
             per_user,
             open: Mutex::new((0, HashMap::new())),
+            shown,
         }
     }
 
@@ -149,6 +154,7 @@ impl Count {
             return Ok(Slot {
                 count: self.clone(),
                 user: user.to_string(),
+                _shown: self.shown.enter(),
             });
         };
         warn!(
@@ -165,6 +171,7 @@ impl Count {
 struct Slot {
     count: Arc<Count>,
     user: String,
+    _shown: listen::OpenGuard,
 }
 
 impl Drop for Slot {

@@ -88,8 +88,16 @@ pub struct PairState {
     /// Keep-alives sent out of each port, and lost of those, by [`Direction`].
     pub sent: [u64; 2],
     pub lost: [u64; 2],
-    /// Time on path of the last keep-alive back, by [`Direction`] it left in.
+    /// Time on path of the last round's keep-alive, by [`Direction`] it left in; none when
+    /// that keep-alive did not come back (a dead pair has no time on path).
     pub time_on_path_ns: [Option<u64>; 2],
+    /// Rounds in which a keep-alive did not come back: `probes-down-count` of them in a row
+    /// take the pair down (`lost` counts keep-alives, two a round).
+    pub rounds_lost: u64,
+    /// Lost rounds since the last complete one.
+    pub lost_in_a_row: u32,
+    /// Why the status last changed.
+    pub reason: Option<String>,
 }
 
 impl PairState {
@@ -108,6 +116,9 @@ pub struct Change {
     pub reason: String,
     /// When the verdict was reached (to measure how fast the chip follows).
     pub at: Instant,
+    /// The pair's ports (LAN then WAN): name and device port, so that whoever gets the
+    /// change can say that a port, not the filter, went down.
+    pub ports: [(String, u32); 2],
 }
 
 /// A keep-alive to send.
@@ -240,6 +251,13 @@ impl Engine {
         true
     }
 
+    /// A better reason for the last change, found outside the engine (a port is down).
+    pub fn explain_change(&mut self, unit: &str, pair: &str, reason: &str) {
+        if let Some(probed) = self.pairs.get_mut(&(unit.to_string(), pair.to_string())) {
+            probed.state.reason = Some(reason.to_string());
+        }
+    }
+
     pub fn pairs(&self) -> impl Iterator<Item = &PairState> {
         self.pairs.values().map(|p| &p.state)
     }
@@ -268,6 +286,9 @@ impl Probed {
                 sent: [0; 2],
                 lost: [0; 2],
                 time_on_path_ns: [None; 2],
+                rounds_lost: 0,
+                lost_in_a_row: 0,
+                reason: None,
             },
             next_at: now + spec.timing.initial_delay,
             spec,
@@ -309,6 +330,7 @@ impl Probed {
         if round.returned == [true, true] {
             self.returned_run += 1;
             self.lost_run = 0;
+            self.state.lost_in_a_row = 0;
             let enough = self.returned_run >= u32::from(timing.up_count);
             (enough && self.state.status != PairStatus::Up).then(|| {
                 let reason = format!("{} consecutive keep-alives returned", self.returned_run);
@@ -316,13 +338,16 @@ impl Probed {
             })
         } else {
             let mut missing = Vec::new();
+            self.state.rounds_lost += 1;
             for direction in Direction::BOTH {
                 if !round.returned[direction.index()] {
                     self.state.lost[direction.index()] += 1;
+                    self.state.time_on_path_ns[direction.index()] = None;
                     missing.push(format!("out of {}", self.spec.ports[direction.index()].0));
                 }
             }
             self.lost_run += 1;
+            self.state.lost_in_a_row = self.lost_run;
             self.returned_run = 0;
             let enough = self.lost_run >= u32::from(timing.down_count);
             (enough && self.state.status != PairStatus::Down).then(|| {
@@ -346,6 +371,7 @@ impl Probed {
         let old = std::mem::replace(&mut self.state.status, new);
         self.state.last_change = Some(wall);
         self.state.changes += 1;
+        self.state.reason = Some(reason.clone());
         Change {
             unit: self.spec.unit.clone(),
             pair: self.spec.pair.clone(),
@@ -353,6 +379,7 @@ impl Probed {
             new,
             reason,
             at: now,
+            ports: self.spec.ports.clone(),
         }
     }
 }
@@ -405,6 +432,34 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_dead_pair_counts_lost_rounds_shows_no_time_on_path_and_says_why() {
+        let mut engine = Engine::new();
+        let start = Instant::now() - 50 * MS;
+        engine.sync(vec![spec("a", 1)], start);
+        // Returned until round 10, then only the LAN-bound keep-alive comes back.
+        run(&mut engine, start, 5..16, |round, _, d| {
+            round < 10 || d == Direction::OutOfWan
+        });
+        let pair = engine.pairs().next().unwrap();
+        assert_eq!(pair.status, PairStatus::Down);
+        // Rounds 10..=14 judged lost: five rounds, five keep-alives (one a round).
+        assert_eq!((pair.rounds_lost, pair.probes_lost()), (5, 5));
+        assert_eq!(pair.lost_in_a_row, 5);
+        let out_of_lan = Direction::OutOfLan.index();
+        assert_eq!(
+            pair.time_on_path_ns[out_of_lan], None,
+            "lost: no time on path"
+        );
+        assert!(pair.time_on_path_ns[1 - out_of_lan].is_some());
+        let reason = pair.reason.as_deref().unwrap();
+        assert!(
+            reason.contains("3 consecutive keep-alives lost"),
+            "{reason}"
+        );
+        assert!(reason.contains("out of a-lan"), "{reason}");
     }
 
     #[test]

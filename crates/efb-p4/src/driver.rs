@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, SystemTime};
 
@@ -22,7 +23,7 @@ use p4runtime_proto::p4::config::v1::P4Info;
 use p4runtime_proto::p4::v1::TableEntry;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Mutex, mpsc, watch};
 use tracing::{error, info, warn};
 
 use crate::client::{ClientError, Connection, Opened, PacketSender, StreamEvent, WriteFailure};
@@ -63,6 +64,49 @@ pub struct DriverStatus {
     pub message: String,
 }
 
+/// What the driver wrote since it started (metrics): counters that only grow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverCounts {
+    /// Table updates the chip took: commits, liveness and bypass changes, reconciles, and
+    /// the undoing of refused writes.
+    pub entries_written: u64,
+    /// Writes the chip refused (a commit, a bypass or liveness change); a lost connection
+    /// is not a refusal.
+    pub refusals: u64,
+    /// Reconciles (at every connection) that completed, and that failed.
+    pub reconciles: u64,
+    pub reconciles_failed: u64,
+    /// Entries the completed reconciles wrote.
+    pub reconcile_entries_written: u64,
+}
+
+/// [`DriverCounts`] as the driver's tasks update them.
+#[derive(Debug, Default)]
+struct Counts {
+    entries_written: AtomicU64,
+    refusals: AtomicU64,
+    reconciles: AtomicU64,
+    reconciles_failed: AtomicU64,
+    reconcile_entries_written: AtomicU64,
+}
+
+impl Counts {
+    fn add(counter: &AtomicU64, n: usize) {
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    fn now(&self) -> DriverCounts {
+        let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        DriverCounts {
+            entries_written: read(&self.entries_written),
+            refusals: read(&self.refusals),
+            reconciles: read(&self.reconciles),
+            reconciles_failed: read(&self.reconciles_failed),
+            reconcile_entries_written: read(&self.reconcile_entries_written),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
     #[error("P4Info: {0}")]
@@ -93,6 +137,7 @@ struct Inner {
     config: Arc<Config>,
     live: LiveState,
     saved: Saved,
+    counts: Arc<Counts>,
 }
 
 /// A handle on the driver; clones share it.
@@ -100,13 +145,15 @@ struct Inner {
 pub struct Driver {
     runtime: tokio::runtime::Handle,
     inner: Arc<Mutex<Inner>>,
-    status: Arc<StdMutex<DriverStatus>>,
+    /// A watch, so that efbd hears of the connection coming and going when it happens.
+    status: Arc<watch::Sender<DriverStatus>>,
     packet_ins: Arc<StdMutex<Option<mpsc::Sender<p4runtime_proto::p4::v1::PacketIn>>>>,
     /// The current connection's packet-out path (none while not primary).
     packet_out: Arc<StdMutex<Option<PacketSender>>>,
     /// Id of the packet-out header's egress port field.
     packet_out_port: Option<u32>,
     stop: Arc<tokio::sync::Notify>,
+    counts: Arc<Counts>,
 }
 
 impl Driver {
@@ -127,6 +174,7 @@ impl Driver {
         let device_config = Arc::new(efb_p4info::device_config::device_config());
         let cookie = cookie_of(&p4info, &device_config);
         let saved = load_state(&settings.state_file)?;
+        let counts = Arc::new(Counts::default());
         let inner = Inner {
             compiler: Compiler { index, ports },
             tables,
@@ -139,11 +187,12 @@ impl Driver {
             live: LiveState::all_up(),
             saved,
             settings,
+            counts: counts.clone(),
         };
         let driver = Driver {
             runtime: tokio::runtime::Handle::current(),
             inner: Arc::new(Mutex::new(inner)),
-            status: Arc::new(StdMutex::new(DriverStatus {
+            status: Arc::new(watch::Sender::new(DriverStatus {
                 message: "connecting".into(),
                 ..DriverStatus::default()
             })),
@@ -151,6 +200,7 @@ impl Driver {
             packet_out: Arc::new(StdMutex::new(None)),
             packet_out_port,
             stop: Arc::new(tokio::sync::Notify::new()),
+            counts,
         };
         let task = driver.clone();
         let stop = driver.stop.clone();
@@ -175,14 +225,22 @@ impl Driver {
         });
     }
 
+    /// What the driver wrote since it started.
+    pub fn counts(&self) -> DriverCounts {
+        self.counts.now()
+    }
+
     pub fn status(&self) -> DriverStatus {
-        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+        self.status.borrow().clone()
+    }
+
+    /// The status from now on, marked changed at every update.
+    pub fn watch_status(&self) -> watch::Receiver<DriverStatus> {
+        self.status.subscribe()
     }
 
     fn set_status(&self, change: impl FnOnce(&mut DriverStatus)) {
-        if let Ok(mut s) = self.status.lock() {
-            change(&mut s);
-        }
+        self.status.send_modify(change);
     }
 
     /// Where packet-ins (keep-alives coming back) go.
@@ -330,6 +388,8 @@ impl Driver {
         drop(inner);
         match written {
             Ok((written, entries)) => {
+                Counts::add(&self.counts.reconciles, 1);
+                Counts::add(&self.counts.reconcile_entries_written, written);
                 self.set_packet_out(Some(packet_sender));
                 info!(written, entries, ms = reconcile_time.as_millis() as u64, target = %settings.target, "reconciled the chip with the running configuration");
                 self.set_status(|s| {
@@ -351,6 +411,7 @@ impl Driver {
             }
             Err(e) => {
                 warn!(%e, "reconcile failed");
+                Counts::add(&self.counts.reconciles_failed, 1);
                 self.inner.lock().await.conn = None;
                 Err(ClientError::NotPrimary(e.to_string()))
             }
@@ -409,8 +470,24 @@ impl Driver {
             let conn = inner.conn.as_mut()?;
             let entries = match only {
                 Some(_) => {
-                    let wanted: Vec<_> = flow_of.values().map(|(_, e)| (*e).clone()).collect();
-                    conn.read_counters_of(&wanted).await.ok()?
+                    // An entry that matches everything has no key to read it by (a read
+                    // without one is a wildcard read): its table is read whole, and only
+                    // the wanted entries are counted.
+                    let (keyed, keyless): (Vec<_>, Vec<_>) = flow_of
+                        .values()
+                        .map(|(_, e)| (*e).clone())
+                        .partition(|e| !e.r#match.is_empty());
+                    let mut read = Vec::new();
+                    if !keyed.is_empty() {
+                        read = conn.read_counters_of(&keyed).await.ok()?;
+                    }
+                    let mut tables: Vec<u32> = keyless.iter().map(|e| e.table_id).collect();
+                    tables.sort_unstable();
+                    tables.dedup();
+                    if !tables.is_empty() {
+                        read.extend(conn.read_counters(&tables).await.ok()?);
+                    }
+                    read
                 }
                 None => conn.read_counters(&inner.tables.flows).await.ok()?,
             };
@@ -427,6 +504,19 @@ impl Driver {
             .runtime
             .block_on(crate::platform::port_counters(&target))?;
         Some(counters.into_iter().map(|c| (c.device_port, c)).collect())
+    }
+
+    /// Which device ports are up, from inside the runtime (liveness asks when a pair goes
+    /// down, to say whether a port or the filter is to blame).
+    pub async fn port_states(&self) -> Option<BTreeMap<u32, bool>> {
+        let target = self.inner.lock().await.settings.target.clone();
+        let counters = crate::platform::port_counters(&target).await?;
+        Some(
+            counters
+                .into_iter()
+                .map(|c| (c.device_port, c.up))
+                .collect(),
+        )
     }
 
     /// Entries per flow, as compiled (what `entries` in the flow's state says); of the
@@ -594,9 +684,16 @@ impl Inner {
                     .as_mut()
                     .ok_or_else(|| ChipError::Lost("the connection to the chip was lost".into()))?;
                 match conn.write(chunk).await {
-                    Ok(()) => applied.extend(chunk.iter().cloned()),
+                    Ok(()) => {
+                        Counts::add(&self.counts.entries_written, chunk.len());
+                        applied.extend(chunk.iter().cloned());
+                    }
                     Err(failure) => {
                         let (done, error) = describe_failure(&self.tables, chunk, failure);
+                        Counts::add(&self.counts.entries_written, done.len());
+                        if !matches!(error, ChipError::Lost(_)) {
+                            Counts::add(&self.counts.refusals, 1);
+                        }
                         applied.extend(done);
                         self.undo(applied).await;
                         return Err(error);
@@ -621,6 +718,7 @@ impl Inner {
                 error!(?failure.overall, "undoing a refused commit failed; the next reconcile will repair the chip");
                 return;
             }
+            Counts::add(&self.counts.entries_written, chunk.len());
         }
     }
 }
@@ -751,16 +849,17 @@ impl Southbound for Driver {
                             .into_iter()
                             .map(|l| format!("  {l}")),
                     );
-                    for op in plan.ops().take(20) {
-                        lines.push(format!(
-                            "  {} {} <- {}",
-                            op.kind(),
-                            inner.tables.name(op.entry().entry.table_id),
-                            op.entry().source
-                        ));
-                    }
-                    if plan.len() > 20 {
-                        lines.push(format!("  ... and {} more", plan.len() - 20));
+                    // A few writes are worth seeing one by one, with the configuration
+                    // that makes each; thousands are the table counts above.
+                    if plan.len() <= LISTED_WRITES {
+                        lines.extend(plan.ops().map(|op| {
+                            format!(
+                                "  {}: {} {}",
+                                op.entry().source,
+                                op.kind(),
+                                inner.tables.name(op.entry().entry.table_id),
+                            )
+                        }));
                     }
                     lines
                 }
@@ -769,6 +868,9 @@ impl Southbound for Driver {
         })
     }
 }
+
+/// Writes a `commit check` lists one by one.
+const LISTED_WRITES: usize = 10;
 
 /// A configuration the compiler could not make into entries: too many for the chip is
 /// "full" (as a full table would be), anything else a compile error.

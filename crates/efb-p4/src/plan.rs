@@ -195,7 +195,7 @@ impl Plan {
         self.phases.iter().flatten()
     }
 
-    /// Writes per table and kind: "flows: 1 modify".
+    /// Writes per table and kind: "flows: 1 modification", "buckets: 512 inserts".
     pub fn summary(&self, tables: &Tables) -> Vec<String> {
         let mut counts: BTreeMap<(String, &'static str), usize> = BTreeMap::new();
         for op in self.ops() {
@@ -208,10 +208,22 @@ impl Plan {
         }
         counts
             .into_iter()
-            .map(|((table, kind), n)| {
-                format!("{table}: {n} {kind}{}", if n == 1 { "" } else { "s" })
-            })
+            .map(|((table, kind), n)| format!("{table}: {n} {}", noun(kind, n)))
             .collect()
+    }
+}
+
+/// `2 inserts`, `1 modification`, `3 deletions`.
+fn noun(kind: &str, n: usize) -> String {
+    let one = match kind {
+        "modify" => "modification",
+        "delete" => "deletion",
+        other => other,
+    };
+    if n == 1 {
+        one.to_string()
+    } else {
+        format!("{one}s")
     }
 }
 

@@ -127,7 +127,7 @@ fn entries_per_table_follow_the_configuration() {
     assert_eq!(
         summary,
         vec![
-            "balancing: 1 modify",
+            "balancing: 1 modification",
             "buckets: 4096 inserts",
             "flows_ipv4.flows: 8 inserts",
             "flows_ipv6.flows: 8 inserts",
@@ -135,7 +135,7 @@ fn entries_per_table_follow_the_configuration() {
             "ingress_port: 21 inserts",
             "link_ports: 2 inserts",
             "pairs: 8 inserts",
-            "platform: 1 modify",
+            "platform: 1 modification",
             "units: 1 insert",
         ]
     );
@@ -164,7 +164,10 @@ fn one_changed_flow_of_many_is_one_write() {
     let after = f.compile(&changed, &before);
     let plan = Plan::between(&f.tables, &before, &after);
     assert_eq!(plan.len(), 1);
-    assert_eq!(plan.summary(&f.tables), vec!["flows_ipv4.flows: 1 modify"]);
+    assert_eq!(
+        plan.summary(&f.tables),
+        vec!["flows_ipv4.flows: 1 modification"]
+    );
     // A priority is part of the key: a priority change is a delete and an insert.
     let moved = f.config(
         &example("one-filter-site.json"),
@@ -173,7 +176,7 @@ fn one_changed_flow_of_many_is_one_write() {
     let plan = Plan::between(&f.tables, &before, &f.compile(&moved, &before));
     assert_eq!(
         plan.summary(&f.tables),
-        vec!["flows_ipv4.flows: 1 delete", "flows_ipv4.flows: 1 insert"]
+        vec!["flows_ipv4.flows: 1 deletion", "flows_ipv4.flows: 1 insert"]
     );
 }
 
@@ -251,7 +254,7 @@ fn a_dead_pair_is_one_write_and_rebalance_moves_only_its_buckets() {
     let after = f.compiler.compile(&config, &live, &before).unwrap();
     assert_eq!(
         Plan::between(&f.tables, &before, &after).summary(&f.tables),
-        vec!["pairs: 1 modify"]
+        vec!["pairs: 1 modification"]
     );
     let rebalancing = f.config(
         &example("one-filter-site.json"),

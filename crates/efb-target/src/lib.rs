@@ -14,6 +14,7 @@ pub mod device_config;
 pub mod error;
 pub mod filters;
 pub mod frames;
+pub mod metrics;
 pub mod packet;
 pub mod ports;
 pub mod profile;

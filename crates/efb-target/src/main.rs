@@ -38,6 +38,10 @@ struct Args {
     /// refused by a full table.
     #[arg(long, default_value_t = 0)]
     table_size_limit: u64,
+    /// Serve Prometheus metrics of the emulated ports at http://ADDR/metrics (off by
+    /// default: tests run many targets at once); port 0 picks a free port.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
     /// Log filter (tracing-subscriber syntax), e.g. info, debug, efb_target=trace.
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -52,10 +56,14 @@ async fn main() -> anyhow::Result<()> {
     if let Some(control) = args.control {
         return ctl::run(control).await;
     }
+    // The log on standard error, standard output being for the line scripts read; colour
+    // only for a terminal, not for a log file.
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_new(&args.log_level).context("--log-level")?,
         )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let port_map = match &args.port_map {
         Some(path) => PortMap::from_file(path),
@@ -72,8 +80,33 @@ async fn main() -> anyhow::Result<()> {
     let servers = efb_target::serve(device, args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
-    // Scripts and tests read this line to find a port chosen by the system.
-    println!("efb-target: P4Runtime on {}", servers.addr);
+    let metrics = match args.metrics_listen {
+        Some(addr) => {
+            Some(efb_metrics::bind(addr, "--metrics-listen", "give another address").await?)
+        }
+        None => None,
+    };
+    // Scripts and tests read these lines to find ports chosen by the system; written at
+    // once, before anything else goes to standard output.
+    let metrics_line = match metrics.as_ref().map(tokio::net::TcpListener::local_addr) {
+        Some(addr) => format!(
+            "efb-target: metrics on http://{}{}\n",
+            addr?,
+            efb_metrics::PATH
+        ),
+        None => String::new(),
+    };
+    print!("efb-target: P4Runtime on {}\n{metrics_line}", servers.addr);
+    std::io::Write::flush(&mut std::io::stdout())?;
+    if let Some(listener) = metrics {
+        let device = servers.device.clone();
+        // Ends with the process: the target has nothing to flush.
+        tokio::spawn(efb_target::metrics::serve(
+            device,
+            listener,
+            std::future::pending(),
+        ));
+    }
     tokio::select! {
         result = servers.wait() => result.map_err(anyhow::Error::msg).context("server failed"),
         () = stop_signal() => {

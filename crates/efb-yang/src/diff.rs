@@ -66,7 +66,10 @@ fn is_leaf_list_item(schema: &Schema, path: &DataPath) -> bool {
 }
 
 /// Path-level changes from `old` to `new`: deletes first, then creates and sets, each in
-/// tree order (list entries in list order).
+/// schema order; entries of a list the system orders (and items of such a leaf-list) as
+/// people count them, `p2` before `p10` ([`natural_keys`]), those of a user-ordered one
+/// in its order. What people read (`show | compare`, `| display set`, set-line files) is
+/// in the order `show` lists.
 pub fn diff(schema: &Schema, old: &DataTree, new: &DataTree) -> Vec<Change> {
     let mut walk = Walk {
         schema,
@@ -157,13 +160,17 @@ impl Walk<'_> {
         match child {
             Child::Leaf(v) => self.set_here(None, v.clone()),
             Child::LeafList(items) => {
-                for v in items.iter() {
+                for v in self.items_in_order(items) {
                     self.at_keys(std::slice::from_ref(v), |w| w.set_here(None, v.clone()));
                 }
             }
             Child::Container(c) => self.inner(&Inner::default(), c),
             Child::List(list) => {
-                for (keys, entry) in list.iter() {
+                let mut entries: Vec<(&Keys, &Inner)> = list.iter().collect();
+                if list.order().is_none() {
+                    entries.sort_by(|a, b| natural_keys(a.0, b.0));
+                }
+                for (keys, entry) in entries {
                     self.created_entry(keys, entry);
                 }
             }
@@ -200,7 +207,7 @@ impl Walk<'_> {
                 self.at_keys(std::slice::from_ref(v), Walk::delete_here);
             }
         }
-        for v in new.iter() {
+        for v in self.items_in_order(new) {
             if reordered || !old.iter().any(|o| o == v) {
                 self.at_keys(std::slice::from_ref(v), |w| w.set_here(None, v.clone()));
             }
@@ -211,7 +218,9 @@ impl Walk<'_> {
         if old.order().is_some() {
             return self.user_ordered_list(old, new);
         }
-        for item in old.entries().diff(new.entries()) {
+        let mut items: Vec<_> = old.entries().diff(new.entries()).collect();
+        items.sort_by(|a, b| natural_keys(diff_keys(a), diff_keys(b)));
+        for item in items {
             match item {
                 imbl::ordmap::DiffItem::Add(keys, entry) => self.created_entry(keys, entry),
                 imbl::ordmap::DiffItem::Remove(keys, _) => self.deleted_entry(keys),
@@ -221,6 +230,20 @@ impl Walk<'_> {
                 } => self.at_keys(keys, |w| w.inner(a, b)),
             }
         }
+    }
+
+    /// The items of the leaf-list here as they are listed: as people count them, unless
+    /// the user orders them.
+    fn items_in_order<'l>(&self, items: &'l LeafList) -> Vec<&'l Value> {
+        let mut values: Vec<&Value> = items.iter().collect();
+        let user_ordered = self
+            .path
+            .node()
+            .is_some_and(|id| self.schema.node(id).user_ordered);
+        if !user_ordered {
+            values.sort_by(|a, b| efb_table::natural_cmp(a.as_str(), b.as_str()));
+        }
+        values
     }
 
     /// Entries keep their place when set again, and new ones go last; so from the first
@@ -248,6 +271,25 @@ impl Walk<'_> {
                 None => self.created_entry(keys, entry),
             }
         }
+    }
+}
+
+/// The order people count list entries in: key by key, `p2` before `p10`, `p9-0` before
+/// `p10-0` (the shell's `show` lists and every diff follow it; the tree itself keeps keys
+/// in byte order, which the balancing and the records depend on).
+pub fn natural_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| efb_table::natural_cmp(x.as_str(), y.as_str()))
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| a.len().cmp(&b.len()))
+}
+
+fn diff_keys<'a>(item: &imbl::ordmap::DiffItem<'a, 'a, Keys, Inner>) -> &'a Keys {
+    match item {
+        imbl::ordmap::DiffItem::Add(keys, _)
+        | imbl::ordmap::DiffItem::Remove(keys, _)
+        | imbl::ordmap::DiffItem::Update { old: (keys, _), .. } => keys,
     }
 }
 

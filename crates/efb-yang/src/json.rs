@@ -325,7 +325,8 @@ pub fn from_json_validating<R: Send>(
     });
     schema.discard(ly);
     let verdict = verdict
-        .unwrap_or_else(|_| Err(vec![Problem::new("", "libyang validation failed abruptly")]));
+        .unwrap_or_else(|_| Err(vec![Problem::new("", "libyang validation failed abruptly")]))
+        .map_err(|problems| crate::explain::explain(schema, &tree, problems));
     Ok((tree, verdict, extra))
 }
 

@@ -10,6 +10,7 @@
 //! - [`validate`]: libyang validation of a whole tree or of the part a change touches.
 
 pub mod diff;
+pub mod explain;
 pub mod input;
 pub mod json;
 mod ly;

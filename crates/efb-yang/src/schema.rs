@@ -147,22 +147,23 @@ impl SchemaNodeInfo {
     }
 }
 
-/// libyang explains a refused value in detail (every union member, every pattern); the
-/// caller adds what the leaf accepts, so one short line is enough.
-fn short_message(message: &str, text: &str) -> String {
-    let first = message
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim_end_matches('.');
-    if first.len() > 100
-        || first.contains("does not conform to")
-        || first.contains("no matching subtype")
-    {
-        format!("invalid value \"{}\"", crate::text::excerpt(text))
-    } else {
-        first.to_string()
-    }
+/// What is wrong with a refused value, in the shell's words and decided by the leaf's type
+/// (libyang's own sentences name C types and "min/max bounds"); the caller adds what the
+/// leaf accepts.
+fn refusal(t: Option<&TypeInfo>, text: &str) -> String {
+    let shown = format!("\"{}\"", crate::text::excerpt(text));
+    let verdict = match t.map(effective_base) {
+        Some(b) if b.is_integer() => match text.trim().parse::<i128>() {
+            Ok(_) => "is out of range",
+            Err(_) => "is not an integer",
+        },
+        Some(BaseType::Decimal64) => "is not a decimal number in range",
+        Some(BaseType::Enumeration) => "is not one of the names",
+        Some(BaseType::Bool) => "is neither true nor false",
+        Some(BaseType::Empty) => "takes no value",
+        _ => "is not accepted",
+    };
+    format!("{shown} {verdict}")
 }
 
 fn effective_base(t: &TypeInfo) -> BaseType {
@@ -505,8 +506,8 @@ impl Schema {
             .ly_node(id)
             .filter(|_| !self.node(id).is_inner())
             .ok_or_else(|| format!("{} takes no value", self.node(id).name))?;
-        let checked =
-            ly::check_value(&self.ctx, &node, text).map_err(|e| short_message(&e, text))?;
+        let checked = ly::check_value(&self.ctx, &node, text)
+            .map_err(|_| refusal(self.node(id).leaf_type.as_ref(), text))?;
         let kind = match self.node(id).leaf_type.as_ref().map(|t| t.base) {
             Some(BaseType::Union) => JsonKind::of(checked.base),
             _ => self.node(id).json_kind(),

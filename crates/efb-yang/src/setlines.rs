@@ -7,6 +7,8 @@
 //! value (none for `empty` leaves). After a leaf, the next word may name a sibling, or a
 //! node higher up to the nearest list entry, so one line can set several leaves.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::diff::{self, Change};
 use crate::path::{DataPath, Segment};
 use crate::schema::{NodeKind, Schema, SchemaId};
@@ -57,6 +59,72 @@ pub fn render_changes(schema: &Schema, changes: &[Change]) -> Vec<String> {
     lines
 }
 
+/// Changes summarised by list and by leaf outside lists, for a change too long to read line
+/// by line: `ecofilter-balancer flow: 2 033 entries (1 added, 2 032 changed)`.
+pub fn summarise(schema: &Schema, changes: &[Change]) -> Vec<String> {
+    #[derive(Default)]
+    struct Entries {
+        added: BTreeSet<Vec<Value>>,
+        deleted: BTreeSet<Vec<Value>>,
+        changed: BTreeSet<Vec<Value>>,
+    }
+    let mut groups: BTreeMap<String, Entries> = BTreeMap::new();
+    for change in changes {
+        let path = change.path();
+        let list_at = path
+            .segments
+            .iter()
+            .position(|s| schema.node(s.node).kind == NodeKind::List && !s.keys.is_empty());
+        let Some(at) = list_at else {
+            groups.entry(words(schema, path)).or_default();
+            continue;
+        };
+        let list = DataPath {
+            segments: path.segments[..=at].to_vec(),
+        };
+        let keys = list.segments[at].keys.clone();
+        let mut name = list.clone();
+        name.segments[at].keys.clear();
+        let group = groups.entry(words(schema, &name)).or_default();
+        let whole_entry = path.segments.len() == at + 1;
+        match change {
+            Change::Create { .. } if whole_entry => group.added.insert(keys),
+            Change::Delete { .. } if whole_entry => group.deleted.insert(keys),
+            _ => group.changed.insert(keys),
+        };
+    }
+    groups
+        .into_iter()
+        .map(|(name, e)| {
+            let changed: BTreeSet<_> = e
+                .changed
+                .difference(&e.added)
+                .filter(|k| !e.deleted.contains(*k))
+                .collect();
+            let counts = [
+                (e.added.len(), "added"),
+                (changed.len(), "changed"),
+                (e.deleted.len(), "deleted"),
+            ];
+            let total: usize = counts.iter().map(|(n, _)| n).sum();
+            if total == 0 {
+                return format!("{name}: changed");
+            }
+            let parts: Vec<String> = counts
+                .iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, what)| format!("{} {what}", crate::text::grouped(*n)))
+                .collect();
+            format!(
+                "{name}: {} entr{} ({})",
+                crate::text::grouped(total),
+                if total == 1 { "y" } else { "ies" },
+                parts.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// A whole tree as `set` lines.
 pub fn render_tree(schema: &Schema, tree: &DataTree) -> Vec<String> {
     render_changes(schema, &diff::diff(schema, &DataTree::new(), tree))
@@ -73,6 +141,27 @@ pub fn words(schema: &Schema, path: &DataPath) -> String {
         }
     }
     out.join(" ")
+}
+
+/// A message with the libyang paths that start its lines (`  /ecofilter-balancer:ports/
+/// port[name='p2']/mtu: ...`) written as the words a shell user types (`  ports port p2
+/// mtu: ...`). Lines that do not start with a path of this schema are kept as they are.
+pub fn paths_in_words(schema: &Schema, message: &str) -> String {
+    message
+        .split('\n')
+        .map(|line| {
+            let body = line.trim_start();
+            let indent = &line[..line.len() - body.len()];
+            let Some((path, rest)) = body.split_once(": ").filter(|_| body.starts_with('/')) else {
+                return line.to_string();
+            };
+            match DataPath::parse(schema, path) {
+                Ok(parsed) => format!("{indent}{}: {rest}", words(schema, &parsed)),
+                Err(_) => line.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Quotes a word when the shell would otherwise split or misread it.
@@ -429,7 +518,7 @@ impl<'a> WordParser<'a> {
             };
             let value = self.schema.value(*key, word).map_err(|e| {
                 self.fail(format!(
-                    "{} {}: {e}; expected {}",
+                    "{} {} {e}; expected {}",
                     node.name,
                     key_node.name,
                     key_node.accepts()
@@ -459,14 +548,10 @@ impl<'a> WordParser<'a> {
             }
             return Err(self.fail(format!("{} needs a value: {}", node.name, node.accepts())));
         };
-        let value = self.schema.value(leaf, word).map_err(|e| {
-            self.fail(format!(
-                "{} \"{}\": {e}; expected {}",
-                node.name,
-                excerpt(word),
-                node.accepts()
-            ))
-        })?;
+        let value = self
+            .schema
+            .value(leaf, word)
+            .map_err(|e| self.fail(format!("{} {e}; expected {}", node.name, node.accepts())))?;
         self.at += 1;
         Ok(Some(value))
     }

@@ -22,8 +22,9 @@ pub enum Scope {
 /// choices, ranges). Returns every problem found, each with its path.
 pub fn validate(schema: &Schema, tree: &DataTree) -> Result<(), Vec<Problem>> {
     let text = json::to_json(schema, tree, PrintOptions::default());
-    let tree = json::parse_ly(schema, &text, Check::Complete).map_err(|e| e.problems())?;
-    schema.discard(tree);
+    let parsed = json::parse_ly(schema, &text, Check::Complete)
+        .map_err(|e| crate::explain::explain(schema, tree, e.problems()))?;
+    schema.discard(parsed);
     Ok(())
 }
 

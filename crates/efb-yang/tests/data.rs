@@ -359,6 +359,49 @@ fn diff_gives_path_level_changes_and_replays() {
 }
 
 #[test]
+fn changes_list_entries_as_people_count_them() {
+    let schema = schema();
+    let mut old = DataTree::new();
+    let lines = ["p10-0", "p2", "p1", "p10", "p9-1"]
+        .iter()
+        .map(|p| format!("set ports port {p} number 1"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    setlines::apply_lines(&schema, &mut old, &lines).unwrap();
+    let ports = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("set ports port "))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(
+        ports(&setlines::render_tree(&schema, &old)),
+        ["p1", "p2", "p9-1", "p10", "p10-0"]
+    );
+    let mut new = old.clone();
+    setlines::apply_lines(
+        &schema,
+        &mut new,
+        "set ports port p10 mtu 9000\nset ports port p3 number 3\nset ports port p1 mtu 9000\n\
+         set ecofilter-balancer flow f links l10 links l2 links l1",
+    )
+    .unwrap();
+    let lines = setlines::render_changes(&schema, &diff::diff(&schema, &old, &new));
+    assert_eq!(ports(&lines), ["p1", "p3", "p10"], "{lines:#?}");
+    let links: Vec<&String> = lines.iter().filter(|l| l.contains(" links ")).collect();
+    assert_eq!(
+        links,
+        [
+            "set ecofilter-balancer flow f links l1",
+            "set ecofilter-balancer flow f links l2",
+            "set ecofilter-balancer flow f links l10"
+        ],
+        "{lines:#?}"
+    );
+}
+
+#[test]
 fn reordering_pairs_is_a_change_that_replays_in_order() {
     let schema = schema();
     let old = json::from_json(&schema, &example("one-filter-site.json"), Check::Complete).unwrap();

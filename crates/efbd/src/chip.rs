@@ -11,6 +11,8 @@ use efb_p4::{Driver, DriverSettings, DriverStatus};
 use efb_p4info::{PortMap, PortName};
 use efb_yang::{DataPath, Schema, Segment};
 
+use crate::events::{ChipConnection, Event, Events};
+
 /// Starts the driver for `running` (inside the runtime): it connects, reconciles and keeps
 /// the chip in sync from then on.
 pub fn start(
@@ -27,6 +29,37 @@ pub fn start(
         batch: efb_p4::driver::DEFAULT_BATCH,
     };
     Ok(Driver::start(settings, ports, running)?)
+}
+
+/// Emits a `chip-connection` event each time the driver's connection to the chip changes
+/// (disconnected, backup, primary), from a task that ends with the driver.
+pub fn watch_connection(driver: &Driver, events: Events) {
+    let mut status = driver.watch_status();
+    tokio::spawn(async move {
+        let mut was = connection(&status.borrow_and_update());
+        while status.changed().await.is_ok() {
+            let (now, words) = {
+                let s = status.borrow_and_update();
+                (connection(&s), s.message.clone())
+            };
+            if now != was {
+                events.emit(Event::ChipConnection(ChipConnection {
+                    from: was.into(),
+                    to: now.into(),
+                    status: words,
+                }));
+                was = now;
+            }
+        }
+    });
+}
+
+fn connection(status: &DriverStatus) -> &'static str {
+    match (status.connected, status.primary) {
+        (true, true) => "primary",
+        (true, false) => "backup",
+        _ => "disconnected",
+    }
 }
 
 /// The chip in one line for `show system status`.

@@ -43,6 +43,11 @@ impl Server {
         format!("efbd: gNMI on {address} ({mode})")
     }
 
+    /// The server's open connections and subscriptions (metrics).
+    pub fn activity(&self) -> efb_gnmi::Activity {
+        self.config.activity.clone()
+    }
+
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         efb_gnmi::serve(self.backend, self.config, self.listener, shutdown)
             .await
@@ -101,13 +106,12 @@ fn identity(settings: &Settings) -> Result<TlsIdentity> {
         &settings.datastore,
     )?;
     if identity.generated {
-        // Clients need it to trust the server: say where it is, also without logs.
-        eprintln!(
-            "efbd: generated a self-signed gNMI certificate: {}",
-            identity.cert_path.display()
-        );
+        // Clients need it to trust the server: a warning, so that it shows at the levels
+        // that hide the rest, and in the log's format (a bare line would break JSON).
+        warn!(cert = %identity.cert_path.display(), "generated a self-signed gNMI certificate: clients must trust it");
+    } else {
+        info!(cert = %identity.cert_path.display(), "TLS certificate");
     }
-    info!(cert = %identity.cert_path.display(), generated = identity.generated, "TLS certificate");
     if let Some(ca) = &gnmi.client_ca {
         identity = identity
             .with_client_ca(ca)

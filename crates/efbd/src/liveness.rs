@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use efb_liveness::{Change, Engine, PairSpec, PairState, Timing};
+use efb_liveness::{Change, Engine, PairSpec, PairState, PairStatus, Timing};
 use efb_model::Config;
 use efb_p4::Driver;
 use efb_p4info::PortMap;
@@ -110,7 +110,12 @@ impl Task {
                     }
                     self.resync(&driver).await;
                 }
-                () = wake => self.probe(&driver, &changes),
+                () = wake => {
+                    let found = self.probe(&driver).await;
+                    if !found.is_empty() {
+                        changes(found);
+                    }
+                }
             }
         }
     }
@@ -119,20 +124,46 @@ impl Task {
         self.engine.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn probe(&self, driver: &Driver, changes: &impl Fn(Vec<Change>)) {
-        let (probes, found) = self.lock().tick(Instant::now(), SystemTime::now());
+    /// Sends the rounds due; returns the status changes they decided.
+    async fn probe(&self, driver: &Driver) -> Vec<Change> {
+        let (probes, mut found) = self.lock().tick(Instant::now(), SystemTime::now());
         let mut unsent = Vec::new();
         for probe in probes {
             if driver.packet_out(probe.device_port, probe.frame).is_err() {
                 unsent.push((probe.unit, probe.pair));
             }
         }
-        let mut engine = self.lock();
-        for (unit, pair) in unsent {
-            engine.not_sent(&unit, &pair);
+        {
+            let mut engine = self.lock();
+            for (unit, pair) in unsent {
+                engine.not_sent(&unit, &pair);
+            }
         }
-        if !found.is_empty() {
-            changes(found);
+        if found.iter().any(|c| c.new == PairStatus::Down) {
+            self.blame_ports(driver, &mut found).await;
+        }
+        found
+    }
+
+    /// Keep-alives lost because a port went down are the port's fault, not the filter's:
+    /// say so in the reason (the status is the same: the pair cannot take traffic).
+    async fn blame_ports(&self, driver: &Driver, found: &mut [Change]) {
+        let Some(up) = driver.port_states().await else {
+            return;
+        };
+        let mut engine = self.lock();
+        for change in found.iter_mut().filter(|c| c.new == PairStatus::Down) {
+            let down: Vec<&str> = change
+                .ports
+                .iter()
+                .filter(|(_, device)| up.get(device) == Some(&false))
+                .map(|(name, _)| name.as_str())
+                .collect();
+            if down.is_empty() {
+                continue;
+            }
+            change.reason = format!("port {} down: {}", down.join(" and "), change.reason);
+            engine.explain_change(&change.unit, &change.pair, &change.reason);
         }
     }
 

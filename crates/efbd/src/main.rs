@@ -15,12 +15,15 @@ use efb_yang::Schema;
 use efbd::audit::AuditLog;
 use efbd::callers::{self, Callers};
 use efbd::chip::{self, CounterLists};
+use efbd::events::Events;
 use efbd::gnmi_server as gnmi;
 use efbd::liveness::Liveness;
+use efbd::metrics::{self, Instruments};
 use efbd::owner::{Owner, OwnerState};
 use efbd::service::Service;
 use efbd::settings::{Flags, Settings};
 use efbd::socket;
+use efbd::{notify, state_dir};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_stream::StreamExt;
@@ -50,7 +53,10 @@ fn main() -> ExitCode {
     if flags.hash_password {
         return gnmi::hash_password();
     }
-    init_logging(&settings.log.level);
+    if let Err(e) = efbd::logging::init(&settings.log) {
+        eprintln!("efbd: {e}");
+        return ExitCode::from(2);
+    }
     let boot_id = flags.boot_id.clone();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
@@ -68,17 +74,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
-}
-
 async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
+    state_dir::check(&settings.datastore)?;
     let schema = Arc::new(Schema::load().context("loading the YANG module")?);
     let mut options = OpenOptions::new(&settings.datastore);
     options.factory_default = settings.factory_default.clone();
@@ -104,11 +101,15 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     // Subscribers that fall this many snapshots behind are told so and dropped.
     let (snapshots, _) = tokio::sync::broadcast::channel(SNAPSHOT_QUEUE);
     let counter_lists = CounterLists::of(&schema).context("the lists with counters")?;
-    let mut state = OwnerState::new(datastore, snapshots.clone());
+    let events = Events::new(settings.log.recent_events);
+    let mut state = OwnerState::new(datastore, snapshots.clone(), events.clone());
     state.set_session_limits(settings.management.session_limits());
+    let instruments = Instruments::new();
+    state.attach_metrics(instruments.clone());
     let driver = start_driver(&settings, &state)?;
     let mut probing = None;
     if let Some(driver) = &driver {
+        chip::watch_connection(driver, events.clone());
         state.attach_driver(driver.clone());
         let (liveness, task) = Liveness::new(state.running_config());
         state.attach_liveness(liveness);
@@ -155,19 +156,26 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         shared.clone(),
     )
     .await?;
+    // Bound last: efbd refused for anything else does not hold the port meanwhile.
+    let metrics_listener = metrics::bind(&settings.metrics).await?;
     let tcp_banner = match &tcp {
         Some(listener) => format!("efbd: management API on {} (TLS)\n", listener.local_addr()?),
         None => String::new(),
     };
     // Scripts and tests read these lines to find ports chosen by the system; written at
     // once, before anything else goes to standard output.
-    print!(
-        "efbd: management API on unix:{}\n{}\n{tcp_banner}",
+    let banner = format!(
+        "efbd: management API on unix:{}\n{}\n{tcp_banner}{}\n",
         socket_path.display(),
         gnmi.as_ref()
-            .map_or("efbd: gNMI off".to_string(), gnmi::Server::banner)
+            .map_or("efbd: gNMI off".to_string(), gnmi::Server::banner),
+        metrics::banner(metrics_listener.as_ref()),
     );
+    print!("{banner}");
     std::io::Write::flush(&mut std::io::stdout())?;
+    // Every listener is bound: under systemd (Type=notify), efbd has started.
+    let status = banner.trim_end().replace("efbd: ", "").replace('\n', "; ");
+    notify::tell(&format!("READY=1\nSTATUS={status}"));
     info!(socket = %socket_path.display(), tcp = ?management.listen, p4runtime = %settings.p4runtime.target, "serving the management API");
     let missing = callers::missing_groups(&management.groups);
     if !missing.is_empty() {
@@ -176,7 +184,17 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
 
     tokio::spawn(async move {
         shutdown_signal().await;
+        notify::tell("STOPPING=1");
         let _ = stop.send(true);
+    });
+    let metrics_task = metrics_listener.map(|listener| {
+        let sources = metrics::Sources {
+            instruments,
+            owner: owner.clone(),
+            gnmi: gnmi.as_ref().map(gnmi::Server::activity),
+            max_flows: settings.metrics.max_flows,
+        };
+        tokio::spawn(sources.serve(listener, until(stopped.clone())))
     });
     let gnmi_task = gnmi.map(|server| tokio::spawn(server.serve(until(stopped.clone()))));
 
@@ -188,6 +206,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         settings.datastore.display().to_string(),
         Callers::new(management.groups.clone(), tcp_users),
         audit_log,
+        events,
     ));
     let tcp_task = match (tcp, shared.tls) {
         (Some(listener), Some(identity)) => {
@@ -213,6 +232,9 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     }
     if let Some(task) = gnmi_task {
         task.await.context("the gNMI server panicked")??;
+    }
+    if let Some(task) = metrics_task {
+        task.await.context("the metrics server panicked")?;
     }
     if let Some(probing) = probing {
         probing.await.context("the liveness task panicked")?;

@@ -11,20 +11,23 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use efb_balancing::LiveState;
+use efb_balancing::{BypassMode, LiveState};
 use efb_datastore::{
-    CommitInfo, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, LoadMode,
-    LoadOutcome, SessionId, SessionLimits,
+    CommitInfo, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, EditOutcome,
+    LoadMode, LoadOutcome, SessionId, SessionInfo, SessionLimits,
 };
 use efb_gnmi::backend::{Pending, Snapshot};
 use efb_liveness::{Change, PairState};
 use efb_model::Config;
 use efb_yang::{DataTree, Schema};
 use tokio::sync::broadcast;
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
+use crate::baselines::Baselines;
 use crate::chip::{self, Wanted};
+use crate::events::{self, ConfirmTimeout, Event, Events, Origin, Rollback};
 use crate::liveness::Liveness;
+use crate::metrics::{self, Instruments};
 use crate::state::Known;
 
 mod live;
@@ -48,6 +51,12 @@ pub struct OwnerState {
     driver: Option<efb_p4::Driver>,
     /// Keep-alive probing, when there is a chip to probe through.
     liveness: Option<Liveness>,
+    /// Counter values `clear ... statistics` took, applied wherever counters are read.
+    baselines: Baselines,
+    /// Commits, liveness changes, chip refusals: logged and kept for `show log`.
+    events: Events,
+    /// Commits counted and timed, for the metrics.
+    instruments: Instruments,
 }
 
 /// The daemon as `show system status` tells it.
@@ -59,17 +68,25 @@ pub struct Status {
     pub sessions: usize,
     /// The chip in one line.
     pub chip: String,
+    /// Units an operator put in bypass or primary.
+    pub manual_modes: Vec<(String, BypassMode)>,
+    pub open_sessions: Vec<SessionInfo>,
 }
 
 /// Start-up: the datastore, and the chip and its keep-alives when there is one.
 impl OwnerState {
-    pub fn new(datastore: Datastore, snapshots: broadcast::Sender<Arc<Snapshot>>) -> OwnerState {
+    pub fn new(
+        datastore: Datastore,
+        snapshots: broadcast::Sender<Arc<Snapshot>>,
+        events: Events,
+    ) -> OwnerState {
         // Nothing known yet: no chip, nothing probed, every pair up.
         let known = Known {
             running: datastore.running().clone(),
             live: LiveState::all_up(),
             pairs: Vec::new(),
             driver: None,
+            baselines: Baselines::default(),
         };
         let latest = Arc::new(snapshot(datastore.schema(), &known, 0));
         OwnerState {
@@ -81,7 +98,17 @@ impl OwnerState {
             latest,
             driver: None,
             liveness: None,
+            baselines: known.baselines,
+            events,
+            instruments: Instruments::default(),
         }
+    }
+
+    /// From now on commits and validations are counted in `instruments`.
+    pub fn attach_metrics(&mut self, instruments: Instruments) {
+        self.datastore
+            .on_validation(instruments.validation_observer());
+        self.instruments = instruments;
     }
 
     pub fn set_session_limits(&mut self, limits: SessionLimits) {
@@ -127,7 +154,11 @@ impl OwnerState {
         self.datastore.close_session(session);
     }
 
-    pub fn edit_lines(&mut self, session: SessionId, lines: &str) -> Result<usize, DatastoreError> {
+    pub fn edit_lines(
+        &mut self,
+        session: SessionId,
+        lines: &str,
+    ) -> Result<EditOutcome, DatastoreError> {
         self.datastore.edit_lines(session, lines)
     }
 
@@ -159,8 +190,16 @@ impl OwnerState {
     }
 
     /// What the session's candidate changes against running.
-    pub fn compare(&self, session: SessionId) -> Result<Vec<efb_yang::Change>, DatastoreError> {
-        self.datastore.compare(session)
+    /// The candidate's changes: since it started, or against commit `rollback` of history.
+    pub fn compare(
+        &self,
+        session: SessionId,
+        rollback: Option<usize>,
+    ) -> Result<Vec<efb_yang::Change>, DatastoreError> {
+        match rollback {
+            Some(index) => self.datastore.compare_with_commit(session, index),
+            None => self.datastore.compare(session),
+        }
     }
 
     pub fn candidate(&self, session: SessionId) -> Result<DataTree, DatastoreError> {
@@ -176,7 +215,21 @@ impl OwnerState {
         session: SessionId,
         request: CommitRequest,
     ) -> Result<CommitOutcome, DatastoreError> {
-        self.datastore.commit(session, request)
+        let counted = (!request.check_only).then(Instant::now);
+        let result = self.datastore.commit(session, request);
+        if let Some(started) = counted {
+            self.count_commit(metrics::Origin::Shell, started, result.as_ref().err());
+        }
+        self.committed(&result, Origin::Shell);
+        result
+    }
+
+    /// What a commit (or a check) does to the sessions flowing now, with today's liveness.
+    pub fn bucket_moves(&self, outcome: &CommitOutcome) -> Vec<efb_balancing::UnitMoves> {
+        outcome
+            .configs()
+            .map(|(before, after)| efb_balancing::bucket_moves(before, after, &self.live))
+            .unwrap_or_default()
     }
 
     /// One gNMI Set: a session of its own, the edits, the commit; all or nothing.
@@ -186,6 +239,7 @@ impl OwnerState {
         edits: &[Edit],
         confirm: Option<Duration>,
     ) -> Result<CommitOutcome, DatastoreError> {
+        let started = Instant::now();
         let ds = &mut self.datastore;
         let session = ds.open_session(user);
         let result = ds.edit(session, edits).and_then(|()| {
@@ -199,6 +253,8 @@ impl OwnerState {
             )
         });
         ds.close_session(session);
+        self.count_commit(metrics::Origin::Gnmi, started, result.as_ref().err());
+        self.committed(&result, Origin::Gnmi);
         result
     }
 
@@ -229,12 +285,73 @@ impl OwnerState {
     /// Rolls the pending `commit confirmed` back now; returns the commit it undid.
     pub fn cancel_pending_confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
         let pending = self.pending_confirm().map(|p| p.commit_id);
-        self.datastore.cancel_pending_confirm().map(|_| pending)
+        let started = Instant::now();
+        let result = self.datastore.cancel_pending_confirm();
+        if !matches!(result, Ok(None)) {
+            self.count_commit(metrics::Origin::Cancel, started, result.as_ref().err());
+        }
+        self.chip_refused("rollback", &result);
+        if let (Ok(Some(outcome)), Some(undone)) = (&result, pending)
+            && let Some(commit) = self.commit_event(outcome, Origin::Gnmi)
+        {
+            self.events.emit(Event::Rollback(Rollback {
+                id: commit.id,
+                undone,
+                origin: Origin::Gnmi,
+                changes: commit.changes,
+                hash: commit.hash,
+            }));
+        }
+        result.map(|_| pending)
     }
 
     /// Running becomes the startup configuration.
     pub fn save(&mut self) -> Result<(), DatastoreError> {
         self.datastore.save()
+    }
+}
+
+/// The events of commits: one per new running configuration, and the chip's refusals.
+impl OwnerState {
+    /// A commit from `origin` started at `started` is done, refused with `error` or not.
+    fn count_commit(
+        &self,
+        origin: metrics::Origin,
+        started: Instant,
+        error: Option<&DatastoreError>,
+    ) {
+        self.instruments
+            .commit_finished(origin, error, started.elapsed());
+    }
+
+    fn committed(&self, result: &Result<CommitOutcome, DatastoreError>, origin: Origin) {
+        self.chip_refused("commit", result);
+        if let Ok(outcome) = result
+            && let Some(commit) = self.commit_event(outcome, origin)
+        {
+            self.events.emit(Event::Commit(commit));
+        }
+    }
+
+    fn chip_refused<T>(&self, during: &str, result: &Result<T, DatastoreError>) {
+        if let Err(DatastoreError::Southbound(e)) = result {
+            self.events.emit(Event::chip_refusal(during, e));
+        }
+    }
+
+    /// The commit `outcome` made, from the history's record of it; none for a check or
+    /// a commit of nothing.
+    fn commit_event(&self, outcome: &CommitOutcome, origin: Origin) -> Option<events::Commit> {
+        let id = outcome.commit_id?;
+        let info = self.datastore.history().into_iter().find(|c| c.id == id)?;
+        Some(events::Commit {
+            id,
+            user: info.user,
+            origin,
+            comment: info.comment.unwrap_or_default(),
+            changes: info.records,
+            hash: efb_balancing::config_hash(&self.running_config()),
+        })
     }
 }
 
@@ -267,6 +384,14 @@ impl OwnerState {
                 || "not programmed: efbd runs without a data plane".to_string(),
                 |d| chip::describe(&d.status()),
             ),
+            manual_modes: self
+                .live
+                .modes
+                .iter()
+                .filter(|(_, mode)| **mode != BypassMode::Auto)
+                .map(|(unit, mode)| (unit.clone(), *mode))
+                .collect(),
+            open_sessions: self.datastore.sessions(),
         }
     }
 
@@ -283,6 +408,7 @@ impl OwnerState {
             live: self.live.clone(),
             pairs: self.pairs(),
             driver: self.driver.clone(),
+            baselines: self.baselines.clone(),
         }
     }
 
@@ -400,11 +526,28 @@ fn until_confirm_deadline(state: &OwnerState) -> Option<Duration> {
 }
 
 fn expire_confirmed_commit(state: &mut OwnerState) {
-    match state.datastore.expire_pending_confirm(SystemTime::now()) {
-        Ok(Some(outcome)) => warn!(
-            commit = outcome.commit_id.unwrap_or(0),
-            "commit confirmed was not confirmed in time: previous configuration restored"
-        ),
+    let undone = state.pending_confirm().map_or(0, |p| p.commit_id);
+    let started = Instant::now();
+    let result = state.datastore.expire_pending_confirm(SystemTime::now());
+    if !matches!(result, Ok(None)) {
+        state.count_commit(
+            metrics::Origin::ConfirmTimeout,
+            started,
+            result.as_ref().err(),
+        );
+    }
+    state.chip_refused("confirm timeout", &result);
+    match result {
+        Ok(Some(outcome)) => {
+            if let Some(commit) = state.commit_event(&outcome, Origin::ConfirmTimeout) {
+                state.events.emit(Event::ConfirmTimeout(ConfirmTimeout {
+                    id: commit.id,
+                    undone,
+                    changes: commit.changes,
+                    hash: commit.hash,
+                }));
+            }
+        }
         Ok(None) => {}
         Err(e) => {
             // Retrying at once would fail again, in a loop: keep what is committed and say so.

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use efb_balancing::config_hash;
 use efb_datastore::{CommitRequest as DsCommit, DatastoreError, LoadMode};
 use efb_gnmi::access::{self, Operation};
 use efb_gnmi::audit::{self, Audit, Record};
@@ -14,13 +15,17 @@ use efb_mgmt_proto::v1::*;
 use efb_yang::json::{self, PrintOptions};
 use efb_yang::validate::Scope;
 use efb_yang::{DataPath, DataTree, NodeRef, Schema, setlines};
+use tokio::sync::broadcast::error::RecvError;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
 
 use crate::audit::AuditLog;
+use crate::baselines::{self, ClearError};
 use crate::callers::{Caller, Callers};
 use crate::chip::{CounterLists, Wanted};
 use crate::errors::{bounded, status};
+use crate::events::{self, Events, Recorded};
 use crate::owner::{Owner, OwnerState};
 use crate::rpcs;
 
@@ -38,6 +43,7 @@ pub struct Service {
     callers: Callers,
     audit: Audit,
     audit_log: Arc<AuditLog>,
+    events: Events,
 }
 
 impl Service {
@@ -48,6 +54,7 @@ impl Service {
         datastore_dir: String,
         callers: Callers,
         audit_log: Arc<AuditLog>,
+        events: Events,
     ) -> Service {
         Service {
             owner,
@@ -57,6 +64,7 @@ impl Service {
             callers,
             audit: Audit::new(audit_log.clone()),
             audit_log,
+            events,
         }
     }
 
@@ -123,7 +131,11 @@ impl Service {
         F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
     {
         let span = info_span!("request", method, session);
+        // On the owner's thread too: what the job logs (a commit's event) says which
+        // request it served.
+        let on_owner = span.clone();
         let job = move |s: &mut OwnerState| {
+            let _entered = on_owner.enter();
             s.note_request(session);
             job(s)
         };
@@ -216,6 +228,24 @@ impl Management for Service {
                     confirm_deadline_unix_ms: unix_ms(status.confirm_deadline),
                     sessions: status.sessions as u32,
                     chip: status.chip,
+                    manual_modes: status
+                        .manual_modes
+                        .into_iter()
+                        .map(|(unit, mode)| UnitMode {
+                            unit,
+                            mode: mode.as_str().to_string(),
+                        })
+                        .collect(),
+                    open_sessions: status
+                        .open_sessions
+                        .into_iter()
+                        .map(|s| SessionSummary {
+                            session: s.id,
+                            user: s.user,
+                            idle_seconds: s.idle.as_secs(),
+                            uncommitted: s.uncommitted,
+                        })
+                        .collect(),
                 })
             })
             .await?;
@@ -258,12 +288,15 @@ impl Management for Service {
         })
         .await?;
         let EditLinesRequest { session, lines } = request.into_inner();
-        let applied = self
+        let outcome = self
             .run("EditLines", session, move |s| {
                 ds(s.edit_lines(session, &lines))
             })
             .await?;
-        ok(lines_applied(applied))
+        ok(EditReply {
+            broken: outcome.broken.into_iter().map(problem).collect(),
+            ..lines_applied(outcome.applied)
+        })
     }
 
     async fn load(&self, request: Request<LoadRequest>) -> Result<Response<EditReply>, Status> {
@@ -289,8 +322,8 @@ impl Management for Service {
             _ => {
                 let outcome = ds(s.load_json(session, mode, &content))?;
                 Ok(EditReply {
-                    applied: 0,
                     incomplete: outcome.incomplete.into_iter().map(problem).collect(),
+                    ..EditReply::default()
                 })
             }
         })
@@ -334,8 +367,13 @@ impl Management for Service {
             &COMPARE_FORMATS,
             Format::as_str_name,
         )?;
+        let rollback = request.rollback.map(|n| n as usize);
         let changes = self
-            .run("Compare", session, move |s| ds(s.compare(session)))
+            .run(
+                "Compare",
+                session,
+                move |s| ds(s.compare(session, rollback)),
+            )
             .await?;
         let schema = &self.schema;
         let lines = match format {
@@ -521,6 +559,75 @@ impl Management for Service {
             records: records.into_iter().map(audit_record).collect(),
         })
     }
+
+    async fn recent_events(
+        &self,
+        request: Request<RecentEventsRequest>,
+    ) -> Result<Response<RecentEventsReply>, Status> {
+        self.allow(&request, Operation::Show, || "show log".into())
+            .await?;
+        let RecentEventsRequest { max, kinds } = request.into_inner();
+        let kinds = events::kinds_of(&kinds).map_err(|e| bounded(Status::invalid_argument(e)))?;
+        let max = match max {
+            0 => usize::MAX,
+            n => n as usize,
+        };
+        let events = self.events.recent(max, &kinds);
+        ok(RecentEventsReply {
+            events: events.into_iter().map(log_event).collect(),
+        })
+    }
+
+    type WatchEventsStream = ReceiverStream<Result<LogEvent, Status>>;
+
+    async fn watch_events(
+        &self,
+        request: Request<RecentEventsRequest>,
+    ) -> Result<Response<Self::WatchEventsStream>, Status> {
+        self.allow(&request, Operation::Show, || "watch events".into())
+            .await?;
+        let kinds = events::kinds_of(&request.into_inner().kinds)
+            .map_err(|e| bounded(Status::invalid_argument(e)))?;
+        let mut live = self.events.watch();
+        let (sender, receiver) = tokio::sync::mpsc::channel(16);
+        tokio::spawn(async move {
+            loop {
+                let sent = match live.recv().await {
+                    Ok(r) if kinds.is_empty() || kinds.contains(&r.event.kind()) => {
+                        sender.send(Ok(log_event(r))).await
+                    }
+                    Ok(_) => Ok(()),
+                    Err(RecvError::Lagged(missed)) => {
+                        // A stream ends with its error: the watcher starts again if it wants.
+                        let message = format!("{missed} events missed: the watcher fell behind");
+                        let _ = sender.send(Err(Status::data_loss(message))).await;
+                        break;
+                    }
+                    Err(RecvError::Closed) => break,
+                };
+                // The client went away.
+                if sent.is_err() {
+                    break;
+                }
+            }
+        });
+        ok(ReceiverStream::new(receiver))
+    }
+
+    async fn clear_statistics(
+        &self,
+        request: Request<ClearStatisticsRequest>,
+    ) -> Result<Response<ClearStatisticsReply>, Status> {
+        let what = describe_clear(request.get_ref());
+        let caller = self
+            .allow(&request, Operation::Clear, || what.clone())
+            .await?;
+        let cleared = self.clear(request.into_inner()).await;
+        self.audited(&caller, what, cleared, |r| {
+            format!("{} counted from zero", r.cleared.len())
+        })
+        .map(Response::new)
+    }
 }
 
 impl Service {
@@ -554,14 +661,19 @@ impl Service {
             check_only: request.check_only,
             offline: request.offline,
         };
-        let outcome = self
-            .run(
-                "Commit",
-                session,
-                move |s| ds(s.commit(session, ds_request)),
-            )
+        let (outcome, moves) = self
+            .run("Commit", session, move |s| {
+                let outcome = ds(s.commit(session, ds_request))?;
+                let moves = s.bucket_moves(&outcome);
+                Ok((outcome, moves))
+            })
             .await?;
+        let (config_hash_before, config_hash_after) = outcome
+            .configs()
+            .map(|(b, a)| (config_hash(b), config_hash(a)))
+            .unwrap_or_default();
         let changes = outcome.changes();
+        let change_summary = setlines::summarise(&self.schema, &changes);
         let mut change_lines = setlines::render_changes(&self.schema, &changes);
         let change_lines_total = change_lines.len() as u64;
         change_lines.truncate(MAX_CHANGE_LINES);
@@ -578,7 +690,44 @@ impl Service {
                 Scope::Entries(n) => format!("{n} changed entries"),
             },
             chip: outcome.chip,
+            config_hash_before,
+            config_hash_after,
+            change_summary,
+            moves: moves
+                .into_iter()
+                .map(|m| BucketMoves {
+                    unit: m.unit,
+                    moved: m.moved as u64,
+                    buckets: m.buckets as u64,
+                    why: m.why,
+                })
+                .collect(),
         })
+    }
+
+    /// Takes baselines of the counters now, off the owner's thread (it reads the chip).
+    async fn clear(&self, request: ClearStatisticsRequest) -> Result<ClearStatisticsReply, Status> {
+        let counted = match known("what", request.what, &COUNTED, Counted::as_str_name)? {
+            Counted::Ports => baselines::Counted::Ports,
+            Counted::Flows => baselines::Counted::Flows,
+        };
+        let known = self.run("ClearStatistics", 0, |s| Ok(s.known())).await?;
+        let names = request.names;
+        let cleared =
+            tokio::task::spawn_blocking(move || baselines::clear(&known, counted, &names))
+                .await
+                .map_err(|e| Status::internal(format!("reading the counters: {e}")))?;
+        let cleared = cleared.map_err(|e| {
+            let code = match e {
+                ClearError::NotConfigured { .. } => tonic::Code::NotFound,
+                ClearError::NoChip | ClearError::Unreadable { .. } => {
+                    tonic::Code::FailedPrecondition
+                }
+            };
+            bounded(Status::new(code, e.to_string()))
+        })?;
+        tracing::info!(cleared = cleared.len(), "statistics cleared");
+        Ok(ClearStatisticsReply { cleared })
     }
 
     async fn call_rpc(&self, request: CallRequest) -> Result<CallReply, Status> {
@@ -617,6 +766,23 @@ fn describe_commit(request: &CommitRequest) -> String {
     what
 }
 
+/// A clear in the shell's words, for the audit.
+fn describe_clear(request: &ClearStatisticsRequest) -> String {
+    let list = match Counted::try_from(request.what) {
+        Ok(Counted::Ports) => "ports",
+        Ok(Counted::Flows) => "ecofilter-balancer flow",
+        Err(_) => "(unknown counters)",
+    };
+    let mut what = format!("clear {list} statistics");
+    for name in request.names.iter().take(20) {
+        what += &format!(" {}", first_line(name));
+    }
+    if request.names.len() > 20 {
+        what += &format!(" ... ({} names)", request.names.len());
+    }
+    what
+}
+
 /// The first line of a text, cut to 200 characters (the audit bounds it again).
 fn first_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or("");
@@ -640,10 +806,23 @@ fn audit_record(r: Record) -> AuditRecord {
     }
 }
 
+fn log_event(r: Recorded) -> LogEvent {
+    LogEvent {
+        time: humantime::format_rfc3339_millis(r.time).to_string(),
+        kind: r.event.kind().to_string(),
+        fields: r
+            .event
+            .fields()
+            .into_iter()
+            .map(|(name, value)| EventField { name, value })
+            .collect(),
+    }
+}
+
 fn lines_applied(applied: usize) -> EditReply {
     EditReply {
         applied: applied as u32,
-        incomplete: Vec::new(),
+        ..EditReply::default()
     }
 }
 
@@ -669,6 +848,7 @@ const LOAD_FORMATS: [Format; 2] = [Format::Json, Format::Set];
 /// Compare's default (JSON) gives `set` / `delete` lines, as the proto says.
 const COMPARE_FORMATS: [Format; 3] = [Format::Json, Format::Set, Format::Paths];
 const GET_FORMATS: [Format; 2] = [Format::Json, Format::Set];
+const COUNTED: [Counted; 2] = [Counted::Ports, Counted::Flows];
 const DATASTORES: [Which; 4] = [
     Which::Running,
     Which::Candidate,
@@ -713,27 +893,42 @@ fn list_keys(
     prefix: &str,
     limit: usize,
 ) -> ListKeysReply {
-    let mut reply = ListKeysReply::default();
     let Some(NodeRef::List(list)) = tree.get(schema, path) else {
-        return reply;
+        return ListKeysReply::default();
     };
-    for keys in list.keys() {
-        let Some(first) = keys.first() else {
-            continue;
-        };
-        if first.as_str().starts_with(prefix) {
-            reply.total += 1;
-            if reply.keys.len() < limit {
-                reply.keys.push(first.as_str().to_string());
-            }
-        }
+    // The first `limit` as people count them (p2 before p10), the order the shell lists.
+    let mut keys: Vec<&str> = list
+        .keys()
+        .filter_map(|keys| keys.first())
+        .map(|key| key.as_str())
+        .filter(|key| key.starts_with(prefix))
+        .collect();
+    let total = keys.len() as u64;
+    keys.sort_by(|a, b| efb_table::natural_cmp(a, b));
+    keys.truncate(limit);
+    ListKeysReply {
+        keys: keys.into_iter().map(str::to_string).collect(),
+        total,
     }
-    reply
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_come_as_people_count_them_before_the_limit_cuts() {
+        let schema = Schema::load().unwrap();
+        let mut tree = DataTree::new();
+        let lines = ["p10", "p2", "p1", "p9-0"]
+            .map(|p| format!("set ports port {p} description x"))
+            .join("\n");
+        setlines::apply_lines(&schema, &mut tree, &lines).unwrap();
+        let ports = DataPath::parse(&schema, "/ecofilter-balancer:ports/port").unwrap();
+        let reply = list_keys(&schema, &tree, &ports, "p", 3);
+        assert_eq!(reply.keys, ["p1", "p2", "p9-0"]);
+        assert_eq!(reply.total, 4);
+    }
 
     #[test]
     fn enum_values_the_proto_does_not_define_are_refused_by_name() {

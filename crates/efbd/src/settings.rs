@@ -44,6 +44,10 @@ pub struct Flags {
     /// Log filter: error, warn, info, debug, trace, or a tracing filter (efbd=debug,info).
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
+    /// Log format: auto (the journal when systemd runs efbd, else text), text, json (one
+    /// object per line) or journal.
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<String>,
     /// Identity of this boot of the machine [default: the kernel's boot id]. Running
     /// configuration survives a restart of efbd within one boot; after a reboot the box boots
     /// with startup. Tests give another id to simulate a reboot.
@@ -73,6 +77,13 @@ pub struct Flags {
     /// whose subject CN is a user of the users file (gNMI and the management API's TCP).
     #[arg(long, value_name = "FILE")]
     pub gnmi_client_ca: Option<PathBuf>,
+    /// Prometheus metrics address (GET /metrics); port 0 picks a free port [default:
+    /// 127.0.0.1:9464].
+    #[arg(long, value_name = "ADDR", conflicts_with = "no_metrics")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Do not serve metrics at all.
+    #[arg(long)]
+    pub no_metrics: bool,
     /// Read a password on standard input, print its Argon2id hash for the users file, exit.
     #[arg(long)]
     pub hash_password: bool,
@@ -93,6 +104,7 @@ pub struct Settings {
     pub p4runtime: P4Runtime,
     pub gnmi: Gnmi,
     pub audit: Audit,
+    pub metrics: Metrics,
     pub log: Log,
 }
 
@@ -107,6 +119,29 @@ pub struct Audit {
 impl Default for Audit {
     fn default() -> Audit {
         Audit { max_kib: 4096 }
+    }
+}
+
+/// Prometheus metrics over HTTP (GET /metrics on `listen`).
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Metrics {
+    pub enabled: bool,
+    pub listen: SocketAddr,
+    /// Flows whose packet and byte counters are exported, the highest priority first: a
+    /// series per flow, and 100 000 flows would swamp Prometheus.
+    pub max_flows: usize,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics {
+            enabled: true,
+            // 9464: the port Prometheus' list of default ports gives OpenTelemetry
+            // exporters; loopback, as the endpoint has no login.
+            listen: SocketAddr::from(([127, 0, 0, 1], 9464)),
+            max_flows: 256,
+        }
     }
 }
 
@@ -215,6 +250,7 @@ pub struct Management {
     #[serde(default = "default_session_idle_timeout_s")]
     pub session_idle_timeout_s: u64,
     /// Connections: shells and scripts, one each.
+    #[serde(deserialize_with = "management_connections")]
     pub connections: Connections,
 }
 
@@ -246,10 +282,16 @@ pub struct P4Runtime {
     pub device_id: u64,
 }
 
+/// efbd's log, and the recent events `show log` reads.
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Log {
+    /// error, warn, info, debug, trace, or TARGET=LEVEL directives (efbd=debug,info).
     pub level: String,
+    /// auto, text, json or journal (see [`crate::logging`]).
+    pub format: String,
+    /// Events (commits, liveness changes, chip refusals...) kept in memory for `show log`.
+    pub recent_events: usize,
 }
 
 impl Default for Settings {
@@ -262,6 +304,7 @@ impl Default for Settings {
             p4runtime: P4Runtime::default(),
             gnmi: Gnmi::default(),
             audit: Audit::default(),
+            metrics: Metrics::default(),
             log: Log::default(),
         }
     }
@@ -299,6 +342,29 @@ fn default_max_sessions() -> usize {
 /// hold it forever.
 fn default_session_idle_timeout_s() -> u64 {
     8 * 3600
+}
+
+/// `[management.connections]`: a setting the table leaves out keeps the management API's
+/// default (no pings, 128 connections), not gNMI's, which `Connections`' own defaults are.
+fn management_connections<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Connections, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Given {
+        max: Option<usize>,
+        handshake_timeout_s: Option<u64>,
+        keepalive_s: Option<u64>,
+    }
+    let given = Given::deserialize(deserializer)?;
+    let default = Management::default().connections;
+    Ok(Connections {
+        max: given.max.unwrap_or(default.max),
+        handshake_timeout_s: given
+            .handshake_timeout_s
+            .unwrap_or(default.handshake_timeout_s),
+        keepalive_s: given.keepalive_s.unwrap_or(default.keepalive_s),
+    })
 }
 
 impl Management {
@@ -370,6 +436,8 @@ impl Default for Log {
     fn default() -> Log {
         Log {
             level: "info".to_string(),
+            format: "auto".to_string(),
+            recent_events: crate::events::DEFAULT_RECENT,
         }
     }
 }
@@ -417,7 +485,14 @@ impl Settings {
         if let Some(level) = &flags.log_level {
             settings.log.level = level.clone();
         }
+        if let Some(format) = &flags.log_format {
+            settings.log.format = format.clone();
+        }
         settings.apply_gnmi_flags(flags);
+        if let Some(addr) = flags.metrics_listen {
+            settings.metrics.listen = addr;
+        }
+        settings.metrics.enabled &= !flags.no_metrics;
         settings
             .check_limits()
             .map_err(|message| SettingsError::Invalid {
@@ -452,6 +527,7 @@ impl Settings {
         if self.audit.max_kib < 16 {
             return Err("audit.max_kib must be at least 16".to_string());
         }
+        crate::logging::check(&self.log)?;
         if self.management.listen.is_some() && self.gnmi.users.is_none() {
             return Err(
                 "management.listen (TCP) needs gnmi.users: over TCP, clients log in as users of that file"
@@ -487,13 +563,57 @@ impl Settings {
         })?;
         toml::from_str(&text).map_err(|e| SettingsError::Invalid {
             path: path.display().to_string(),
-            message: e.to_string(),
+            message: toml_error(&text, &e),
         })
     }
 
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_default()
     }
+}
+
+/// One line for a settings file TOML refuses: where (line, column), which setting, what is
+/// wrong, and where to find the accepted settings. toml's own text spans several lines
+/// (the source line, a caret), which a journal shows as unrelated messages.
+fn toml_error(text: &str, error: &toml::de::Error) -> String {
+    let mut message = error.message().replace('\n', "; ");
+    // Rust's type names mean nothing to an operator.
+    for number in ["usize", "u64", "u32", "u16", "u8"] {
+        message = message.replace(&format!("expected {number}"), "expected a whole number");
+    }
+    let hint = "(`efbd --print-settings` prints every setting with its default)";
+    let Some(start) = error.span().map(|span| span.start.min(text.len())) else {
+        return format!("{message} {hint}");
+    };
+    let before = text.get(..start).unwrap_or_default();
+    let line = before.matches('\n').count();
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    match setting_on_line(text, line) {
+        Some(setting) => format!(
+            "line {}, column {column}: setting `{setting}`: {message} {hint}",
+            line + 1
+        ),
+        None => format!("line {}, column {column}: {message} {hint}", line + 1),
+    }
+}
+
+/// The setting (`table.key`) assigned on line `line` (from 0), if it assigns one.
+fn setting_on_line(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (key, _) = lines.get(line)?.split_once('=')?;
+    let key = key.trim();
+    if key.is_empty() || key.starts_with(['[', '#']) {
+        return None;
+    }
+    let table = lines[..line]
+        .iter()
+        .map(|l| l.trim())
+        .rfind(|l| l.starts_with('['))
+        .map(|header| header.trim_matches(['[', ']']).trim());
+    Some(match table {
+        Some(table) if !table.is_empty() => format!("{table}.{key}"),
+        _ => key.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -519,6 +639,47 @@ mod tests {
         assert_eq!(settings.datastore, PathBuf::from("/var/lib/efb"));
         assert_eq!(settings.management.listen.map(|a| a.port()), Some(7000));
         assert_eq!(settings.p4runtime.target, "127.0.0.1:9559");
+    }
+
+    #[test]
+    fn a_malformed_file_is_one_line_naming_the_line_and_the_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        for (text, expected) in [
+            (
+                "datastore = \"/var/lib/efb\"\n\n[management]\nmax_sessions = \"ten\"\n",
+                "efbd.toml: line 4, column 16: setting `management.max_sessions`: invalid type: string \"ten\", expected a whole number",
+            ),
+            (
+                "[gnmi.connections]\nmax = 8\nhandshake = 2\n",
+                "efbd.toml: line 3, column 1: setting `gnmi.connections.handshake`: unknown field `handshake`",
+            ),
+            (
+                "datastore = \"/var/lib/efb\n",
+                "efbd.toml: line 1, column 26: setting `datastore`: invalid basic string",
+            ),
+            ("[gnmi\n", "efbd.toml: line 1, column 6: "),
+        ] {
+            let file = dir.path().join("efbd.toml");
+            std::fs::write(&file, text).unwrap();
+            let err = Settings::from_file(&file).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text:?}: {err}");
+            assert!(!err.contains('\n'), "one line: {err}");
+            assert!(
+                err.ends_with("prints every setting with its default)"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_partial_management_connections_table_keeps_the_management_defaults() {
+        let settings: Settings =
+            toml::from_str("[management.connections]\nmax = 64\n[gnmi.connections]\n").unwrap();
+        let management = &settings.management.connections;
+        assert_eq!((management.max, management.keepalive_s), (64, 0));
+        assert_eq!(settings.gnmi.connections, Connections::default());
+        let empty: Settings = toml::from_str("[management.connections]\n").unwrap();
+        assert_eq!(empty, Settings::default());
     }
 
     #[test]
@@ -667,6 +828,41 @@ mod tests {
         assert_eq!(settings.management.socket_mode_bits(), Ok(0o660));
         assert_eq!(settings.management.groups.admin, "netadmins");
         assert_eq!(settings.management.groups.viewer, "efb-viewer");
+    }
+
+    #[test]
+    fn metrics_default_to_loopback_and_follow_the_file_and_flags() {
+        let defaults = Settings::default().metrics;
+        assert!(defaults.enabled);
+        assert_eq!(defaults.listen.to_string(), "127.0.0.1:9464");
+        assert_eq!(defaults.max_flows, 256);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("efbd.toml");
+        std::fs::write(
+            &file,
+            "[metrics]\nlisten = \"0.0.0.0:9100\"\nmax_flows = 10\n",
+        )
+        .unwrap();
+        let from_file = Settings::from_flags(&Flags {
+            config: Some(file.clone()),
+            ..Flags::default()
+        })
+        .unwrap()
+        .metrics;
+        assert_eq!((from_file.listen.port(), from_file.max_flows), (9100, 10));
+        let flagged = Settings::from_flags(&Flags {
+            config: Some(file),
+            metrics_listen: Some("127.0.0.1:0".parse().unwrap()),
+            ..Flags::default()
+        })
+        .unwrap()
+        .metrics;
+        assert_eq!(flagged.listen.to_string(), "127.0.0.1:0");
+        let off = Flags {
+            no_metrics: true,
+            ..Flags::default()
+        };
+        assert!(!Settings::from_flags(&off).unwrap().metrics.enabled);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use efb_yang::path::quote;
 use efb_yang::{DataPath, DataTree, Schema};
 use tracing::error;
 
+use crate::baselines::Baselines;
 use crate::chip::{self, Counters, Wanted};
 use crate::liveness;
 
@@ -28,6 +29,8 @@ pub struct Known {
     pub pairs: Vec<PairState>,
     /// The chip's counters are read through it, when there is a chip.
     pub driver: Option<Driver>,
+    /// What `clear ... statistics` took: readers see the counts since.
+    pub baselines: Baselines,
 }
 
 impl Known {
@@ -41,8 +44,16 @@ impl Known {
         put.finish()
     }
 
-    /// The counters `wanted`, if any and if there is a chip (blocking, as [`Known::tree`]).
+    /// The counters `wanted`, if any and if there is a chip (blocking, as [`Known::tree`]),
+    /// counted since they were last cleared.
     pub fn counters(&self, wanted: &Wanted) -> Option<Counters> {
+        let mut counters = self.chip_counters(wanted)?;
+        self.baselines.apply(&mut counters);
+        Some(counters)
+    }
+
+    /// The counters `wanted` as the chip has them (to take baselines from).
+    pub fn chip_counters(&self, wanted: &Wanted) -> Option<Counters> {
         if wanted.is_nothing() {
             return None;
         }
@@ -148,6 +159,10 @@ fn put_pairs(
         put.put(format!("{state}/status"), p.status.as_str());
         put.put(format!("{state}/probes-lost"), &p.probes_lost().to_string());
         put.put(format!("{state}/status-changes"), &p.changes.to_string());
+        put.put(format!("{state}/rounds-lost"), &p.rounds_lost.to_string());
+        if let Some(reason) = &p.reason {
+            put.put(format!("{state}/reason"), reason);
+        }
         // A keep-alive that left by the WAN port came back on the LAN side: "to LAN".
         let [out_of_lan, out_of_wan] = p.time_on_path_ns;
         if let Some(ns) = out_of_wan {
@@ -156,11 +171,11 @@ fn put_pairs(
         if let Some(ns) = out_of_lan {
             put.put(format!("{state}/time-on-path-to-wan-ns"), &ns.to_string());
         }
-        if let Some(when) = p.last_change {
-            put.put(
-                format!("{state}/last-change"),
-                &humantime::format_rfc3339_millis(when).to_string(),
-            );
+        let since = p
+            .last_change
+            .map(|when| humantime::format_rfc3339_millis(when).to_string());
+        if let Some(since) = &since {
+            put.put(format!("{state}/last-change"), since);
         }
         let unit = format!(
             "/ecofilter-balancer:liveness/profile-status/ecofilter-unit[name={}]",
@@ -175,6 +190,13 @@ fn put_pairs(
         }
         let pair = format!("{unit}/pair[name={}]", quote(&p.pair));
         put.put(format!("{pair}/status"), p.status.as_str());
+        put.put(format!("{pair}/rounds-lost"), &p.rounds_lost.to_string());
+        if let Some(since) = &since {
+            put.put(format!("{pair}/last-change"), since);
+        }
+        if let Some(reason) = &p.reason {
+            put.put(format!("{pair}/reason"), reason);
+        }
         for (side, sent_out_of, back_on) in [("lan", 0, 1), ("wan", 1, 0)] {
             let port = format!("{pair}/port[name={}]", quote(&p.ports[sent_out_of]));
             put.put(format!("{port}/side"), side);
@@ -289,6 +311,9 @@ mod tests {
                     sent: [100, 100],
                     lost: [3, 1],
                     time_on_path_ns: [Some(1200), Some(1300)],
+                    rounds_lost: 4,
+                    lost_in_a_row: 0,
+                    reason: Some("2 consecutive keep-alives returned".into()),
                 });
             }
         }
@@ -354,6 +379,7 @@ mod tests {
             live,
             pairs,
             driver: None,
+            baselines: Baselines::default(),
         };
         let mut put = Putter::new(schema, known.running.tree.clone());
         put_state(&known, Some(&counters), &mut put);

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 
 use efb_balancing::{BalancingError, BypassMode, Lookup, Session};
 use efb_liveness::{Change, PairStatus};
-use tracing::{error, info, warn};
+use tracing::info;
 
 use efb_datastore::ChipError;
 
 use super::OwnerState;
+use crate::events::{self, Event};
 use crate::liveness;
 
 /// Why a bypass mode was not set; nothing changed.
@@ -64,6 +65,7 @@ impl OwnerState {
         }
         if let Err(e) = self.program_live() {
             self.live = previous;
+            self.events.emit(Event::chip_refusal("bypass mode", &e));
             return Err(BypassError::Chip(e));
         }
         for unit in units {
@@ -71,7 +73,7 @@ impl OwnerState {
             info!(unit = %unit, old = old.as_str(), new = mode.as_str(), "bypass mode set");
         }
         let reason = format!("bypass mode set to {}", mode.as_str());
-        log_unit_changes(
+        self.unit_changes(
             &liveness::unit_statuses(&config, &previous),
             &liveness::unit_statuses(&config, &self.live),
             &reason,
@@ -125,11 +127,16 @@ impl OwnerState {
             let key = (c.unit.clone(), c.pair.clone());
             if c.new.is_live() {
                 self.live.down_pairs.remove(&key);
-                info!(unit = %c.unit, pair = %c.pair, old = c.old.as_str(), new = c.new.as_str(), reason = %c.reason, "pair-state-change");
             } else {
                 self.live.down_pairs.insert(key);
-                warn!(unit = %c.unit, pair = %c.pair, old = c.old.as_str(), new = c.new.as_str(), reason = %c.reason, "pair-state-change");
             }
+            self.events.emit(Event::Liveness(events::Liveness {
+                unit: c.unit.clone(),
+                pair: c.pair.clone(),
+                from: c.old.as_str().into(),
+                to: c.new.as_str().into(),
+                reason: c.reason.clone(),
+            }));
         }
         self.state_version += 1;
         if let Some(driver) = &self.driver {
@@ -144,38 +151,35 @@ impl OwnerState {
                         "liveness programmed"
                     );
                 }
-                Err(e) => error!(%e, "a liveness change could not be written to the chip"),
+                Err(e) => self.events.emit(Event::chip_refusal("liveness change", &e)),
             }
         }
         let reason = match changes.as_slice() {
             [one] => format!("pair {} {}", one.pair, one.new.as_str()),
             many => format!("{} pairs changed", many.len()),
         };
-        log_unit_changes(
-            &before,
-            &liveness::unit_statuses(&config, &self.live),
-            &reason,
-        );
+        let after = liveness::unit_statuses(&config, &self.live);
+        self.unit_changes(&before, &after, &reason);
     }
-}
 
-/// Logs every unit whose status differs between `before` and `after`.
-fn log_unit_changes(
-    before: &BTreeMap<String, (bool, usize)>,
-    after: &BTreeMap<String, (bool, usize)>,
-    reason: &str,
-) {
-    for (unit, (active, live_pairs)) in after {
-        let old = before.get(unit).map(|(a, _)| *a);
-        if old.is_some_and(|old| old != *active) {
-            warn!(
-                unit = %unit,
-                old = liveness::unit_status_name(!active),
-                new = liveness::unit_status_name(*active),
-                live_pairs,
-                reason,
-                "unit-state-change"
-            );
+    /// An event for every unit whose status differs between `before` and `after`.
+    fn unit_changes(
+        &self,
+        before: &BTreeMap<String, (bool, usize)>,
+        after: &BTreeMap<String, (bool, usize)>,
+        reason: &str,
+    ) {
+        for (unit, (active, live_pairs)) in after {
+            let old = before.get(unit).map(|(a, _)| *a);
+            if old.is_some_and(|old| old != *active) {
+                self.events.emit(Event::UnitStatus(events::UnitStatus {
+                    unit: unit.clone(),
+                    from: liveness::unit_status_name(!active).into(),
+                    to: liveness::unit_status_name(*active).into(),
+                    live_pairs: *live_pairs,
+                    reason: reason.to_string(),
+                }));
+            }
         }
     }
 }

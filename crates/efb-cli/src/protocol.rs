@@ -1,0 +1,142 @@
+//! IP protocols by name. The model keeps `ip-proto` a number (uint8, as the chip matches
+//! it, and as gNMI clients send it); the shell also takes the names engineers type
+//! (`match ip-proto tcp`, `lookup-session ... proto udp`) and turns them into numbers
+//! before anything reaches efbd.
+
+use std::borrow::Cow;
+
+use efb_yang::schema::{Schema, SchemaId};
+use efb_yang::setlines::{self, Expect, Verb};
+use efb_yang::{BaseType, NodeKind};
+
+/// Names of the common IP protocols (IANA's keywords, lower case), their numbers and what
+/// they are.
+pub const PROTOCOLS: &[(&str, u8, &str)] = &[
+    ("icmp", 1, "Internet Control Message Protocol"),
+    ("igmp", 2, "Internet Group Management Protocol"),
+    ("tcp", 6, "Transmission Control Protocol"),
+    ("udp", 17, "User Datagram Protocol"),
+    ("gre", 47, "Generic Routing Encapsulation"),
+    ("esp", 50, "IPsec Encapsulating Security Payload"),
+    ("ah", 51, "IPsec Authentication Header"),
+    ("icmpv6", 58, "ICMP for IPv6"),
+    ("ospf", 89, "Open Shortest Path First"),
+    ("pim", 103, "Protocol Independent Multicast"),
+    ("vrrp", 112, "Virtual Router Redundancy Protocol"),
+    ("sctp", 132, "Stream Control Transmission Protocol"),
+];
+
+/// What a protocol leaf takes, for errors and `?`.
+pub const ACCEPTED: &str = "a protocol number 0-255 or one of icmp, igmp, tcp, udp, gre, esp, \
+                            ah, icmpv6, ospf, pim, vrrp, sctp";
+
+/// The number a word names: digits (0 to 255), or a protocol's name in any case.
+pub fn number(word: &str) -> Option<u8> {
+    if word.bytes().all(|b| b.is_ascii_digit()) {
+        return word.parse().ok();
+    }
+    PROTOCOLS
+        .iter()
+        .find(|(name, _, _)| name.eq_ignore_ascii_case(word))
+        .map(|(_, n, _)| *n)
+}
+
+/// A leaf that holds an IP protocol number: `ip-proto` of a flow's match and of the
+/// lookup-session operation.
+pub fn is_protocol_leaf(schema: &Schema, id: SchemaId) -> bool {
+    let node = schema.node(id);
+    node.kind == NodeKind::Leaf
+        && node.name == "ip-proto"
+        && node
+            .leaf_type
+            .as_ref()
+            .is_some_and(|t| t.base == BaseType::Uint8)
+}
+
+/// A `set` or `delete` line (`words`, the verb first) with protocol names turned into
+/// numbers: `None` when there was nothing to turn; an error naming the place when a
+/// protocol leaf gets neither a number nor a known name.
+pub fn numbers_in_line(schema: &Schema, words: &[String]) -> Result<Option<String>, String> {
+    let verb = match words.first().map(String::as_str) {
+        Some("set") => Verb::Set,
+        Some("delete") => Verb::Delete,
+        _ => return Ok(None),
+    };
+    let mut out: Vec<Cow<'_, str>> = words.iter().map(|w| Cow::Borrowed(w.as_str())).collect();
+    let mut changed = false;
+    for i in 2..words.len() {
+        // Only the word after a leaf named like one is worth the parse.
+        if words[i - 1] != "ip-proto" {
+            continue;
+        }
+        let Ok(Expect::Value { path, leaf }) = setlines::expect_next(schema, verb, &words[1..i])
+        else {
+            continue;
+        };
+        if !is_protocol_leaf(schema, leaf) {
+            continue;
+        }
+        let Some(n) = number(&words[i]) else {
+            return Err(format!(
+                "{}: ip-proto \"{}\" is not a protocol; expected {ACCEPTED}",
+                setlines::words(schema, &path.parent()),
+                efb_yang::text::excerpt(&words[i])
+            ));
+        };
+        if n.to_string() != words[i] {
+            out[i] = Cow::Owned(n.to_string());
+            changed = true;
+        }
+    }
+    Ok(changed.then(|| {
+        out.iter()
+            .map(|w| setlines::quote_word(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        setlines::split_words(line).unwrap()
+    }
+
+    #[test]
+    fn names_and_numbers_of_protocols() {
+        assert_eq!(number("tcp"), Some(6));
+        assert_eq!(number("UDP"), Some(17));
+        assert_eq!(number("132"), Some(132));
+        assert_eq!(number("256"), None);
+        assert_eq!(number("tcpx"), None);
+        assert_eq!(number(""), None);
+    }
+
+    #[test]
+    fn set_lines_get_numbers_where_a_protocol_goes() {
+        let schema = Schema::load().unwrap();
+        let line = "set ecofilter-balancer flow dns match ip-proto udp dst-port 53";
+        assert_eq!(
+            numbers_in_line(&schema, &words(line)).unwrap().as_deref(),
+            Some("set ecofilter-balancer flow dns match ip-proto 17 dst-port 53")
+        );
+        let numbered = "set ecofilter-balancer flow dns match ip-proto 17";
+        assert_eq!(numbers_in_line(&schema, &words(numbered)).unwrap(), None);
+        // A flow may be named like a protocol: only the value of the leaf is turned.
+        let named = "set ecofilter-balancer flow tcp description \"ip-proto tcp\"";
+        assert_eq!(numbers_in_line(&schema, &words(named)).unwrap(), None);
+        let err = numbers_in_line(
+            &schema,
+            &words("set ecofilter-balancer flow dns match ip-proto tpc"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "ecofilter-balancer flow dns match: ip-proto \"tpc\" is not a protocol; expected {ACCEPTED}"
+            )
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! Logs where operators look: efbd's JSON log read as a log collector reads it (one JSON
+//! object a line, with the event's fields), bad log settings refused before efbd starts,
+//! and efb-target's log in the file run.sh names, without colour codes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use efb_tests::chip_io::{Chip, FAST_PROBING, configure};
+use efb_tests::{Daemon, Target, binary, run_cli};
+use serde_json::Value;
+
+/// Every line of the log, each parsed as one JSON object (a line that is not one fails).
+fn json_lines(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line)
+                .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"))
+        })
+        .collect()
+}
+
+/// Reads the log until one line satisfies `found` (10 s at most).
+fn wait_for_line(log: &Path, what: &str, found: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        if let Some(line) = json_lines(log).into_iter().find(&found) {
+            return line;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "no {what} in the log:\n{}",
+        std::fs::read_to_string(log).unwrap()
+    );
+}
+
+#[test]
+fn the_json_log_has_one_object_a_line_with_the_fields_of_commits_and_liveness_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let log = dir.path().join("efbd.log");
+    let daemon = Daemon::start_logging(
+        &dir.path().join("datastore"),
+        &["--p4runtime", &target.address, "--log-format", "json"],
+        &log,
+    );
+    configure(&daemon, FAST_PROBING);
+    let commit = wait_for_line(&log, "commit event", |l| l["event"] == "commit");
+    assert_eq!(commit["level"], "INFO", "{commit}");
+    assert!(commit["id"].as_u64().is_some_and(|id| id >= 1), "{commit}");
+    // Daemon::cli records its commits as "ACCOUNT as tester".
+    assert!(
+        commit["user"].as_str().unwrap().ends_with(" as tester"),
+        "{commit}"
+    );
+    assert_eq!(commit["origin"], "shell", "{commit}");
+    assert!(commit["changes"].as_u64().unwrap() > 10, "{commit}");
+    let hash = commit["hash"].as_str().unwrap();
+    assert!(
+        hash.len() == 64 && hash.chars().all(|c| c.is_ascii_hexdigit()),
+        "{commit}"
+    );
+    // The request it served, with its fields, from the span.
+    let spans = commit["spans"].as_array().unwrap();
+    assert!(
+        spans
+            .iter()
+            .any(|s| s["name"] == "request" && s["method"] == "Commit"),
+        "{commit}"
+    );
+
+    let pair = |l: &Value| l["event"] == "liveness" && l["pair"] == "f1-te1-te2";
+    let up = wait_for_line(&log, "liveness change to up", |l| {
+        pair(l) && l["to"] == "up"
+    });
+    assert_eq!(up["level"], "INFO", "{up}");
+    let mut chip = Chip::connect(&target);
+    chip.set_filter_dead("p9-0", "p9-1", true);
+    let down = wait_for_line(&log, "liveness change to down", |l| {
+        pair(l) && l["to"] == "down"
+    });
+    assert_eq!(down["level"], "WARN", "{down}");
+    assert_eq!(
+        (&down["unit"], &down["pair"], &down["from"]),
+        (&"ef1".into(), &"f1-te1-te2".into(), &"up".into()),
+        "{down}"
+    );
+    assert!(
+        down["reason"].as_str().unwrap().contains("keep-alives"),
+        "{down}"
+    );
+    assert!(daemon.stop());
+    // Every line, to the last one, is JSON.
+    assert!(json_lines(&log).len() > 5);
+}
+
+/// efbd started with `args` and settings file `settings` (if any) must not start: its
+/// exit code and what it said.
+fn refused(dir: &Path, settings: Option<&str>, args: &[&str]) -> (i32, String) {
+    let mut command = Command::new(binary("efbd"));
+    command
+        .arg("--datastore")
+        .arg(dir.join("datastore"))
+        .args(["--no-data-plane", "--no-gnmi"])
+        .args(args);
+    if let Some(text) = settings {
+        let file = dir.join("efbd.toml");
+        std::fs::write(&file, text).unwrap();
+        command.arg("--config").arg(file);
+    }
+    let (code, out, err) = run_cli(command, "");
+    assert!(out.is_empty(), "efbd started: {out}");
+    (code, err)
+}
+
+#[test]
+fn bad_log_settings_are_refused_naming_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = refused(dir.path(), None, &["--log-format", "xml"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(
+            "log.format (--log-format) = \"xml\": expected one of auto, text, json, journal"
+        ),
+        "{err}"
+    );
+    // A typo in the level used to mean `info` without a word.
+    let (code, err) = refused(dir.path(), Some("[log]\nlevel = \"debg\"\n"), &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("efbd.toml: log.level (--log-level) = \"debg\": \"debg\" is not a level")
+            && err.contains("expected error, warn, info, debug, trace or off"),
+        "{err}"
+    );
+    let (code, err) = refused(dir.path(), Some("[log]\nformat = \"journald\"\n"), &[]);
+    assert!(code == 2 && err.contains("log.format"), "{err}");
+    assert!(
+        !dir.path().join("datastore").exists(),
+        "nothing was created"
+    );
+}
+
+#[test]
+fn efb_target_logs_to_standard_error_without_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("efb-target.log");
+    let mut child = Command::new(binary("efb-target"))
+        .args(["--listen", "127.0.0.1:0", "--log-level", "info"])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    stdout.read_line(&mut banner).unwrap();
+    assert!(banner.starts_with("efb-target: P4Runtime on "), "{banner}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    child.wait().unwrap();
+    assert_eq!(rest, "", "standard output has only the banner");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("efb-target serving P4Runtime") && text.contains("stopping"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'), "colour codes in a file: {text:?}");
+}
