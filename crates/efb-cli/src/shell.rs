@@ -9,7 +9,7 @@ use crate::commit_report;
 use efb_yang::input::{self, Limit};
 use efb_yang::schema::{Schema, SchemaId};
 use efb_yang::setlines::{self, Verb};
-use efb_yang::{DataPath, Segment, diff, json};
+use efb_yang::{DataPath, Segment};
 use serde_json::Value as Json;
 
 use crate::client::{Client, ClientError};
@@ -21,6 +21,10 @@ mod clear;
 mod hierarchy;
 mod log;
 mod monitor;
+mod pipes;
+mod system;
+
+use pipes::{Pipe, apply_pipes, compare_stage, split_pipes};
 
 /// What happened to a line.
 #[derive(Debug, PartialEq, Eq)]
@@ -619,162 +623,6 @@ impl Shell {
             .join(" ")
     }
 
-    /// The changes of one commit of the history, by its rollback number.
-    fn commit_changes(&mut self, number: &str) -> Result<(Output, Flow)> {
-        let index: u32 = number.parse().map_err(|_| {
-            ShellError(format!(
-                "show system commit: \"{number}\" is not a rollback number (0 is the last \
-                 commit; show system commit lists them)"
-            ))
-        })?;
-        let changes = self.client().commit_changes(index)?;
-        let data = serde_json::json!({ "rollback": index, "changes": changes });
-        let mut lines = changes;
-        if lines.is_empty() {
-            lines.push(format!("commit {index} changed nothing"));
-        }
-        Ok((Output::facts(lines, data), Flow::Continue))
-    }
-
-    fn history(&mut self) -> Result<Output> {
-        let commits = self.client().history()?;
-        let mut rows = vec![vec![
-            "#".to_string(),
-            "Id".into(),
-            "Time".into(),
-            "User".into(),
-            "Kind".into(),
-            "Comment".into(),
-        ]];
-        for c in &commits {
-            let kind = if c.pending_confirm {
-                format!("{} (unconfirmed)", c.kind)
-            } else {
-                c.kind.clone()
-            };
-            rows.push(vec![
-                c.index.to_string(),
-                c.id.to_string(),
-                c.time.clone(),
-                c.user.clone(),
-                kind,
-                c.comment.clone(),
-            ]);
-        }
-        let data: Vec<Json> = commits
-            .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "rollback": c.index, "id": c.id, "time": c.time, "user": c.user,
-                    "kind": c.kind, "pending-confirm": c.pending_confirm,
-                    "comment": c.comment, "records": c.records,
-                })
-            })
-            .collect();
-        Ok(Output::facts(
-            efb_table::align(&rows, &[]),
-            serde_json::json!({ "commits": data }),
-        ))
-    }
-
-    /// `show system users`: who has a session open, idle how long, editing or not.
-    fn users(&mut self) -> Result<Output> {
-        let status = self.client().status()?;
-        let mut rows = vec![vec![
-            "Session".to_string(),
-            "User".into(),
-            "Idle".into(),
-            "Candidate".into(),
-        ]];
-        for s in &status.open_sessions {
-            rows.push(vec![
-                s.session.to_string(),
-                s.user.clone(),
-                idle_text(s.idle_seconds),
-                if s.uncommitted {
-                    "uncommitted changes".to_string()
-                } else {
-                    "as running".to_string()
-                },
-            ]);
-        }
-        let data: Vec<Json> = status.open_sessions.iter().map(session_json).collect();
-        Ok(Output::facts(
-            efb_table::align(&rows, &[]),
-            serde_json::json!({ "sessions": data }),
-        ))
-    }
-
-    /// `show system audit`: who changed what, or was refused, newest last.
-    fn audit(&mut self) -> Result<Output> {
-        let records = self.client().audit(0)?;
-        let mut rows = vec![vec![
-            "Time".to_string(),
-            "User".into(),
-            "Role".into(),
-            "From".into(),
-            "What".into(),
-            "Result".into(),
-        ]];
-        let mut data = Vec::new();
-        for r in records {
-            data.push(serde_json::json!({
-                "time": r.time, "user": r.user, "role": r.role, "from": r.from,
-                "what": r.what, "accepted": r.accepted, "result": r.result,
-            }));
-            let result = if r.accepted {
-                format!("accepted: {}", r.result)
-            } else {
-                format!("refused: {}", r.result)
-            };
-            rows.push(vec![r.time, r.user, r.role, r.from, r.what, result]);
-        }
-        Ok(Output::facts(
-            efb_table::align(&rows, &[]),
-            serde_json::json!({ "records": data }),
-        ))
-    }
-
-    fn status(&mut self) -> Result<Output> {
-        let s = self.client().status()?;
-        let hello = self.client().hello.clone();
-        let data = serde_json::json!({
-            "daemon-version": s.daemon_version,
-            "model": { "name": hello.module_name, "revision": hello.module_revision },
-            "datastore": s.datastore,
-            "uptime-seconds": s.uptime_seconds,
-            "running-commit": s.running_commit_id,
-            "confirm-deadline-unix-ms": (s.confirm_deadline_unix_ms != 0)
-                .then_some(s.confirm_deadline_unix_ms),
-            "sessions": s.sessions,
-            "chip": s.chip,
-            "manual-modes": s.manual_modes.iter()
-                .map(|m| serde_json::json!({ "unit": m.unit, "mode": m.mode }))
-                .collect::<Vec<_>>(),
-            "open-sessions": s.open_sessions.iter().map(session_json).collect::<Vec<_>>(),
-        });
-        let confirm = if s.confirm_deadline_unix_ms == 0 {
-            "none".to_string()
-        } else {
-            format!("rolls back at {}", unix_ms_text(s.confirm_deadline_unix_ms))
-        };
-        let rows = vec![
-            vec!["Daemon".to_string(), format!("efbd {}", s.daemon_version)],
-            vec![
-                "Model".into(),
-                format!("{} {}", hello.module_name, hello.module_revision),
-            ],
-            vec!["Datastore".into(), s.datastore],
-            vec!["Uptime".into(), format!("{} s", s.uptime_seconds)],
-            vec!["Running commit".into(), s.running_commit_id.to_string()],
-            vec!["Commit confirmed".into(), confirm],
-            vec!["Sessions".into(), sessions_text(&s.open_sessions)],
-            vec!["Chip".into(), s.chip],
-            vec!["Manual modes".into(), manual_modes_text(&s.manual_modes)],
-        ];
-        Ok(Output::facts(efb_table::align(&rows, &[]), data))
-    }
-
     /// `show configuration [PATH]` and, in configuration mode, `show [PATH]`.
     fn show_tree(&mut self, datastore: Datastore, path_words: &[String]) -> Result<Output> {
         let path = if path_words.is_empty() {
@@ -1109,166 +957,6 @@ impl CommitOptions {
     }
 }
 
-/// `show | compare` (Some(None)) or `show | compare rollback N` (Some(Some(N))).
-fn compare_stage(words: &[String], pipes: &[Vec<String>]) -> Result<Option<Option<u32>>> {
-    if words != ["show"] {
-        return Ok(None);
-    }
-    let Some(first) = pipes
-        .first()
-        .filter(|p| p.first().is_some_and(|w| w == "compare"))
-    else {
-        return Ok(None);
-    };
-    match &first[1..] {
-        [] => Ok(Some(None)),
-        [rollback, n] if rollback == "rollback" => n
-            .parse()
-            .map(|n| Some(Some(n)))
-            .map_err(|_| ShellError(format!("compare rollback: \"{n}\" is not a commit number"))),
-        _ => fail("compare takes nothing, or rollback N (compare with commit N of history)"),
-    }
-}
-
-/// A stage after `|`, checked before the command runs (a mistyped pipe after `commit`
-/// must not leave the commit done and the line in error).
-#[derive(Debug)]
-enum Pipe {
-    Match(regex::Regex),
-    Except(regex::Regex),
-    /// From the first line that matches to the end.
-    Find(regex::Regex),
-    Count,
-    Last(usize),
-    /// Everything at once, without the pager.
-    NoMore,
-    DisplayJson,
-    DisplaySet,
-}
-
-const PIPE_CHOICES: &str =
-    "match REGEX, except REGEX, find REGEX, count, last N, no-more, display json, display set";
-
-impl Pipe {
-    fn parse(words: &[String]) -> Result<Pipe> {
-        let regex = |pattern: &str| {
-            regex::Regex::new(pattern).map_err(|e| {
-                ShellError(format!(
-                    "bad regular expression {}: {e}",
-                    efb_yang::text::excerpt(pattern)
-                ))
-            })
-        };
-        let words: Vec<&str> = words.iter().map(String::as_str).collect();
-        Ok(match words.as_slice() {
-            ["match", pattern] => Pipe::Match(regex(pattern)?),
-            ["except", pattern] => Pipe::Except(regex(pattern)?),
-            ["find", pattern] => Pipe::Find(regex(pattern)?),
-            ["count"] => Pipe::Count,
-            ["last", n] => match n.parse::<usize>() {
-                Ok(n) if n > 0 => Pipe::Last(n),
-                _ => {
-                    return fail(format!(
-                        "last {}: expected a number of lines, 1 or more",
-                        efb_yang::text::excerpt(n)
-                    ));
-                }
-            },
-            ["no-more"] => Pipe::NoMore,
-            ["display", "json"] => Pipe::DisplayJson,
-            ["display", "set"] => Pipe::DisplaySet,
-            [first @ ("match" | "except" | "find" | "last"), ..] => {
-                return fail(format!(
-                    "| {first} takes one word (quote a pattern with spaces); expected {PIPE_CHOICES}"
-                ));
-            }
-            _ => {
-                return fail(format!(
-                    "unknown pipe \"{}\"; expected {PIPE_CHOICES}",
-                    efb_yang::text::excerpt(&words.join(" "))
-                ));
-            }
-        })
-    }
-}
-
-/// Splits `command | pipe | pipe`, respecting quotes.
-fn split_pipes(line: &str) -> Result<(String, Vec<Vec<String>>)> {
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    let mut quote: Option<char> = None;
-    for c in line.chars() {
-        match (c, quote) {
-            ('"' | '\'', None) => {
-                quote = Some(c);
-                current.push(c);
-            }
-            (q, Some(open)) if q == open => {
-                quote = None;
-                current.push(c);
-            }
-            ('|', None) => parts.push(std::mem::take(&mut current)),
-            _ => current.push(c),
-        }
-    }
-    parts.push(current);
-    let command = parts.remove(0);
-    let pipes = parts
-        .iter()
-        .map(|p| setlines::split_words(p).map_err(ShellError))
-        .collect::<Result<Vec<_>>>()?;
-    if pipes.iter().any(Vec::is_empty) {
-        return fail(format!("empty pipe: expected {PIPE_CHOICES} after |"));
-    }
-    Ok((command, pipes))
-}
-
-fn apply_pipes(schema: &Schema, output: Output, pipes: &[Pipe]) -> Result<Vec<String>> {
-    let mut lines = output.lines;
-    for pipe in pipes {
-        lines = match pipe {
-            Pipe::Match(regex) => lines.into_iter().filter(|l| regex.is_match(l)).collect(),
-            Pipe::Except(regex) => lines.into_iter().filter(|l| !regex.is_match(l)).collect(),
-            Pipe::Find(regex) => match lines.iter().position(|l| regex.is_match(l)) {
-                Some(first) => lines.split_off(first),
-                None => return fail(format!("find {}: no line matches", regex.as_str())),
-            },
-            Pipe::Count => vec![format!("Count: {} lines", lines.len())],
-            Pipe::Last(n) => lines.split_off(lines.len().saturating_sub(*n)),
-            Pipe::NoMore => lines,
-            Pipe::DisplayJson => match &output.data {
-                Some(data) => serde_json::to_string_pretty(data)
-                    .unwrap_or_default()
-                    .lines()
-                    .map(str::to_string)
-                    .collect(),
-                None => return fail("display json: this command has no data to display"),
-            },
-            Pipe::DisplaySet => match &output.data {
-                Some(data) if output.config => set_lines(schema, data)?,
-                Some(_) => {
-                    return fail(
-                        "display set: this command shows no configuration (display json shows its data)",
-                    );
-                }
-                None => return fail("display set: this command has no data to display"),
-            },
-        };
-    }
-    Ok(lines)
-}
-
-/// Configuration data as `set` lines (state values left out: they are not settable).
-fn set_lines(schema: &Schema, data: &Json) -> Result<Vec<String>> {
-    let tree = json::from_trusted_json(schema, &data.to_string())
-        .map_err(|e| ShellError(e.to_string()))?;
-    let changes: Vec<diff::Change> = diff::diff(schema, &efb_yang::DataTree::new(), &tree)
-        .into_iter()
-        .filter(|c| c.path().segments.iter().all(|s| schema.node(s.node).config))
-        .collect();
-    Ok(setlines::render_changes(schema, &changes))
-}
-
 /// An object's members, one per line, aligned.
 fn fields(output: &Json) -> Vec<String> {
     let rows: Vec<Vec<String>> = output
@@ -1331,7 +1019,7 @@ impl KeySource for DaemonKeys {
         Some(
             commits
                 .iter()
-                .map(|c| (c.index as usize, rollback_help(c)))
+                .map(|c| (c.index as usize, system::rollback_help(c)))
                 .collect(),
         )
     }
@@ -1364,52 +1052,6 @@ fn broken_references(broken: &[efb_mgmt_proto::v1::Problem]) -> Vec<String> {
         .collect()
 }
 
-/// `3: alice (uncommitted changes), bob, carol`: who else may commit soon.
-fn sessions_text(open: &[efb_mgmt_proto::v1::SessionSummary]) -> String {
-    let who: Vec<String> = open
-        .iter()
-        .map(|s| {
-            if s.uncommitted {
-                format!("{} (uncommitted changes)", s.user)
-            } else {
-                s.user.clone()
-            }
-        })
-        .collect();
-    match who.as_slice() {
-        [] => "0".to_string(),
-        _ => format!("{}: {}", who.len(), who.join(", ")),
-    }
-}
-
-/// Units an operator took out of `auto`: in bypass their sessions skip the filters.
-fn manual_modes_text(modes: &[efb_mgmt_proto::v1::UnitMode]) -> String {
-    if modes.is_empty() {
-        return "none: every unit follows liveness (auto)".to_string();
-    }
-    modes
-        .iter()
-        .map(|m| format!("{} {}", m.unit, m.mode))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn session_json(s: &efb_mgmt_proto::v1::SessionSummary) -> Json {
-    serde_json::json!({
-        "session": s.session, "user": s.user, "idle-seconds": s.idle_seconds,
-        "uncommitted": s.uncommitted,
-    })
-}
-
-/// `45 s`, `3 min`, `2 h 5 min`: idle times as people say them.
-fn idle_text(seconds: u64) -> String {
-    match seconds {
-        s if s < 60 => format!("{s} s"),
-        s if s < 3600 => format!("{} min", s / 60),
-        s => format!("{} h {} min", s / 3600, s % 3600 / 60),
-    }
-}
-
 /// Junos's question before a change a person may not have meant: only `yes` goes on.
 fn confirmed(effect: &str) -> Result<bool> {
     use std::io::Write;
@@ -1421,16 +1063,4 @@ fn confirmed(effect: &str) -> Result<bool> {
         .read_line(&mut answer)
         .map_err(|e| ShellError(format!("reading the answer: {e}")))?;
     Ok(matches!(answer.trim(), "yes" | "y"))
-}
-
-/// What `rollback ?` says of a commit: `2026-12-01T17:01:02Z by alice: new flows`.
-fn rollback_help(c: &efb_mgmt_proto::v1::CommitInfo) -> String {
-    let mut said = format!("{} by {}", c.time, c.user);
-    if c.kind != "commit" {
-        said.push_str(&format!(" ({})", c.kind));
-    }
-    if !c.comment.is_empty() {
-        said.push_str(&format!(": {}", c.comment));
-    }
-    said
 }

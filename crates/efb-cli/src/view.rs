@@ -146,10 +146,13 @@ fn cell(entry: &Json, column: &Column) -> String {
         .filter(|v| column.words || !v.is_object())
         .map(text)
         .filter(|t| !t.is_empty());
-    match shown {
-        Some(t) => t,
-        None if column.state => UNKNOWN.to_string(),
-        None => column.absent.clone().unwrap_or_default(),
+    // A column that says what its absence means (a pair not judged yet has no time on
+    // path) says it; other state efbd does not know is unknown.
+    match (shown, &column.absent) {
+        (Some(t), _) => t,
+        (None, Some(absent)) => absent.clone(),
+        (None, None) if column.state => UNKNOWN.to_string(),
+        (None, None) => String::new(),
     }
 }
 

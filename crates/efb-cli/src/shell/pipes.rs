@@ -1,0 +1,172 @@
+//! What follows `|`: parsed and checked before the command runs (a mistyped pipe after
+//! `commit` must not leave the commit done and the line in error), then applied to the
+//! command's lines or data; and `show | compare [rollback N]`, a stage of its own.
+
+use efb_yang::schema::Schema;
+use efb_yang::{diff, json, setlines};
+use serde_json::Value as Json;
+
+use super::{Output, Result, ShellError, fail};
+
+/// `show | compare` (Some(None)) or `show | compare rollback N` (Some(Some(N))).
+pub(super) fn compare_stage(
+    words: &[String],
+    pipes: &[Vec<String>],
+) -> Result<Option<Option<u32>>> {
+    if words != ["show"] {
+        return Ok(None);
+    }
+    let Some(first) = pipes
+        .first()
+        .filter(|p| p.first().is_some_and(|w| w == "compare"))
+    else {
+        return Ok(None);
+    };
+    match &first[1..] {
+        [] => Ok(Some(None)),
+        [rollback, n] if rollback == "rollback" => n
+            .parse()
+            .map(|n| Some(Some(n)))
+            .map_err(|_| ShellError(format!("compare rollback: \"{n}\" is not a commit number"))),
+        _ => fail("compare takes nothing, or rollback N (compare with commit N of history)"),
+    }
+}
+
+/// A stage after `|`, checked before the command runs (a mistyped pipe after `commit`
+/// must not leave the commit done and the line in error).
+#[derive(Debug)]
+pub(super) enum Pipe {
+    Match(regex::Regex),
+    Except(regex::Regex),
+    /// From the first line that matches to the end.
+    Find(regex::Regex),
+    Count,
+    Last(usize),
+    /// Everything at once, without the pager.
+    NoMore,
+    DisplayJson,
+    DisplaySet,
+}
+
+const PIPE_CHOICES: &str =
+    "match REGEX, except REGEX, find REGEX, count, last N, no-more, display json, display set";
+
+impl Pipe {
+    pub(super) fn parse(words: &[String]) -> Result<Pipe> {
+        let regex = |pattern: &str| {
+            regex::Regex::new(pattern).map_err(|e| {
+                ShellError(format!(
+                    "bad regular expression {}: {e}",
+                    efb_yang::text::excerpt(pattern)
+                ))
+            })
+        };
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        Ok(match words.as_slice() {
+            ["match", pattern] => Pipe::Match(regex(pattern)?),
+            ["except", pattern] => Pipe::Except(regex(pattern)?),
+            ["find", pattern] => Pipe::Find(regex(pattern)?),
+            ["count"] => Pipe::Count,
+            ["last", n] => match n.parse::<usize>() {
+                Ok(n) if n > 0 => Pipe::Last(n),
+                _ => {
+                    return fail(format!(
+                        "last {}: expected a number of lines, 1 or more",
+                        efb_yang::text::excerpt(n)
+                    ));
+                }
+            },
+            ["no-more"] => Pipe::NoMore,
+            ["display", "json"] => Pipe::DisplayJson,
+            ["display", "set"] => Pipe::DisplaySet,
+            [first @ ("match" | "except" | "find" | "last"), ..] => {
+                return fail(format!(
+                    "| {first} takes one word (quote a pattern with spaces); expected {PIPE_CHOICES}"
+                ));
+            }
+            _ => {
+                return fail(format!(
+                    "unknown pipe \"{}\"; expected {PIPE_CHOICES}",
+                    efb_yang::text::excerpt(&words.join(" "))
+                ));
+            }
+        })
+    }
+}
+
+/// Splits `command | pipe | pipe`, respecting quotes.
+pub(super) fn split_pipes(line: &str) -> Result<(String, Vec<Vec<String>>)> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (c, quote) {
+            ('"' | '\'', None) => {
+                quote = Some(c);
+                current.push(c);
+            }
+            (q, Some(open)) if q == open => {
+                quote = None;
+                current.push(c);
+            }
+            ('|', None) => parts.push(std::mem::take(&mut current)),
+            _ => current.push(c),
+        }
+    }
+    parts.push(current);
+    let command = parts.remove(0);
+    let pipes = parts
+        .iter()
+        .map(|p| setlines::split_words(p).map_err(ShellError))
+        .collect::<Result<Vec<_>>>()?;
+    if pipes.iter().any(Vec::is_empty) {
+        return fail(format!("empty pipe: expected {PIPE_CHOICES} after |"));
+    }
+    Ok((command, pipes))
+}
+
+pub(super) fn apply_pipes(schema: &Schema, output: Output, pipes: &[Pipe]) -> Result<Vec<String>> {
+    let mut lines = output.lines;
+    for pipe in pipes {
+        lines = match pipe {
+            Pipe::Match(regex) => lines.into_iter().filter(|l| regex.is_match(l)).collect(),
+            Pipe::Except(regex) => lines.into_iter().filter(|l| !regex.is_match(l)).collect(),
+            Pipe::Find(regex) => match lines.iter().position(|l| regex.is_match(l)) {
+                Some(first) => lines.split_off(first),
+                None => return fail(format!("find {}: no line matches", regex.as_str())),
+            },
+            Pipe::Count => vec![format!("Count: {} lines", lines.len())],
+            Pipe::Last(n) => lines.split_off(lines.len().saturating_sub(*n)),
+            Pipe::NoMore => lines,
+            Pipe::DisplayJson => match &output.data {
+                Some(data) => serde_json::to_string_pretty(data)
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_string)
+                    .collect(),
+                None => return fail("display json: this command has no data to display"),
+            },
+            Pipe::DisplaySet => match &output.data {
+                Some(data) if output.config => set_lines(schema, data)?,
+                Some(_) => {
+                    return fail(
+                        "display set: this command shows no configuration (display json shows its data)",
+                    );
+                }
+                None => return fail("display set: this command has no data to display"),
+            },
+        };
+    }
+    Ok(lines)
+}
+
+/// Configuration data as `set` lines (state values left out: they are not settable).
+fn set_lines(schema: &Schema, data: &Json) -> Result<Vec<String>> {
+    let tree = json::from_trusted_json(schema, &data.to_string())
+        .map_err(|e| ShellError(e.to_string()))?;
+    let changes: Vec<diff::Change> = diff::diff(schema, &efb_yang::DataTree::new(), &tree)
+        .into_iter()
+        .filter(|c| c.path().segments.iter().all(|s| schema.node(s.node).config))
+        .collect();
+    Ok(setlines::render_changes(schema, &changes))
+}
