@@ -197,6 +197,9 @@ fn cleared_counters_count_from_zero_again_for_every_reader() {
         code == 1 && err.contains("needs a terminal") && err.contains("show ports statistics"),
         "{err}"
     );
+    // Nor does a pipe make sense after a view that redraws itself.
+    let (code, _, err) = clear(&daemon, "monitor ports | count");
+    assert!(code == 1 && err.contains("it takes no pipe"), "{err}");
 }
 
 /// Clearing is an operator's action: a viewer is refused, naming the role needed, and the

@@ -177,6 +177,11 @@ impl Shell {
             .iter()
             .map(|p| Pipe::parse(p))
             .collect::<Result<Vec<_>>>()?;
+        if words[0] == "monitor" && !pipes.is_empty() {
+            return fail(
+                "monitor redraws the screen until a key is pressed: it takes no pipe (show ... | PIPE does)",
+            );
+        }
         let (output, flow) = if let Some(rollback) = compare {
             (self.compare(&mut pipes, rollback)?, Flow::Continue)
         } else {
