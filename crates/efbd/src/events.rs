@@ -31,14 +31,25 @@ pub enum Origin {
     Gnmi,
     /// efbd itself, undoing a `commit confirmed` nobody confirmed.
     ConfirmTimeout,
+    /// gNMI's cancel of a pending `commit confirmed`: rolled back at once.
+    Cancel,
 }
 
 impl Origin {
+    /// Every origin, in declaration order (metrics keep a series for each from the start).
+    pub const ALL: [Origin; 4] = [
+        Origin::Shell,
+        Origin::Gnmi,
+        Origin::ConfirmTimeout,
+        Origin::Cancel,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Origin::Shell => "shell",
             Origin::Gnmi => "gnmi",
             Origin::ConfirmTimeout => "confirm-timeout",
+            Origin::Cancel => "cancel",
         }
     }
 }

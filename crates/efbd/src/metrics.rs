@@ -26,38 +26,18 @@ use efb_p4::Driver;
 use tokio::net::TcpListener;
 use tracing::warn;
 
+use crate::events::Origin;
 use crate::liveness;
 use crate::owner::{Owner, Status};
 use crate::settings::Metrics as Settings;
 use crate::state::Known;
 
-/// Where a commit came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// The management API: the shell, efb-config, scripts.
-    Shell,
-    Gnmi,
-    /// A `commit confirmed` not confirmed in time, rolled back.
-    ConfirmTimeout,
-    /// gNMI's cancel of a pending `commit confirmed`: rolled back at once.
-    Cancel,
-}
-
-impl Origin {
-    const ALL: [Origin; 4] = [
-        Origin::Shell,
-        Origin::Gnmi,
-        Origin::ConfirmTimeout,
-        Origin::Cancel,
-    ];
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Origin::Shell => "shell",
-            Origin::Gnmi => "gnmi",
-            Origin::ConfirmTimeout => "confirm_timeout",
-            Origin::Cancel => "cancel",
-        }
+/// An origin as a label value: Prometheus's convention is snake_case (`confirm_timeout`),
+/// the log's kebab-case (`confirm-timeout`).
+fn label(origin: Origin) -> &'static str {
+    match origin {
+        Origin::ConfirmTimeout => "confirm_timeout",
+        other => other.as_str(),
     }
 }
 
@@ -91,7 +71,7 @@ impl Collector for Commits {
         )?;
         for (origin, counts) in Origin::ALL.iter().zip(&self.0) {
             for (result, count) in RESULTS.iter().zip(counts) {
-                let labels = [("origin", origin.as_str()), ("result", *result)];
+                let labels = [("origin", label(*origin)), ("result", *result)];
                 ConstCounter::new(count.load(Ordering::Relaxed))
                     .encode(metric.encode_family(&labels)?)?;
             }

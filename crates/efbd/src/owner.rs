@@ -27,7 +27,7 @@ use crate::baselines::Baselines;
 use crate::chip::{self, Wanted};
 use crate::events::{self, ConfirmTimeout, Event, Events, Origin, Rollback};
 use crate::liveness::Liveness;
-use crate::metrics::{self, Instruments};
+use crate::metrics::Instruments;
 use crate::state::Known;
 
 mod live;
@@ -218,7 +218,7 @@ impl OwnerState {
         let counted = (!request.check_only).then(Instant::now);
         let result = self.datastore.commit(session, request);
         if let Some(started) = counted {
-            self.count_commit(metrics::Origin::Shell, started, result.as_ref().err());
+            self.count_commit(Origin::Shell, started, result.as_ref().err());
         }
         self.committed(&result, Origin::Shell);
         result
@@ -253,7 +253,7 @@ impl OwnerState {
             )
         });
         ds.close_session(session);
-        self.count_commit(metrics::Origin::Gnmi, started, result.as_ref().err());
+        self.count_commit(Origin::Gnmi, started, result.as_ref().err());
         self.committed(&result, Origin::Gnmi);
         result
     }
@@ -288,7 +288,7 @@ impl OwnerState {
         let started = Instant::now();
         let result = self.datastore.cancel_pending_confirm();
         if !matches!(result, Ok(None)) {
-            self.count_commit(metrics::Origin::Cancel, started, result.as_ref().err());
+            self.count_commit(Origin::Cancel, started, result.as_ref().err());
         }
         self.chip_refused("rollback", &result);
         if let (Ok(Some(outcome)), Some(undone)) = (&result, pending)
@@ -314,12 +314,7 @@ impl OwnerState {
 /// The events of commits: one per new running configuration, and the chip's refusals.
 impl OwnerState {
     /// A commit from `origin` started at `started` is done, refused with `error` or not.
-    fn count_commit(
-        &self,
-        origin: metrics::Origin,
-        started: Instant,
-        error: Option<&DatastoreError>,
-    ) {
+    fn count_commit(&self, origin: Origin, started: Instant, error: Option<&DatastoreError>) {
         self.instruments
             .commit_finished(origin, error, started.elapsed());
     }
@@ -530,11 +525,7 @@ fn expire_confirmed_commit(state: &mut OwnerState) {
     let started = Instant::now();
     let result = state.datastore.expire_pending_confirm(SystemTime::now());
     if !matches!(result, Ok(None)) {
-        state.count_commit(
-            metrics::Origin::ConfirmTimeout,
-            started,
-            result.as_ref().err(),
-        );
+        state.count_commit(Origin::ConfirmTimeout, started, result.as_ref().err());
     }
     state.chip_refused("confirm timeout", &result);
     match result {
