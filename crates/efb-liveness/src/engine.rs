@@ -251,9 +251,12 @@ impl Engine {
         true
     }
 
-    /// A better reason for the last change, found outside the engine (a port is down).
-    pub fn explain_change(&mut self, unit: &str, pair: &str, reason: &str) {
-        if let Some(probed) = self.pairs.get_mut(&(unit.to_string(), pair.to_string())) {
+    /// A better reason for the change that said `was`, found outside the engine (a port
+    /// is down); kept only while that change is still the pair's last.
+    pub fn explain_change(&mut self, unit: &str, pair: &str, was: &str, reason: &str) {
+        if let Some(probed) = self.pairs.get_mut(&(unit.to_string(), pair.to_string()))
+            && probed.state.reason.as_deref() == Some(was)
+        {
             probed.state.reason = Some(reason.to_string());
         }
     }
