@@ -989,6 +989,30 @@ fn an_automatic_rollback_is_told_to_every_open_shell() {
         .unwrap();
     // The prompt is drawn again and works.
     run(&mut sh, "show configuration | count", "Count: 0 lines");
+
+    // efbd restarts under the open shell: the shell hears the next one too.
+    assert!(daemon.stop());
+    let daemon = Daemon::start(&dir.path().join("datastore"), &[]);
+    run(
+        &mut sh,
+        "show system status | match Running",
+        "Running commit",
+    );
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let mut bob = efb_cli::client::Client::connect(&daemon.address, "bob").unwrap();
+    bob.edit_lines("set ports port p2 number 2 speed 100g")
+        .unwrap();
+    let reply = bob
+        .commit(efb_mgmt_proto::v1::CommitRequest {
+            confirm_seconds: 2,
+            ..Default::default()
+        })
+        .unwrap();
+    sh.exp_string(&format!(
+        "commit {} was not confirmed in time; efbd rolled it back",
+        reply.commit_id
+    ))
+    .unwrap();
     run(&mut sh, "exit", "");
 }
 

@@ -224,6 +224,9 @@ fn session_lost(status: &tonic::Status) -> bool {
             || status.message().starts_with("no session "))
 }
 
+/// How long a watch of efbd's events waits before it starts again (efbd restarting).
+const WATCH_RETRY: Duration = Duration::from_secs(1);
+
 /// A connection to efbd with an open session.
 pub struct Client {
     runtime: tokio::runtime::Runtime,
@@ -481,17 +484,22 @@ impl Client {
     }
 
     /// Calls `on_event` with each event of `kinds` as efbd emits it, in the background,
-    /// until efbd or this client goes away.
+    /// for as long as this client lives: when efbd restarts, the watch starts again.
     pub fn watch_events(&self, kinds: Vec<String>, on_event: impl Fn(LogEvent) + Send + 'static) {
         let mut client = self.inner.clone();
         self.runtime.spawn(async move {
-            let request = RecentEventsRequest { max: 0, kinds };
-            let Ok(reply) = client.watch_events(request).await else {
-                return;
-            };
-            let mut events = reply.into_inner();
-            while let Ok(Some(event)) = events.message().await {
-                on_event(event);
+            loop {
+                let request = RecentEventsRequest {
+                    max: 0,
+                    kinds: kinds.clone(),
+                };
+                if let Ok(reply) = client.watch_events(request).await {
+                    let mut events = reply.into_inner();
+                    while let Ok(Some(event)) = events.message().await {
+                        on_event(event);
+                    }
+                }
+                tokio::time::sleep(WATCH_RETRY).await;
             }
         });
     }

@@ -199,15 +199,18 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     let gnmi_task = gnmi.map(|server| tokio::spawn(server.serve(until(stopped.clone()))));
 
     let tcp_users = tcp.is_some().then(|| shared.users.clone());
-    let service = Arc::new(Service::new(
-        owner,
-        schema,
-        counter_lists,
-        settings.datastore.display().to_string(),
-        Callers::new(management.groups.clone(), tcp_users),
-        audit_log,
-        events,
-    ));
+    let service = Arc::new(
+        Service::new(
+            owner,
+            schema,
+            counter_lists,
+            settings.datastore.display().to_string(),
+            Callers::new(management.groups.clone(), tcp_users),
+            audit_log,
+            events,
+        )
+        .ending_streams_on(stopped.clone()),
+    );
     let tcp_task = match (tcp, shared.tls) {
         (Some(listener), Some(identity)) => {
             let incoming = incoming(listener, limits.clone(), Some(identity.acceptor()?));

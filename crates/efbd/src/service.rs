@@ -44,6 +44,8 @@ pub struct Service {
     audit: Audit,
     audit_log: Arc<AuditLog>,
     events: Events,
+    /// Turns true when efbd stops; ends the event streams.
+    stopping: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Service {
@@ -65,7 +67,15 @@ impl Service {
             audit: Audit::new(audit_log.clone()),
             audit_log,
             events,
+            stopping: None,
         }
+    }
+
+    /// Streams (`WatchEvents`) end when `stopping` turns true: a shell left open must not
+    /// keep efbd from stopping (graceful shutdown waits for every open request).
+    pub fn ending_streams_on(mut self, stopping: tokio::sync::watch::Receiver<bool>) -> Service {
+        self.stopping = Some(stopping);
+        self
     }
 
     /// The caller of `request`, if its role may do `operation`; a refusal is audited with
@@ -589,10 +599,15 @@ impl Management for Service {
         let kinds = events::kinds_of(&request.into_inner().kinds)
             .map_err(|e| bounded(Status::invalid_argument(e)))?;
         let mut live = self.events.watch();
+        let mut stopping = self.stopping.clone();
         let (sender, receiver) = tokio::sync::mpsc::channel(16);
         tokio::spawn(async move {
             loop {
-                let sent = match live.recv().await {
+                let next = tokio::select! {
+                    next = live.recv() => next,
+                    () = stopped(&mut stopping) => break,
+                };
+                let sent = match next {
                     Ok(r) if kinds.is_empty() || kinds.contains(&r.event.kind()) => {
                         sender.send(Ok(log_event(r))).await
                     }
@@ -803,6 +818,16 @@ fn audit_record(r: Record) -> AuditRecord {
         what: r.what,
         accepted: r.accepted,
         result: r.result,
+    }
+}
+
+/// Completes when efbd stops (never without a signal to wait for).
+async fn stopped(stopping: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    match stopping {
+        Some(receiver) => {
+            let _ = receiver.wait_for(|stop| *stop).await;
+        }
+        None => std::future::pending().await,
     }
 }
 
