@@ -115,6 +115,20 @@ pub fn daemon_on(dir: &std::path::Path, target: &Target) -> Daemon {
     Daemon::start(&dir.join("datastore"), &["--p4runtime", &target.address])
 }
 
+/// efbd programming `target`, with the demo users of examples/users.demo.toml (password =
+/// name) for gNMI and TCP logins, and `extra` flags.
+pub fn daemon_with_demo_users(dir: &std::path::Path, target: &Target, extra: &[&str]) -> Daemon {
+    let users = crate::repo().join("examples/users.demo.toml");
+    let mut flags = vec![
+        "--p4runtime",
+        target.address.as_str(),
+        "--gnmi-users",
+        users.to_str().unwrap_or_default(),
+    ];
+    flags.extend_from_slice(extra);
+    Daemon::start(&dir.join("datastore"), &flags)
+}
+
 /// Waits until efbd says the chip is in sync after a reconcile that wrote `written`.
 pub fn wait_reconciled(daemon: &Daemon, written: &str) -> String {
     for _ in 0..100 {

@@ -12,9 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use efb_mgmt_proto::v1::{CommitRequest, EditLinesRequest};
-use efb_tests::chip_io::{Chip, FAST_PROBING, configure};
+use efb_tests::chip_io::{Chip, FAST_PROBING, configure, daemon_with_demo_users};
 use efb_tests::gnmi_io::{self, authed, path};
-use efb_tests::{Daemon, Target, binary, mgmt_io, repo, run_cli};
+use efb_tests::{Daemon, Target, binary, mgmt_io, run_cli};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
     SetRequest, SubscribeRequest, Subscription, SubscriptionList, SubscriptionMode, TypedValue,
@@ -221,19 +221,15 @@ fn prometheus_sees_commits_by_origin_a_dead_pair_and_the_target_s_ports() {
     // Two flows' counters exported of the site's six: the bound is a setting.
     let settings = dir.path().join("efbd.toml");
     std::fs::write(&settings, "[metrics]\nmax_flows = 2\n").unwrap();
-    let users = repo().join("examples/users.demo.toml");
-    let daemon = Daemon::start(
-        &dir.path().join("datastore"),
+    let daemon = daemon_with_demo_users(
+        dir.path(),
+        &target,
         &[
-            "--p4runtime",
-            &target.address,
             "--metrics-listen",
             "127.0.0.1:0",
             "--config",
             settings.to_str().unwrap(),
             "--gnmi-plaintext",
-            "--gnmi-users",
-            users.to_str().unwrap(),
         ],
     );
     let efbd = daemon.metrics.clone().unwrap();

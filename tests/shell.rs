@@ -509,11 +509,7 @@ fn shell_on_screen(daemon: &Daemon, home: &Path, rows: u16) -> PtySession {
 /// A daemon running the one-filter example site.
 fn site_daemon(dir: &Path) -> Daemon {
     let daemon = Daemon::start(&dir.join("datastore"), &[]);
-    let (code, out, err) = daemon.cli(
-        &[],
-        &format!("{}\ncommit\n", one_filter_site_lines().join("\n")),
-    );
-    assert_eq!(code, 0, "{out}{err}");
+    efb_tests::chip_io::configure(&daemon, "");
     daemon
 }
 
@@ -784,10 +780,7 @@ fn tab_and_question_mark_list_names_as_people_count_and_protocols_by_name() {
 #[test]
 fn refusals_speak_the_shells_words_and_commit_check_tells_the_consequences() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(&dir.path().join("datastore"), &[]);
-    let site = one_filter_site_lines().join("\n");
-    let (code, out, err) = daemon.cli(&[], &format!("{site}\ncommit\n"));
-    assert_eq!(code, 0, "{out}{err}");
+    let daemon = site_daemon(dir.path());
 
     let (code, _, err) = daemon.cli(&["-c", "set ports port p2 mtu 100000"], "");
     assert_ne!(code, 0);
@@ -912,9 +905,7 @@ fn a_manual_bypass_is_confirmed_on_a_terminal_and_shown_in_the_status() {
     let dir = tempfile::tempdir().unwrap();
     let target = efb_tests::Target::start(&[]);
     let daemon = efb_tests::chip_io::daemon_on(dir.path(), &target);
-    let site = one_filter_site_lines().join("\n");
-    let (code, out, err) = daemon.cli(&[], &format!("{site}\ncommit\n"));
-    assert_eq!(code, 0, "{out}{err}");
+    efb_tests::chip_io::configure(&daemon, "");
 
     let mut sh = shell(&daemon, dir.path(), "alice");
     let call = "call ecofilter-balancer set-bypass-ecofilter-unit ecofilter-unit ef1 mode bypass";

@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use efb_target::frames;
-use efb_tests::chip_io::{Chip, configure};
-use efb_tests::{Daemon, Target, binary, repo};
+use efb_tests::chip_io::{Chip, configure, daemon_with_demo_users};
+use efb_tests::{Daemon, Target, binary};
 
 const DNS_FLOW: &str =
     "set ecofilter-balancer flow dns priority 250 match ip-proto 17 dst-port 53 action drop";
@@ -69,17 +69,7 @@ fn cleared_counters_count_from_zero_again_for_every_reader() {
 
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&[]);
-    let users = repo().join("examples/users.demo.toml");
-    let daemon = Daemon::start(
-        &dir.path().join("datastore"),
-        &[
-            "--p4runtime",
-            &target.address,
-            "--gnmi-plaintext",
-            "--gnmi-users",
-            users.to_str().unwrap(),
-        ],
-    );
+    let daemon = daemon_with_demo_users(dir.path(), &target, &["--gnmi-plaintext"]);
     configure(&daemon, DNS_FLOW);
     let mut chip = Chip::connect(&target);
     chip.inject("p2", vec![arp(); 3]);
@@ -208,18 +198,7 @@ fn cleared_counters_count_from_zero_again_for_every_reader() {
 fn only_operators_clear_and_the_audit_says_who() {
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&[]);
-    let users = repo().join("examples/users.demo.toml");
-    let daemon = Daemon::start(
-        &dir.path().join("datastore"),
-        &[
-            "--p4runtime",
-            &target.address,
-            "--mgmt-listen",
-            "127.0.0.1:0",
-            "--gnmi-users",
-            users.to_str().unwrap(),
-        ],
-    );
+    let daemon = daemon_with_demo_users(dir.path(), &target, &["--mgmt-listen", "127.0.0.1:0"]);
     configure(&daemon, "");
     let mut chip = Chip::connect(&target);
     chip.inject("p2", vec![arp(); 2]);

@@ -19,17 +19,6 @@ pub struct UnitMoves {
     pub why: Vec<String>,
 }
 
-impl UnitMoves {
-    /// The share moved, in whole percent (rounded down, but never 0 % for a move).
-    pub fn percent(&self) -> usize {
-        match (self.moved * 100).checked_div(self.buckets) {
-            Some(0) if self.moved > 0 => 1,
-            Some(p) => p,
-            None => 0,
-        }
-    }
-}
-
 /// Units present before and after whose buckets move, by name. Liveness is today's in both
 /// (a dead pair's buckets are where the chip has them now).
 pub fn bucket_moves(before: &Config, after: &Config, live: &LiveState) -> Vec<UnitMoves> {
@@ -38,6 +27,10 @@ pub fn bucket_moves(before: &Config, after: &Config, live: &LiveState) -> Vec<Un
         .values()
         .filter_map(|new| {
             let old = before.units.get(&new.name)?;
+            // Every commit asks: a unit whose balancing did not change is not tabled twice.
+            if same_balancing(old, new) {
+                return None;
+            }
             let (was, will) = (destinations(old, live), destinations(new, live));
             let buckets = was.len().max(will.len());
             let moved = (0..buckets)
@@ -51,6 +44,18 @@ pub fn bucket_moves(before: &Config, after: &Config, live: &LiveState) -> Vec<Un
             })
         })
         .collect()
+}
+
+/// What the bucket table depends on: cores, the pairs in order (by name), rebalance.
+fn same_balancing(old: &Unit, new: &Unit) -> bool {
+    old.cores == new.cores
+        && old.rebalance == new.rebalance
+        && old.pairs.len() == new.pairs.len()
+        && old
+            .pairs
+            .iter()
+            .zip(&new.pairs)
+            .all(|(a, b)| a.name == b.name)
 }
 
 /// Where each bucket sends its sessions: (pair name, core); none when the unit has no slot.
@@ -188,7 +193,7 @@ mod tests {
         on.rebalance = true;
         let moves = bucket_moves(&config(unit(4, 1)), &config(on), &live);
         assert_eq!(moves[0].moved, 256 / 4);
-        assert_eq!(moves[0].percent(), 25);
+        assert_eq!(moves[0].moved * 100 / moves[0].buckets, 25);
         assert_eq!(moves[0].why, vec!["rebalance off -> on".to_string()]);
     }
 }

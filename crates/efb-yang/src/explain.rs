@@ -1,5 +1,5 @@
-//! References between configuration entries (leafrefs), and libyang's validation problems
-//! retold in the words an engineer types: libyang says `Invalid leafref value "p5" - no
+//! References that name no entry (the schema's leafrefs, [`Schema::references`]), and
+//! libyang's validation problems retold in the words an engineer types: libyang says `Invalid leafref value "p5" - no
 //! target instance "/efb:ports/efb:port/efb:name"`; the shell says that link l3's wan-port
 //! refers to port p5, which does not exist, and warns when a `delete` breaks a reference.
 
@@ -10,32 +10,6 @@ use crate::schema::{NodeKind, Schema, SchemaId};
 use crate::setlines::quote_word;
 use crate::tree::{Child, DataTree, Inner};
 use crate::{Problem, Value};
-
-/// A leaf (or leaf-list) whose values name an entry of a list by its key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reference {
-    pub from: SchemaId,
-    /// The list whose single key the values name.
-    pub to: SchemaId,
-}
-
-/// Every reference of the configuration the schema declares. Only absolute leafref paths to
-/// the key of a single-key list are known (all the module has).
-pub fn references(schema: &Schema) -> Vec<Reference> {
-    schema
-        .nodes()
-        .filter(|n| n.config && matches!(n.kind, NodeKind::Leaf | NodeKind::LeafList))
-        .filter_map(|n| {
-            let path = n.leaf_type.as_ref()?.leafref_path.as_ref()?;
-            let key = schema.find(&unprefixed(path))?;
-            let list = schema.node(key).parent?;
-            (schema.node(list).keys == [key]).then_some(Reference {
-                from: n.id,
-                to: list,
-            })
-        })
-        .collect()
-}
 
 /// A value of a reference that names no entry.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -65,7 +39,7 @@ impl Dangling {
 /// Every reference in `tree` to an entry it does not have.
 pub fn dangling(schema: &Schema, tree: &DataTree) -> BTreeSet<Dangling> {
     let mut found = BTreeSet::new();
-    for reference in references(schema) {
+    for reference in schema.references() {
         let names: BTreeSet<Value> = instances(schema, tree, reference.to)
             .into_iter()
             .map(|(_, key)| key)
@@ -86,7 +60,7 @@ pub fn dangling(schema: &Schema, tree: &DataTree) -> BTreeSet<Dangling> {
 /// The references an edit broke: dangling in `after`, not in `before`. Cheap when the edit
 /// removed no entry a reference can name (the usual `set`).
 pub fn broken(schema: &Schema, before: &DataTree, after: &DataTree) -> Vec<Dangling> {
-    let targets: BTreeSet<SchemaId> = references(schema).iter().map(|r| r.to).collect();
+    let targets: BTreeSet<SchemaId> = schema.references().iter().map(|r| r.to).collect();
     let removed_target = targets.iter().any(|list| {
         let now: BTreeSet<Value> = instances(schema, after, *list)
             .into_iter()
@@ -203,12 +177,4 @@ fn short_words(schema: &Schema, path: &DataPath) -> String {
         path.segments.remove(0);
     }
     crate::setlines::words(schema, &path)
-}
-
-/// `/efb:ports/efb:port/efb:name` -> `/ports/port/name`.
-fn unprefixed(path: &str) -> String {
-    path.split('/')
-        .map(|step| step.rsplit(':').next().unwrap_or(step))
-        .collect::<Vec<_>>()
-        .join("/")
 }

@@ -269,7 +269,17 @@ pub struct Schema {
     notifications: Vec<SchemaId>,
     module: ModuleInfo,
     independent: Vec<SchemaId>,
+    references: Vec<Reference>,
     reaper: Reaper,
+}
+
+/// A configuration leaf (or leaf-list) whose values name an entry of a list by its key: a
+/// leafref to the key of a single-key list (every reference the module has).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reference {
+    pub from: SchemaId,
+    /// The list whose key the values name.
+    pub to: SchemaId,
 }
 
 /// Frees libyang data trees on a thread of its own: freeing a parsed 100 000-flow tree takes
@@ -392,9 +402,11 @@ impl Schema {
             notifications,
             module: info,
             independent: Vec::new(),
+            references: Vec::new(),
             reaper: Reaper::start(),
         };
         schema.independent = schema.find_independent_lists();
+        schema.references = schema.find_references();
         Ok(schema)
     }
 
@@ -549,6 +561,28 @@ impl Schema {
     /// keeps a one-flow commit fast.
     pub fn independent_lists(&self) -> &[SchemaId] {
         &self.independent
+    }
+
+    /// The configuration's references between entries (`ecofilter-balancer link wan-port`
+    /// names a `ports port`): what a delete may leave dangling.
+    pub fn references(&self) -> &[Reference] {
+        &self.references
+    }
+
+    fn find_references(&self) -> Vec<Reference> {
+        self.nodes
+            .iter()
+            .filter(|n| n.config && matches!(n.kind, NodeKind::Leaf | NodeKind::LeafList))
+            .filter_map(|n| {
+                let path = n.leaf_type.as_ref()?.leafref_path.as_ref()?;
+                let key = self.find(&resolve_leafref(&n.schema_path, path))?;
+                let list = self.node(key).parent?;
+                (self.node(list).keys == [key]).then_some(Reference {
+                    from: n.id,
+                    to: list,
+                })
+            })
+            .collect()
     }
 
     fn find_independent_lists(&self) -> Vec<SchemaId> {
