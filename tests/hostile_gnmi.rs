@@ -97,7 +97,10 @@ fn median(mut times: Vec<Duration>) -> Duration {
 #[test]
 fn wrong_passwords_in_bulk_run_in_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let settings = "[gnmi]\npassword_checks = 2\nlogin_failures = 0\n";
+    // Connections that never log in are closed after first_request_timeout_s: longer than
+    // the slow checks of a debug build take here.
+    let settings = "[gnmi]\npassword_checks = 2\nlogin_failures = 0\n\
+                    [gnmi.connections]\nfirst_request_timeout_s = 600\n";
     let daemon = started(dir.path(), settings, false, None);
     let rt = runtime();
     let connection = rt.block_on(connect(&daemon));
@@ -133,6 +136,66 @@ fn wrong_passwords_in_bulk_run_in_bounded_memory() {
         after < before + bound,
         "{after} KiB after, {before} KiB before"
     );
+    assert!(daemon.stop());
+}
+
+/// A Set of `bytes` spaces as a JSON value, `ports` replaced by it.
+fn huge_set(bytes: usize) -> gnmi_proto::gnmi::SetRequest {
+    use gnmi_proto::gnmi::{TypedValue, Update, typed_value};
+    gnmi_proto::gnmi::SetRequest {
+        update: vec![Update {
+            path: Some(efb_tests::gnmi_io::path(&[("ports", None)])),
+            val: Some(TypedValue {
+                value: Some(typed_value::Value::JsonIetfVal(vec![b' '; bytes])),
+            }),
+            ..Update::default()
+        }],
+        ..gnmi_proto::gnmi::SetRequest::default()
+    }
+}
+
+#[test]
+fn a_set_is_judged_before_its_body_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = started(dir.path(), "", false, None);
+    let rt = runtime();
+    let connection = rt.block_on(connect(&daemon));
+    rt.block_on(get(&connection, "viewer", "viewer")).unwrap();
+    let before = peak_resident_kib(daemon.pid());
+    let mut client = GNmiClient::new(connection).max_encoding_message_size(usize::MAX);
+    // Without credentials, and from a viewer: refused by the request's head alone.
+    let err = rt
+        .block_on(client.set(tonic::Request::new(huge_set(10 << 20))))
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    let err = rt
+        .block_on(client.set(with_password(huge_set(10 << 20), "viewer", "viewer")))
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    assert!(
+        err.message().contains("commit needs the admin role"),
+        "{err:?}"
+    );
+    // 200 MiB: refused as well (the client may see its stream reset while still sending).
+    let started = Instant::now();
+    let err = rt
+        .block_on(client.set(tonic::Request::new(huge_set(200 << 20))))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err.code(),
+            Code::Unauthenticated | Code::Unknown | Code::Unavailable
+        ),
+        "{err:?}"
+    );
+    let peak = peak_resident_kib(daemon.pid());
+    println!(
+        "efbd's peak memory before and after unauthenticated Sets of 10 and 200 MiB: {} / {} MiB ({} ms for the 200 MiB one)",
+        before / 1024,
+        peak / 1024,
+        started.elapsed().as_millis()
+    );
+    assert!(peak < before + 64 * 1024, "{before} KiB -> {peak} KiB");
     assert!(daemon.stop());
 }
 
@@ -176,9 +239,79 @@ fn failed_logins_are_limited_per_peer_and_logged() {
 }
 
 #[test]
+fn guesses_from_many_addresses_meet_the_budget_of_the_user_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = "[gnmi]\nlogin_failures = 10\nlogin_failures_per_user = 20\n\
+                    [gnmi.connections]\nfirst_request_timeout_s = 600\n";
+    let daemon = started(dir.path(), settings, false, None);
+    let gnmi = daemon.gnmi.clone().unwrap();
+    let rt = runtime();
+    // A client logged in before the guessing starts.
+    let admin = rt.block_on(connect(&daemon));
+    rt.block_on(get(&admin, "admin", "admin")).unwrap();
+    // 40 loopback addresses, 9 guesses each: under the limit of an address.
+    let (wrong, refused) = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for a in 0..40u8 {
+            let gnmi = gnmi.clone();
+            tasks.push(tokio::spawn(async move {
+                let channel = Channel::from_shared(format!("http://{gnmi}"))
+                    .unwrap()
+                    .local_address(Some(std::net::IpAddr::from([127, 0, 1, a + 2])))
+                    .connect()
+                    .await
+                    .unwrap();
+                let mut codes = Vec::new();
+                for g in 0..9 {
+                    let err = get(&channel, "admin", &format!("guess-{a}-{g}"))
+                        .await
+                        .unwrap_err();
+                    codes.push(err.code());
+                }
+                codes
+            }));
+        }
+        let (mut wrong, mut refused) = (0, 0);
+        for task in tasks {
+            for code in task.await.unwrap() {
+                match code {
+                    Code::Unauthenticated => wrong += 1,
+                    Code::ResourceExhausted => refused += 1,
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        (wrong, refused)
+    });
+    println!("360 guesses from 40 addresses: {wrong} checked, {refused} refused unchecked");
+    // Checks already under way when the budget ran out finish: a few more than 20.
+    assert!(wrong <= 20 + 4, "{wrong} guesses were checked");
+    assert_eq!(wrong + refused, 360);
+    // The user's own logins are refused for the window, but not the client already in.
+    let err = rt
+        .block_on(async { get(&connect_fresh(&gnmi), "admin", "admin").await })
+        .unwrap_err();
+    assert!(
+        err.message().contains("gnmi.login_failures_per_user"),
+        "{err:?}"
+    );
+    rt.block_on(get(&admin, "admin", "admin")).unwrap();
+    assert!(daemon.stop());
+}
+
+/// A new connection (a new client) to the gNMI address.
+fn connect_fresh(address: &str) -> Channel {
+    Channel::from_shared(format!("http://{address}"))
+        .unwrap()
+        .connect_lazy()
+}
+
+#[test]
 fn unknown_names_take_as_long_to_refuse_as_wrong_passwords() {
     let dir = tempfile::tempdir().unwrap();
-    let daemon = started(dir.path(), "[gnmi]\nlogin_failures = 0\n", false, None);
+    let settings = "[gnmi]\nlogin_failures = 0\nlogin_failures_per_user = 0\n\
+                    [gnmi.connections]\nfirst_request_timeout_s = 600\n";
+    let daemon = started(dir.path(), settings, false, None);
     let rt = runtime();
     let (known, unknown) = rt.block_on(async {
         let connection = connect(&daemon).await;
@@ -374,55 +507,49 @@ fn connections_that_never_handshake_are_closed() {
 }
 
 #[test]
-fn connections_past_the_cap_are_closed_at_once() {
+fn when_full_connections_that_made_no_request_make_room_and_the_rest_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let settings = "[gnmi.connections]\nmax = 3\nhandshake_timeout_s = 60\n\
                     [management.connections]\nmax = 2\nhandshake_timeout_s = 60\n";
     let daemon = started(dir.path(), settings, false, None);
     let gnmi = daemon.gnmi.clone().unwrap();
-    let mut held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(&gnmi).unwrap()).collect();
-    let held_mgmt: Vec<UnixStream> = (0..2)
-        .map(|_| UnixStream::connect(&daemon.address).unwrap())
-        .collect();
-    let mut extra = TcpStream::connect(&gnmi).unwrap();
-    let mut extra_mgmt = UnixStream::connect(&daemon.address).unwrap();
     let within = Duration::from_secs(5);
+    // Three gNMI connections that say nothing fill the places; a fourth pushes out the
+    // oldest of them, not itself.
+    let mut held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(&gnmi).unwrap()).collect();
+    let mut extra = TcpStream::connect(&gnmi).unwrap();
     assert!(
-        closed_within(&mut extra, within),
-        "a 4th gNMI connection was kept"
+        closed_within(&mut held[0], within),
+        "the oldest silent connection made room"
     );
+    assert!(
+        !closed_within(&mut extra, Duration::from_millis(200)),
+        "the newcomer stays"
+    );
+    // A real client gets in the same way and, once logged in, is never the one pushed out.
+    let rt = runtime();
+    let client = rt.block_on(connect(&daemon));
+    rt.block_on(get(&client, "viewer", "viewer")).unwrap();
+    let _more: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(&gnmi).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    rt.block_on(get(&client, "viewer", "viewer")).unwrap();
+
+    // The management API's two places taken by shells that made requests: a third
+    // connection is closed at once.
+    let shells: Vec<_> = (0..2)
+        .map(|_| {
+            let mut api = efb_tests::mgmt_io::connect(&rt, &daemon);
+            rt.block_on(api.hello(efb_mgmt_proto::v1::HelloRequest {}))
+                .unwrap();
+            api
+        })
+        .collect();
+    let mut extra_mgmt = UnixStream::connect(&daemon.address).unwrap();
     assert!(
         closed_within(&mut extra_mgmt, within),
-        "a 3rd management connection was kept"
+        "a third management connection was kept"
     );
-    assert!(
-        !closed_within(&mut held[0], Duration::from_millis(200)),
-        "the connections within the cap stay"
-    );
-    // A place given back is taken by the next client.
-    held.pop();
-    let rt = runtime();
-    rt.block_on(async {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let served = match Channel::from_shared(format!("http://{gnmi}"))
-                .unwrap()
-                .connect()
-                .await
-            {
-                Ok(connection) => get(&connection, "viewer", "viewer").await.is_ok(),
-                Err(_) => false,
-            };
-            if served {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no gNMI client served after a place came back"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    });
-    drop(held_mgmt);
+    drop(shells);
+    drop(held);
     assert!(daemon.stop());
 }

@@ -75,7 +75,8 @@ fn rollback_one_past_history_is_refused_and_the_candidate_kept() {
     // A candidate with changes keeps them when the rollback is refused.
     let rt = runtime();
     let mut client = mgmt(&rt, &daemon);
-    let session = open(&rt, &mut client, "tester");
+    let held = open(&rt, &mut client, "tester");
+    let session = held.id;
     rt.block_on(client.edit_lines(EditLinesRequest {
         session,
         lines: "set ports port p1 mtu 9000".into(),
@@ -189,7 +190,8 @@ fn enum_values_the_api_does_not_define_are_refused() {
     let daemon = Daemon::start(&dir.path().join("datastore"), &[]);
     let rt = runtime();
     let mut client = mgmt(&rt, &daemon);
-    let session = open(&rt, &mut client, "tester");
+    let held = open(&rt, &mut client, "tester");
+    let session = held.id;
     let load = LoadRequest {
         session,
         mode: 99,
@@ -244,8 +246,8 @@ fn sessions_past_the_cap_are_refused_naming_the_setting() {
     let rt = runtime();
     let mut client = mgmt(&rt, &daemon);
     let first = open(&rt, &mut client, "a");
-    open(&rt, &mut client, "b");
-    open(&rt, &mut client, "c");
+    let _b = open(&rt, &mut client, "b");
+    let _c = open(&rt, &mut client, "c");
     let err = rt
         .block_on(client.open_session(OpenSessionRequest { user: "d".into() }))
         .unwrap_err();
@@ -258,7 +260,7 @@ fn sessions_past_the_cap_are_refused_naming_the_setting() {
     let (code, _, err) = daemon.cli(&["-c", "show system status"], "");
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("management.max_sessions"), "{err}");
-    rt.block_on(client.close_session(efb_mgmt_proto::v1::SessionRef { session: first }))
+    rt.block_on(client.close_session(efb_mgmt_proto::v1::SessionRef { session: first.id }))
         .unwrap();
     let (code, out, err) = daemon.cli(&["-c", "show system status"], "");
     assert_eq!(code, 0, "{out}{err}");
@@ -322,7 +324,8 @@ fn commit_confirmed_is_bounded_to_65535_minutes_in_the_shell_the_api_and_gnmi() 
 
     let rt = runtime();
     let mut client = mgmt(&rt, &daemon);
-    let session = open(&rt, &mut client, "tester");
+    let held = open(&rt, &mut client, "tester");
+    let session = held.id;
     rt.block_on(client.edit_lines(EditLinesRequest {
         session,
         lines: "set ports port p1 number 1 speed 100g".into(),

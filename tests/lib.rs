@@ -1,6 +1,7 @@
 //! Helpers shared by the cross-crate tests: where the repository, the binaries and the real
 //! clients are, and a real efbd process to talk to.
 
+pub mod accounts;
 pub mod chip_io;
 pub mod figures;
 pub mod gnmi_io;

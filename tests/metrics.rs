@@ -155,7 +155,8 @@ fn percent_encoded(text: &str) -> String {
 fn commit_unconfirmed(daemon: &Daemon, lines: &str) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut client = mgmt_io::connect(&rt, daemon);
-    let session = mgmt_io::open(&rt, &mut client, "tester");
+    let held = mgmt_io::open(&rt, &mut client, "tester");
+    let session = held.id;
     rt.block_on(client.edit_lines(EditLinesRequest {
         session,
         lines: lines.into(),

@@ -1,7 +1,10 @@
 //! The management API from the tests, as programs (and the shell) use it.
 
 use efb_mgmt_proto::v1::management_client::ManagementClient;
-use efb_mgmt_proto::v1::{CommitReply, CommitRequest, EditLinesRequest, OpenSessionRequest};
+use efb_mgmt_proto::v1::{
+    CommitReply, CommitRequest, EditLinesRequest, OpenSessionRequest, SessionNotice,
+};
+use tonic::Streaming;
 use tonic::transport::Channel;
 
 use crate::Daemon;
@@ -16,16 +19,39 @@ pub fn connect(rt: &tokio::runtime::Runtime, daemon: &Daemon) -> ManagementClien
     ManagementClient::new(channel)
 }
 
-/// A new session of `user`.
+/// A session and the stream that holds it: efbd closes the session when this is dropped.
+pub struct Held {
+    pub id: u64,
+    pub notices: Streaming<SessionNotice>,
+}
+
+/// A new session of `user`, held until the returned value is dropped.
 pub fn open(
     rt: &tokio::runtime::Runtime,
     client: &mut ManagementClient<Channel>,
     user: &str,
-) -> u64 {
-    rt.block_on(client.open_session(OpenSessionRequest { user: user.into() }))
-        .expect("a session opens")
-        .into_inner()
-        .session
+) -> Held {
+    try_open(rt, client, user).expect("a session opens")
+}
+
+/// [`open`], or why efbd refused.
+pub fn try_open(
+    rt: &tokio::runtime::Runtime,
+    client: &mut ManagementClient<Channel>,
+    user: &str,
+) -> Result<Held, tonic::Status> {
+    rt.block_on(async {
+        let request = OpenSessionRequest { user: user.into() };
+        let mut notices = client.open_session(request).await?.into_inner();
+        let first = notices
+            .message()
+            .await?
+            .expect("efbd names the session first");
+        Ok(Held {
+            id: first.session,
+            notices,
+        })
+    })
 }
 
 /// `set` lines committed in a session of their own: the commit's reply, or its status.
@@ -34,7 +60,8 @@ pub fn commit_lines(
     client: &mut ManagementClient<Channel>,
     lines: &str,
 ) -> Result<CommitReply, tonic::Status> {
-    let session = open(rt, client, "tester");
+    let held = open(rt, client, "tester");
+    let session = held.id;
     rt.block_on(client.edit_lines(EditLinesRequest {
         session,
         lines: lines.into(),

@@ -14,105 +14,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use efb_tests::accounts::{Accounts, is_root, open_dir, prefix};
 use efb_tests::gnmi_io::{authed, connect, path};
 use efb_tests::{Daemon, binary, repo};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{CapabilityRequest, SetRequest, TypedValue, Update, typed_value};
 use tonic::Code;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
-
-/// Accounts and groups made for one test, removed when dropped (also when it fails).
-struct Accounts {
-    users: Vec<String>,
-    groups: Vec<String>,
-}
-
-impl Accounts {
-    fn none() -> Accounts {
-        Accounts {
-            users: Vec::new(),
-            groups: Vec::new(),
-        }
-    }
-
-    fn group(&mut self, name: &str) {
-        run("groupadd", &[name]);
-        self.groups.push(name.to_string());
-    }
-
-    /// A user without a home, in `groups` (the first one its primary group), or with a
-    /// group of its own when `groups` is empty.
-    fn user(&mut self, name: &str, groups: &[&str]) {
-        let mut args = vec!["-M", "-s", "/usr/sbin/nologin"];
-        match groups {
-            [] => args.push("-U"),
-            [primary, rest @ ..] => {
-                args.extend(["-g", primary]);
-                if !rest.is_empty() {
-                    args.push("-G");
-                    args.extend(rest);
-                }
-            }
-        }
-        args.push(name);
-        run("useradd", &args);
-        self.users.push(name.to_string());
-    }
-}
-
-impl Drop for Accounts {
-    fn drop(&mut self) {
-        for user in &self.users {
-            let _ = Command::new("userdel").arg(user).status();
-        }
-        for group in self.users.iter().chain(&self.groups) {
-            // A user's own group is gone with the user; the others go here.
-            let _ = Command::new("groupdel").arg(group).output();
-        }
-    }
-}
-
-/// Runs an account tool; again while another run (a parallel test) holds /etc/passwd's or
-/// /etc/group's lock.
-fn run(program: &str, args: &[&str]) {
-    for _ in 0..20 {
-        let out = Command::new(program).args(args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        if out.status.success() {
-            return;
-        }
-        assert!(err.contains("lock"), "{program} {args:?}: {err}");
-        std::thread::sleep(std::time::Duration::from_millis(250));
-    }
-    panic!("{program} {args:?}: /etc/passwd or /etc/group stayed locked");
-}
-
-fn is_root() -> bool {
-    let out = Command::new("id").arg("-u").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim() == "0"
-}
-
-/// A directory every account may traverse, holding a copy of efb-cli they may run (the
-/// build's directory may be closed to them).
-fn open_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
-
-/// Names unique to this test of this run (`tag`: one letter per test), also apart from
-/// accounts a killed run left behind: short enough for useradd (at most 32 characters).
-fn prefix(tag: char) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "efb{tag}{}x{}",
-        std::process::id() % 1_000_000,
-        nanos % 10_000
-    )
-}
 
 /// efbd with the one-filter site (loaded by root) and the groups of `groups` as the
 /// admin, operator and viewer groups; its log in `dir/efbd.log`.
@@ -337,14 +245,15 @@ fn unix_accounts_get_the_role_of_their_group_and_the_audit_shows_them() {
     );
     let call = line(&otto, "call set-bypass-ecofilter-unit");
     assert!(call.contains("accepted: done"), "{call}");
-    assert!(line(&otto, "edit: set ports port p1").contains("refused"));
+    // Refused by its head: what the lines said was never read.
+    assert!(line(&otto, "edit (refused before its body was read)").contains("refused"));
     assert!(line(&ada, "commit").contains("accepted: commit"));
-    let nobody = line(&nob, "hello");
+    let nobody = line(&nob, "connect a shell");
     assert!(
         nobody.contains("none") && nobody.contains("refused"),
         "{nobody}"
     );
-    let gnmi_refused = line("viewer", "Set: update /ports/port[name=p1]/description");
+    let gnmi_refused = line("viewer", "Set (refused before its body was read)");
     assert!(
         gnmi_refused.contains("gNMI 127.0.0.1:") && gnmi_refused.contains("refused"),
         "{gnmi_refused}"

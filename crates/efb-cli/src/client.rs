@@ -238,6 +238,35 @@ pub struct Client {
     /// The session was lost (expired, or efbd restarted) and a new one opened: what to
     /// tell the user, once, if the request that found out was not theirs (a Tab).
     notice: Option<String>,
+    /// Why an admin logged this client's session out, once efbd says so.
+    logout: tokio::sync::watch::Receiver<Option<String>>,
+    logout_sender: tokio::sync::watch::Sender<Option<String>>,
+}
+
+/// Opens a session held by a stream this process keeps: efbd closes the session as soon
+/// as the stream goes (this process ends, however it ends). A logout efbd announces on the
+/// stream is handed to `logout`.
+async fn open_held(
+    client: &mut Api,
+    user: &str,
+    logout: tokio::sync::watch::Sender<Option<String>>,
+) -> std::result::Result<u64, tonic::Status> {
+    let request = OpenSessionRequest {
+        user: user.to_string(),
+    };
+    let mut notices = client.open_session(request).await?.into_inner();
+    let first = notices.message().await?.ok_or_else(|| {
+        tonic::Status::unavailable("efbd ended the session's stream before naming the session")
+    })?;
+    let session = first.session;
+    tokio::spawn(async move {
+        while let Ok(Some(notice)) = notices.message().await {
+            if notice.logout && notice.session == session {
+                let _ = logout.send(Some(notice.closed));
+            }
+        }
+    });
+    Ok(session)
 }
 
 impl Client {
@@ -292,17 +321,17 @@ impl Client {
             .max_encoding_message_size(MAX_MESSAGE);
         let hello = runtime.block_on(inner.hello(HelloRequest {}))?.into_inner();
         let user = session_user;
-        let session = runtime
-            .block_on(inner.open_session(OpenSessionRequest { user: user.clone() }))?
-            .into_inner()
-            .session;
+        let (logout_sender, logout) = tokio::sync::watch::channel(None);
+        let session = runtime.block_on(open_held(&mut inner, &user, logout_sender.clone()))?;
         Ok(Client {
             runtime,
             inner,
             session,
             hello,
-            user: user.to_string(),
+            user,
             notice: None,
+            logout,
+            logout_sender,
         })
     }
 
@@ -311,6 +340,11 @@ impl Client {
         F: FnOnce(Api) -> Fut,
         Fut: std::future::Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
     {
+        if let Some(why) = self.logged_out() {
+            return Err(ClientError::Daemon(format!(
+                "efbd closed this shell's session: {why}"
+            )));
+        }
         let client = self.inner.clone();
         match self.runtime.block_on(f(client)) {
             Ok(response) => Ok(response.into_inner()),
@@ -332,13 +366,11 @@ impl Client {
                 lost.message()
             )
         };
-        let request = OpenSessionRequest {
-            user: self.user.clone(),
-        };
         let mut client = self.inner.clone();
-        let message = match self.runtime.block_on(client.open_session(request)) {
-            Ok(reply) => {
-                self.session = reply.into_inner().session;
+        let held = open_held(&mut client, &self.user, self.logout_sender.clone());
+        let message = match self.runtime.block_on(held) {
+            Ok(session) => {
+                self.session = session;
                 format!(
                     "{why}\na new session is open: the candidate is the running configuration; the command was not run"
                 )
@@ -349,15 +381,41 @@ impl Client {
         ClientError::Daemon(message)
     }
 
+    /// Why an admin logged this client's session out, if one did.
+    pub fn logged_out(&self) -> Option<String> {
+        self.logout.borrow().clone()
+    }
+
+    /// Calls `tell` once, in the background, when an admin logs this client's session out.
+    pub fn when_logged_out(&self, tell: impl FnOnce(String) + Send + 'static) {
+        let mut logout = self.logout.clone();
+        self.runtime.spawn(async move {
+            if let Ok(why) = logout.wait_for(Option::is_some).await
+                && let Some(why) = why.clone()
+            {
+                tell(why);
+            }
+        });
+    }
+
     /// What the user has not been told yet about a lost session.
     pub fn take_notice(&mut self) -> Option<String> {
         self.notice.take()
     }
 
     pub fn close(&mut self) {
+        if self.logged_out().is_some() {
+            return;
+        }
         let session = self.session;
         let _ =
             self.call(move |mut c| async move { c.close_session(SessionRef { session }).await });
+    }
+
+    /// Closes anyone's session (an admin's `request system logout session N`).
+    pub fn logout(&mut self, session: u64) -> Result<()> {
+        self.call(move |mut c| async move { c.logout(SessionRef { session }).await })
+            .map(|_| ())
     }
 
     pub fn edit_lines(&mut self, lines: &str) -> Result<EditReply> {

@@ -166,6 +166,9 @@ pub fn run(mut shell: Shell, grammar: Arc<Grammar>) -> anyhow::Result<()> {
     if let Ok(printer) = editor.create_external_printer() {
         tell_confirm_timeouts(&shell, printer);
     }
+    if let Ok(printer) = editor.create_external_printer() {
+        tell_logout(&shell, printer);
+    }
     let history = history_file();
     if let Some(path) = &history {
         let _ = editor.load_history(path);
@@ -209,8 +212,23 @@ fn execute_lines(shell: &mut Shell, text: &str) -> Flow {
             Ok(Flow::Continue) => {}
             Err(e) => println!("error: {e}"),
         }
+        if shell.logged_out().is_some() {
+            return Flow::Exit;
+        }
     }
     Flow::Continue
+}
+
+/// An admin's `request system logout` of this shell's session is said at once, above the
+/// prompt; the shell ends at the next line typed.
+fn tell_logout(shell: &Shell, printer: impl ExternalPrinter + Send + 'static) {
+    let client = shell.client.lock().unwrap_or_else(|p| p.into_inner());
+    let mut printer = printer;
+    client.when_logged_out(move |why| {
+        let _ = printer.print(format!(
+            "\nMessage from efbd: this shell's session was closed: {why}; press Enter to leave\n"
+        ));
+    });
 }
 
 /// A `commit confirmed` nobody confirmed is undone by efbd: every open shell is told at

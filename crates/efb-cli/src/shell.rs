@@ -145,6 +145,11 @@ impl Shell {
     /// and nothing was changed by a line in error. A session lost since the last command
     /// (found out by a Tab) is said first, and the line is not run.
     pub fn execute(&mut self, line: &str) -> Result<Flow> {
+        if let Some(why) = self.logged_out() {
+            return fail(format!(
+                "efbd closed this shell's session: {why}; the shell ends"
+            ));
+        }
         if let Some(notice) = self.client().take_notice() {
             return fail(notice);
         }
@@ -250,6 +255,8 @@ impl Shell {
                 "history" if rest.len() == 1 => return self.commit_changes(&rest[0]),
                 // `show log [KIND...]`: the words pick the kinds of events.
                 "log" => return self.show_log(typed, &rest),
+                // `request system logout session N`.
+                "logout" => return self.logout(&rest),
                 _ => nothing_after(typed, &rest)?,
             }
             return self.builtin(builtin, &rest);
@@ -859,7 +866,16 @@ impl Shell {
         self.client().close();
     }
 
+    /// Why an admin logged this shell's session out (`request system logout`), if one did:
+    /// the shell ends then.
+    pub fn logged_out(&self) -> Option<String> {
+        self.client().logged_out()
+    }
+
     pub fn has_uncommitted_changes(&mut self) -> bool {
+        if self.logged_out().is_some() {
+            return false;
+        }
         self.client()
             .compare(Format::Set, None)
             .is_ok_and(|c| !c.is_empty())

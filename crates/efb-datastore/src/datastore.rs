@@ -21,7 +21,7 @@ use tracing::{debug, info, info_span, warn};
 
 use crate::error::DatastoreError;
 use crate::limits::check_request;
-use crate::sessions::{Session, SessionId, SessionInfo, SessionLimits, Sessions};
+use crate::sessions::{Holder, Opener, Session, SessionId, SessionInfo, SessionLimits, Sessions};
 use crate::southbound::{NoChip, Southbound};
 use crate::store::{self, CommitKind, HistoryEntry, PendingConfirm, RecordChange, Store};
 use crate::types::{
@@ -223,31 +223,41 @@ impl Datastore {
         self.sessions.open(user, &self.running)
     }
 
-    /// A session for a client that keeps it across requests: its user name checked
-    /// ([`crate::check_user`]), idle sessions closed first, refused when
-    /// [`SessionLimits::max_sessions`] are open.
-    pub fn open_client_session(&mut self, user: &str) -> Result<SessionId, DatastoreError> {
-        self.sessions.open_client(user, &self.running)
+    /// A session for a client that keeps it across requests, held by `opener.holder`:
+    /// its user name checked ([`crate::check_user`]), idle sessions closed first, refused
+    /// beyond the [`SessionLimits`].
+    pub fn open_client_session(&mut self, opener: &Opener) -> Result<SessionId, DatastoreError> {
+        self.sessions.open_client(opener, &self.running)
     }
 
     pub fn set_session_limits(&mut self, limits: SessionLimits) {
         self.sessions.set_limits(limits);
     }
 
-    /// A request named `session`: it is not idle.
-    pub fn touch(&mut self, session: SessionId) {
+    /// A request of `holder` named `session`: refused as unknown unless `holder` holds it;
+    /// otherwise it is not idle any more.
+    pub fn enter_session(
+        &mut self,
+        session: SessionId,
+        holder: &Holder,
+    ) -> Result<(), DatastoreError> {
+        self.sessions.held_by(session, holder)?;
         self.sessions.touch(session);
+        Ok(())
     }
 
     /// Closes the sessions idle for longer than [`SessionLimits::idle_timeout`], dropping
-    /// their candidates; returns how many. Their clients are told so at their next request
+    /// their candidates; returns them. Their clients are told so at their next request
     /// ([`DatastoreError::SessionExpired`]).
-    pub fn expire_idle_sessions(&mut self) -> usize {
+    pub fn expire_idle_sessions(&mut self) -> Vec<SessionInfo> {
         self.sessions.expire_idle()
     }
 
-    pub fn close_session(&mut self, session: SessionId) {
-        self.sessions.close(session);
+    /// Closes a session, whoever holds it (efbd's own, a client gone, an admin's
+    /// logout); what it was, if it was open. Clients close theirs with
+    /// [`Datastore::enter_session`] first.
+    pub fn close_session(&mut self, session: SessionId) -> Option<SessionInfo> {
+        self.sessions.close(session)
     }
 
     fn session(&self, session: SessionId) -> Result<&Session, DatastoreError> {

@@ -32,10 +32,8 @@ pub enum DatastoreError {
         idle: std::time::Duration,
     },
     /// As many sessions are open as the limits allow.
-    #[error(
-        "too many sessions: {max} are open, the most allowed; close one (leave a shell) and try again"
-    )]
-    TooManySessions { max: usize },
+    #[error("too many sessions: {0}")]
+    TooManySessions(SessionLimit),
     /// Input beyond a limit (a user name, a comment, a commit confirmed wait): nothing
     /// changed; the message names the limit.
     #[error("{0}")]
@@ -87,10 +85,40 @@ impl DatastoreError {
             DatastoreError::UnknownSession(_)
             | DatastoreError::SessionExpired { .. }
             | DatastoreError::NotFound(_) => ErrorKind::NotFound,
-            DatastoreError::TooManySessions { .. } => ErrorKind::TooMany,
+            DatastoreError::TooManySessions(_) => ErrorKind::TooMany,
             DatastoreError::Locked { .. } => ErrorKind::Locked,
             DatastoreError::Storage(_) => ErrorKind::Storage,
             DatastoreError::Southbound(e) => e.kind(),
+        }
+    }
+}
+
+/// The session limit a new session would pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionLimit {
+    /// As many are open as allowed in all.
+    All { max: usize },
+    /// The rest are kept for admins.
+    KeptForAdmins { open: usize, kept: usize },
+    /// The account has as many open as one account may.
+    PerAccount { max: usize },
+}
+
+impl std::fmt::Display for SessionLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionLimit::All { max } => write!(
+                f,
+                "{max} are open, the most allowed; close one (leave a shell) and try again"
+            ),
+            SessionLimit::KeptForAdmins { open, kept } => write!(
+                f,
+                "{open} are open and the last {kept} are kept for admins; close one (leave a shell) and try again"
+            ),
+            SessionLimit::PerAccount { max } => write!(
+                f,
+                "this account has {max} open, the most one account may have; close one of yours (leave a shell) and try again"
+            ),
         }
     }
 }

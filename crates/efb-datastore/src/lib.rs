@@ -18,12 +18,12 @@ mod store;
 mod types;
 
 pub use datastore::{Datastore, HISTORY_LENGTH, ValidationObserver};
-pub use error::{ChipError, DatastoreError, ErrorKind, Refusal, Refusals};
+pub use error::{ChipError, DatastoreError, ErrorKind, Refusal, Refusals, SessionLimit};
 pub use limits::{
     DEFAULT_CONFIRM_TIMEOUT, MAX_COMMENT_CHARS, MAX_CONFIRM_TIMEOUT, MAX_USER_CHARS, check_comment,
     check_confirm_timeout, check_user,
 };
-pub use sessions::{SessionId, SessionInfo, SessionLimits};
+pub use sessions::{Holder, Opener, SessionId, SessionInfo, SessionLimits};
 pub use southbound::{NoChip, Southbound};
 pub use store::CommitKind;
 pub use types::{

@@ -1,5 +1,5 @@
 //! The sessions: each a private candidate on the running configuration it started from,
-//! opened within limits and closed when idle for too long.
+//! held by whoever opened it, opened within limits and closed when idle for too long.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -8,7 +8,7 @@ use efb_model::validation::Validated;
 use efb_yang::DataTree;
 use tracing::{info, warn};
 
-use crate::error::DatastoreError;
+use crate::error::{DatastoreError, SessionLimit};
 use crate::limits::check_user;
 use crate::types::Running;
 
@@ -18,11 +18,49 @@ const EXPIRED_REMEMBERED: usize = 1024;
 /// A client's handle on its candidate.
 pub type SessionId = u64;
 
+/// Who holds a session: only requests of the same holder reach it (a Unix account by its
+/// uid, a user of the users file by name; the daemon's own short sessions are held by
+/// [`Holder::daemon`]). Anyone else is told the session does not exist.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Holder(String);
+
+impl Holder {
+    pub fn new(key: impl Into<String>) -> Holder {
+        Holder(key.into())
+    }
+
+    /// efbd itself: a boot, a gNMI Set, a confirm timeout's rollback.
+    pub fn daemon() -> Holder {
+        Holder("efbd".into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Who opens a client session, and what the limits need to know of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opener {
+    /// The name its commits record ("ada", or "root as setup").
+    pub user: String,
+    pub holder: Holder,
+    /// Where it came from, as people read it ("unix socket, uid 1001, pid 4242").
+    pub from: String,
+    /// Admins may use the sessions kept for them.
+    pub admin: bool,
+}
+
 /// How many client sessions may be open, and how long one may stay idle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionLimits {
     /// Sessions [`crate::Datastore::open_client_session`] opens at most at one time.
     pub max_sessions: usize,
+    /// Of `max_sessions`, how many only admins may open: a flood of another role's
+    /// sessions leaves admins room to log in and clean up.
+    pub kept_for_admins: usize,
+    /// Sessions one holder may have open at one time.
+    pub max_per_holder: usize,
     /// A session without a request for longer is closed, its candidate dropped; `None`:
     /// never.
     pub idle_timeout: Option<Duration>,
@@ -33,6 +71,8 @@ impl Default for SessionLimits {
     fn default() -> SessionLimits {
         SessionLimits {
             max_sessions: usize::MAX,
+            kept_for_admins: 0,
+            max_per_holder: usize::MAX,
             idle_timeout: None,
         }
     }
@@ -43,6 +83,10 @@ impl Default for SessionLimits {
 pub struct SessionInfo {
     pub id: SessionId,
     pub user: String,
+    pub holder: Holder,
+    pub from: String,
+    /// Since it was opened.
+    pub age: Duration,
     /// Since its last request.
     pub idle: Duration,
     /// Its candidate differs from the running configuration it started from.
@@ -51,6 +95,8 @@ pub struct SessionInfo {
 
 pub(crate) struct Session {
     pub(crate) user: String,
+    holder: Holder,
+    from: String,
     /// Running when the candidate was started: the base its edits apply to.
     pub(crate) base: DataTree,
     pub(crate) base_id: u64,
@@ -58,19 +104,24 @@ pub(crate) struct Session {
     /// The candidate as a complete load validated it whole (libyang and the rules), kept
     /// so that a commit of it unchanged does not validate 100 000 flows again.
     pub(crate) loaded: Option<(DataTree, Validated)>,
+    opened: Instant,
     /// The last request that named it.
     last_used: Instant,
 }
 
 impl Session {
-    fn new(user: &str, running: &Running) -> Session {
+    fn new(user: &str, holder: Holder, from: &str, running: &Running) -> Session {
+        let now = Instant::now();
         Session {
             user: user.to_string(),
+            holder,
+            from: from.to_string(),
             base: running.tree.clone(),
             base_id: running.commit_id,
             candidate: running.tree.clone(),
             loaded: None,
-            last_used: Instant::now(),
+            opened: now,
+            last_used: now,
         }
     }
 
@@ -86,6 +137,18 @@ impl Session {
     pub(crate) fn has_changes(&self) -> bool {
         self.base != self.candidate
     }
+
+    fn info(&self, id: SessionId) -> SessionInfo {
+        SessionInfo {
+            id,
+            user: self.user.clone(),
+            holder: self.holder.clone(),
+            from: self.from.clone(),
+            age: self.opened.elapsed(),
+            idle: self.last_used.elapsed(),
+            uncommitted: self.has_changes(),
+        }
+    }
 }
 
 /// The open sessions, and the ones closed for being idle (so their clients learn why).
@@ -94,33 +157,63 @@ pub(crate) struct Sessions {
     open: BTreeMap<SessionId, Session>,
     next: SessionId,
     limits: SessionLimits,
-    /// Sessions closed for being idle, and how long they had been.
-    expired: BTreeMap<SessionId, Duration>,
+    /// Sessions closed for being idle: their holder, and how long they had been idle.
+    expired: BTreeMap<SessionId, (Holder, Duration)>,
 }
 
 impl Sessions {
-    /// A new session whose candidate is a copy of `running`.
+    /// A new session of efbd's own whose candidate is a copy of `running`.
     pub(crate) fn open(&mut self, user: &str, running: &Running) -> SessionId {
+        self.insert(Session::new(user, Holder::daemon(), "efbd", running))
+    }
+
+    fn insert(&mut self, session: Session) -> SessionId {
         self.next += 1;
-        self.open.insert(self.next, Session::new(user, running));
+        self.open.insert(self.next, session);
         self.next
     }
 
     /// A client's session: its user name checked, idle sessions closed first, refused
-    /// when [`SessionLimits::max_sessions`] are open.
+    /// beyond the [`SessionLimits`].
     pub(crate) fn open_client(
         &mut self,
-        user: &str,
+        opener: &Opener,
         running: &Running,
     ) -> Result<SessionId, DatastoreError> {
-        check_user(user).inspect_err(|e| warn!(%e, "session refused"))?;
+        check_user(&opener.user).inspect_err(|e| warn!(%e, "session refused"))?;
         self.expire_idle();
-        let max = self.limits.max_sessions;
-        if self.open.len() >= max {
-            warn!(open = self.open.len(), max, user = %user.escape_debug(), "session refused: too many sessions");
-            return Err(DatastoreError::TooManySessions { max });
+        if let Some(limit) = self.limit_reached(opener) {
+            warn!(open = self.open.len(), user = %opener.user.escape_debug(), from = %opener.from.escape_debug(), %limit, "session refused");
+            return Err(DatastoreError::TooManySessions(limit));
         }
-        Ok(self.open(user, running))
+        let session = Session::new(&opener.user, opener.holder.clone(), &opener.from, running);
+        Ok(self.insert(session))
+    }
+
+    /// The limit a new session of `opener` would pass, if any.
+    fn limit_reached(&self, opener: &Opener) -> Option<SessionLimit> {
+        let limits = &self.limits;
+        let open = self.open.len();
+        if open >= limits.max_sessions {
+            return Some(SessionLimit::All {
+                max: limits.max_sessions,
+            });
+        }
+        let for_others = limits.max_sessions.saturating_sub(limits.kept_for_admins);
+        if !opener.admin && open >= for_others {
+            return Some(SessionLimit::KeptForAdmins {
+                open,
+                kept: limits.kept_for_admins,
+            });
+        }
+        let held = self
+            .open
+            .values()
+            .filter(|s| s.holder == opener.holder)
+            .count();
+        (held >= limits.max_per_holder).then_some(SessionLimit::PerAccount {
+            max: limits.max_per_holder,
+        })
     }
 
     pub(crate) fn set_limits(&mut self, limits: SessionLimits) {
@@ -134,44 +227,40 @@ impl Sessions {
     }
 
     /// Closes the sessions idle for longer than [`SessionLimits::idle_timeout`]; returns
-    /// how many.
-    pub(crate) fn expire_idle(&mut self) -> usize {
+    /// them.
+    pub(crate) fn expire_idle(&mut self) -> Vec<SessionInfo> {
         let Some(timeout) = self.limits.idle_timeout else {
-            return 0;
+            return Vec::new();
         };
-        let idle: Vec<(SessionId, Duration)> = self
+        let idle: Vec<SessionId> = self
             .open
             .iter()
-            .map(|(id, s)| (*id, s.last_used.elapsed()))
-            .filter(|(_, idle)| *idle > timeout)
+            .filter(|(_, s)| s.last_used.elapsed() > timeout)
+            .map(|(id, _)| *id)
             .collect();
-        for (id, for_how_long) in &idle {
-            if let Some(s) = self.open.remove(id) {
-                info!(session = id, user = %s.user.escape_debug(), idle_s = for_how_long.as_secs(), uncommitted_changes = s.has_changes(), "idle session expired");
+        let mut closed = Vec::new();
+        for id in idle {
+            if let Some(s) = self.open.remove(&id) {
+                let info = s.info(id);
+                info!(session = id, user = %s.user.escape_debug(), idle_s = info.idle.as_secs(), uncommitted_changes = info.uncommitted, "idle session expired");
+                self.expired.insert(id, (s.holder, info.idle));
+                closed.push(info);
             }
-            self.expired.insert(*id, *for_how_long);
         }
         while self.expired.len() > EXPIRED_REMEMBERED {
             self.expired.pop_first();
         }
-        idle.len()
+        closed
     }
 
-    pub(crate) fn close(&mut self, session: SessionId) {
-        self.open.remove(&session);
+    /// Closes a session, whoever holds it; what it was, if it was open.
+    pub(crate) fn close(&mut self, session: SessionId) -> Option<SessionInfo> {
+        self.open.remove(&session).map(|s| s.info(session))
     }
 
-    /// Who has a session open, for `show system users`.
+    /// Who has a session open, for `show system sessions`.
     pub(crate) fn list(&self) -> Vec<SessionInfo> {
-        self.open
-            .iter()
-            .map(|(id, s)| SessionInfo {
-                id: *id,
-                user: s.user.clone(),
-                idle: s.last_used.elapsed(),
-                uncommitted: s.has_changes(),
-            })
-            .collect()
+        self.open.iter().map(|(id, s)| s.info(*id)).collect()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -179,12 +268,28 @@ impl Sessions {
     }
 
     pub(crate) fn get(&self, session: SessionId) -> Result<&Session, DatastoreError> {
-        self.open.get(&session).ok_or_else(|| self.gone(session))
+        self.open
+            .get(&session)
+            .ok_or_else(|| self.gone(session, None))
     }
 
     pub(crate) fn get_mut(&mut self, session: SessionId) -> Result<&mut Session, DatastoreError> {
-        let gone = self.gone(session);
+        let gone = self.gone(session, None);
         self.open.get_mut(&session).ok_or(gone)
+    }
+
+    /// Checks that `holder` holds `session`: a session held by someone else is, to them,
+    /// a session that does not exist (the same error, so ids cannot be probed).
+    pub(crate) fn held_by(
+        &self,
+        session: SessionId,
+        holder: &Holder,
+    ) -> Result<(), DatastoreError> {
+        match self.open.get(&session) {
+            Some(s) if &s.holder == holder => Ok(()),
+            Some(_) => Err(DatastoreError::UnknownSession(session)),
+            None => Err(self.gone(session, Some(holder))),
+        }
     }
 
     /// After a commit: the committer's candidate is the new running, and so is that of
@@ -198,14 +303,17 @@ impl Sessions {
         }
     }
 
-    /// Why a session is not there: expired, or never opened (or closed).
-    fn gone(&self, session: SessionId) -> DatastoreError {
+    /// Why a session is not there: expired (told only to its holder, when one is asked
+    /// for), or never opened (or closed).
+    fn gone(&self, session: SessionId, asking: Option<&Holder>) -> DatastoreError {
         match self.expired.get(&session) {
-            Some(idle) => DatastoreError::SessionExpired {
-                session,
-                idle: Duration::from_secs(idle.as_secs()),
-            },
-            None => DatastoreError::UnknownSession(session),
+            Some((holder, idle)) if asking.is_none_or(|a| a == holder) => {
+                DatastoreError::SessionExpired {
+                    session,
+                    idle: Duration::from_secs(idle.as_secs()),
+                }
+            }
+            _ => DatastoreError::UnknownSession(session),
         }
     }
 }

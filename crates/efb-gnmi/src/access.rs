@@ -11,6 +11,7 @@
 //! | edit a candidate (set, delete, load, rollback)             | admin    |
 //! | commit (and gNMI Set), confirm, save                       | admin    |
 //! | record another user name than one's own (`--user`)         | admin    |
+//! | close another's session (`request system logout`)          | admin    |
 
 use tonic::Status;
 
@@ -38,6 +39,8 @@ pub enum Operation {
     Save,
     /// Opening a session recorded under another name than the caller's own.
     ActAs,
+    /// Closing anyone's session (`request system logout session N`).
+    Logout,
 }
 
 impl Operation {
@@ -50,7 +53,8 @@ impl Operation {
             | Operation::Commit
             | Operation::Confirm
             | Operation::Save
-            | Operation::ActAs => Role::Admin,
+            | Operation::ActAs
+            | Operation::Logout => Role::Admin,
         }
     }
 
@@ -65,6 +69,7 @@ impl Operation {
             Operation::Confirm => "confirm",
             Operation::Save => "save",
             Operation::ActAs => "recording another user name",
+            Operation::Logout => "request system logout",
         }
     }
 
@@ -78,6 +83,7 @@ impl Operation {
                 | Operation::Commit
                 | Operation::Confirm
                 | Operation::Save
+                | Operation::Logout
         )
     }
 }
@@ -139,7 +145,7 @@ mod tests {
 
     use super::*;
 
-    const ALL: [Operation; 9] = [
+    const ALL: [Operation; 10] = [
         Operation::Show,
         Operation::Lookup,
         Operation::Call,
@@ -149,6 +155,7 @@ mod tests {
         Operation::Confirm,
         Operation::Save,
         Operation::ActAs,
+        Operation::Logout,
     ];
 
     fn allowed(role: Option<Role>) -> Vec<Operation> {

@@ -1,7 +1,8 @@
-//! Who did what: one record per accepted or refused change (and per refusal of anything),
-//! from the management API and from gNMI, written to the tracing log here and handed to
-//! the daemon's [`Sink`] (efbd keeps them in a bounded file that `show system audit`
-//! reads).
+//! Who did what: one record per accepted or refused change, and per access (a session
+//! opened or closed, a request refused for the caller's role), from the management API
+//! and from gNMI, written to the tracing log here and handed to the daemon's [`Sink`]
+//! (efbd keeps changes and accesses in files of their own, so that a flood of refusals
+//! never pushes a change out, and `show system audit` reads both).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -28,6 +29,21 @@ pub struct Record {
     pub accepted: bool,
     /// "commit 12, 3 changes", or the reason of the refusal.
     pub result: String,
+    #[serde(default)]
+    pub kind: Kind,
+}
+
+/// What a record is about.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A change (configuration, state, a session closed by an admin, a role), accepted or
+    /// refused for what it asked.
+    #[default]
+    Change,
+    /// A session opened or closed by its own client, or a request refused for the
+    /// caller's role: anyone can make many of these.
+    Access,
 }
 
 /// Where the records go besides the log.
@@ -62,10 +78,12 @@ impl Audit {
         record.what = bounded(&record.what);
         record.result = bounded(&record.result);
         let role = record.role.map_or("none", Role::as_str);
+        let user = record.user.escape_debug();
+        let from = record.from.escape_debug();
         if record.accepted {
-            info!(target: "audit", user = %record.user, role, from = %record.from, what = %record.what, result = %record.result, "accepted");
+            info!(target: "audit", %user, role, %from, what = %record.what, result = %record.result, "accepted");
         } else {
-            warn!(target: "audit", user = %record.user, role, from = %record.from, what = %record.what, result = %record.result, "refused");
+            warn!(target: "audit", %user, role, %from, what = %record.what, result = %record.result, "refused");
         }
         if let Some(sink) = &self.0 {
             sink.record(&record);
@@ -88,6 +106,10 @@ impl Audit {
             result: match result {
                 Ok(_) => "committed".to_string(),
                 Err(status) => refusal(status),
+            },
+            kind: match result {
+                Err(status) if status.code() == tonic::Code::PermissionDenied => Kind::Access,
+                _ => Kind::Change,
             },
         });
     }

@@ -36,6 +36,7 @@ use tonic::{Request, Status};
 use tracing::{debug, warn};
 
 use crate::argon::{Checked, Checker, Stored};
+use crate::listen::ConnHandle;
 use crate::login::{Failures, Peer};
 
 /// Password checks waiting for their turn at most; more are refused at once.
@@ -113,6 +114,11 @@ pub struct LoginLimits {
     /// Failed logins from one peer within `window` after which its logins are refused,
     /// without a check, for `window`; 0: no limit.
     pub failures: u32,
+    /// The same for logins as one user name, from anywhere.
+    pub failures_per_user: u32,
+    /// The same for all password logins together: the most guesses efbd takes in a
+    /// window, however many addresses they come from.
+    pub failures_total: u32,
     pub window: Duration,
 }
 
@@ -121,6 +127,8 @@ impl Default for LoginLimits {
         LoginLimits {
             checks: default_checks(),
             failures: 10,
+            failures_per_user: 20,
+            failures_total: 100,
             window: Duration::from_secs(60),
         }
     }
@@ -141,7 +149,10 @@ pub struct Users {
     /// Random per process: the digests are worthless outside it.
     key: [u8; 32],
     checker: Checker,
+    /// Failed logins per peer, per user name, and of everyone together.
     failures: Failures,
+    user_failures: Failures<String>,
+    all_failures: Failures<()>,
     limits: LoginLimits,
     /// Checks waiting for a turn.
     waiting: AtomicUsize,
@@ -216,6 +227,8 @@ impl Users {
             key: rand::random(),
             checker: Checker::new(1, 0),
             failures: Failures::new(0, Duration::ZERO),
+            user_failures: Failures::new(0, Duration::ZERO),
+            all_failures: Failures::new(0, Duration::ZERO),
             limits: limits.clone(),
             waiting: AtomicUsize::new(0),
         };
@@ -238,6 +251,8 @@ impl Users {
             .unwrap_or(0);
         self.checker = Checker::new(limits.checks, blocks);
         self.failures = Failures::new(limits.failures, limits.window);
+        self.user_failures = Failures::new(limits.failures_per_user, limits.window);
+        self.all_failures = Failures::new(limits.failures_total, limits.window);
         self.limits = limits;
     }
 
@@ -255,7 +270,10 @@ impl Users {
     pub async fn identify<T>(self: &Arc<Self>, request: &Request<T>) -> Result<Caller, Status> {
         let peer = crate::listen::remote_addr(request);
         let Some(cert) = crate::listen::client_certificate(request) else {
-            return self.authenticate(request.metadata(), peer).await;
+            let conn = crate::listen::conn_of(request.extensions());
+            return self
+                .authenticate(request.metadata(), peer, conn.as_ref())
+                .await;
         };
         let name = crate::tls::subject_cn(&cert).ok_or_else(|| {
             Status::unauthenticated("the client certificate has no subject common name (CN)")
@@ -283,13 +301,17 @@ impl Users {
         })
     }
 
-    /// Checks the `username` / `password` metadata of a call from `peer`. UNAUTHENTICATED
-    /// for missing or wrong credentials (one message for both, so names cannot be probed);
-    /// RESOURCE_EXHAUSTED for a peer with too many failures, or too many checks waiting.
+    /// Checks the `username` / `password` metadata of a call from `peer` on connection
+    /// `conn`. UNAUTHENTICATED for missing or wrong credentials (one message for both, so
+    /// names cannot be probed); RESOURCE_EXHAUSTED when failed logins from the peer, as the
+    /// user, or of everyone together passed their budget, or too many checks wait. A
+    /// connection that logged in keeps working with the same credentials whatever the
+    /// budgets say: others' failures do not cut off a client already in.
     pub async fn authenticate(
         self: &Arc<Self>,
         metadata: &MetadataMap,
         peer: Option<SocketAddr>,
+        conn: Option<&ConnHandle>,
     ) -> Result<Caller, Status> {
         if self.users.is_empty() {
             return Err(Status::unauthenticated(
@@ -297,32 +319,71 @@ impl Users {
             ));
         }
         let (user, password) = credentials(metadata)?;
-        let address = peer;
-        let peer = Peer::of(peer);
-        if let Some(left) = self.failures.blocked(peer) {
-            debug!(user = %shown(&user), %peer, "gNMI login refused: too many failures");
-            return Err(self.refused(peer, left));
-        }
         let digest = self.digest(&user, &password);
         let caller = |user, role| Caller {
             user,
             role,
-            peer: address,
+            peer,
             certificate: false,
         };
-        if let Some(role) = self.remembered(&user, &digest) {
+        let already_in = conn.is_some_and(|c| c.logged_in(&digest));
+        if already_in && let Some(role) = self.remembered(&user, &digest) {
             return Ok(caller(user, role));
         }
-        match self.check(&user, password, digest, peer).await? {
-            Some(role) => {
-                self.failures.succeeded(peer);
-                Ok(caller(user, role))
-            }
-            None => {
-                self.failed(&user, peer);
-                Err(Status::unauthenticated("wrong username or password"))
-            }
+        let from = Peer::of_addr(peer);
+        if let Some(refused) = self.over_budget(from, &user) {
+            debug!(user = %shown(&user), peer = %from, "gNMI login refused: too many failures");
+            return Err(refused);
         }
+        let role = match self.remembered(&user, &digest) {
+            Some(role) => role,
+            None => match self.check(&user, password, digest, from).await? {
+                Some(role) => {
+                    self.failures.succeeded(&from);
+                    self.user_failures.succeeded(&user);
+                    role
+                }
+                None => {
+                    self.failed(&user, from);
+                    return Err(Status::unauthenticated("wrong username or password"));
+                }
+            },
+        };
+        if let Some(conn) = conn {
+            conn.remember_login(digest);
+        }
+        Ok(caller(user, role))
+    }
+
+    /// The refusal of a login from `peer` as `user` when a failure budget is spent.
+    fn over_budget(&self, peer: Peer, user: &str) -> Option<Status> {
+        let limits = &self.limits;
+        let window = limits.window.as_secs();
+        let retry = |left: Duration| left.as_secs().max(1);
+        if let Some(left) = self.failures.blocked(&peer) {
+            return Some(Status::resource_exhausted(format!(
+                "too many failed logins from {peer} ({} within {window} s, gnmi.login_failures and gnmi.login_window_secs): \
+                 logins from there are refused; retry in {} s",
+                limits.failures,
+                retry(left)
+            )));
+        }
+        if let Some(left) = self.user_failures.blocked(&user.to_string()) {
+            return Some(Status::resource_exhausted(format!(
+                "too many failed logins as {} ({} within {window} s, gnmi.login_failures_per_user): \
+                 logins as this user are refused; retry in {} s (connections already logged in keep working)",
+                shown(user),
+                limits.failures_per_user,
+                retry(left)
+            )));
+        }
+        let left = self.all_failures.blocked(&())?;
+        Some(Status::resource_exhausted(format!(
+            "too many failed logins on this efbd ({} within {window} s, gnmi.login_failures_total): \
+             password logins are refused; retry in {} s (client certificates and connections already logged in keep working)",
+            limits.failures_total,
+            retry(left)
+        )))
     }
 
     /// The Argon2 check, in turn: the user's role if the password is theirs. Unknown
@@ -347,8 +408,8 @@ impl Users {
         let users = self.clone();
         let name = user.to_string();
         // Calls that waited for their turn may no longer need the check.
-        let still_wanted = move || match users.failures.blocked(peer) {
-            Some(left) => Some(Err(users.refused(peer, left))),
+        let still_wanted = move || match users.over_budget(peer, &name) {
+            Some(refused) => Some(Err(refused)),
             None => users.remembered(&name, &digest).map(Ok),
         };
         match self
@@ -387,25 +448,23 @@ impl Users {
     /// Logs and counts a failed login.
     fn failed(&self, user: &str, peer: Peer) {
         let failure = self.failures.failed(peer);
+        let as_user = self.user_failures.failed(user.to_string());
+        let all = self.all_failures.failed(());
         warn!(user = %shown(user), %peer, failures = failure.count, "gNMI login failed: wrong username or password");
-        if let Some(window) = failure.blocks_for {
+        let window = self.limits.window.as_secs();
+        if failure.blocks_for.is_some() {
+            warn!(%peer, failures = failure.count, refused_for_secs = window, "gNMI logins from this peer refused for a while: too many failures (gnmi.login_failures)");
+        }
+        if as_user.blocks_for.is_some() {
+            warn!(user = %shown(user), failures = as_user.count, refused_for_secs = window, "gNMI logins as this user refused for a while: too many failures (gnmi.login_failures_per_user)");
+        }
+        if all.blocks_for.is_some() {
             warn!(
-                %peer,
-                failures = failure.count,
-                refused_for_secs = window.as_secs(),
-                "gNMI logins from this peer refused for a while: too many failures (gnmi.login_failures)"
+                failures = all.count,
+                refused_for_secs = window,
+                "gNMI password logins refused for a while: too many failures in all (gnmi.login_failures_total)"
             );
         }
-    }
-
-    fn refused(&self, peer: Peer, left: Duration) -> Status {
-        Status::resource_exhausted(format!(
-            "too many failed logins from {peer} ({} within {} s, gnmi.login_failures and gnmi.login_window_secs): \
-             logins from there are refused; retry in {} s",
-            self.limits.failures,
-            self.limits.window.as_secs(),
-            left.as_secs().max(1)
-        ))
     }
 
     fn digest(&self, user: &str, password: &str) -> [u8; 32] {
@@ -519,6 +578,8 @@ mod tests {
         Arc::new(users.with_limits(LoginLimits {
             checks: 2,
             failures: 3,
+            failures_per_user: 5,
+            failures_total: 8,
             window: Duration::from_secs(60),
         }))
     }
@@ -538,7 +599,7 @@ mod tests {
     ) -> Result<Role, Status> {
         let peer = Some(SocketAddr::new(from.parse().unwrap(), 5000));
         users
-            .authenticate(&credentials(user, password), peer)
+            .authenticate(&credentials(user, password), peer, None)
             .await
             .map(|c| c.role)
     }
@@ -583,6 +644,43 @@ mod tests {
         assert_eq!(
             login(&users, "ada", "secret", "10.0.0.3").await.unwrap(),
             Role::Admin
+        );
+    }
+
+    #[tokio::test]
+    async fn a_user_name_and_everyone_together_have_budgets_too() {
+        let users = users();
+        // One guess from each of five addresses: no address reaches its limit of 3.
+        for i in 0..5 {
+            let err = login(&users, "ada", "guess", &format!("10.0.1.{i}"))
+                .await
+                .unwrap_err();
+            assert_eq!(err.code(), tonic::Code::Unauthenticated);
+        }
+        let err = login(&users, "ada", "secret", "10.0.1.9")
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::ResourceExhausted);
+        assert!(
+            err.message().contains("too many failed logins as \"ada\"")
+                && err.message().contains("gnmi.login_failures_per_user"),
+            "{}",
+            err.message()
+        );
+        assert_eq!(
+            login(&users, "vic", "look", "10.0.1.9").await.unwrap(),
+            Role::Viewer,
+            "other users are not held up"
+        );
+        // Three more wrong guesses in all reach the total of 8.
+        for i in 0..3 {
+            let _ = login(&users, &format!("x{i}"), "guess", &format!("10.0.2.{i}")).await;
+        }
+        let err = login(&users, "vic", "look", "10.0.3.1").await.unwrap_err();
+        assert!(
+            err.message().contains("gnmi.login_failures_total"),
+            "{}",
+            err.message()
         );
     }
 
@@ -656,21 +754,25 @@ mod tests {
     async fn metadata_checks() {
         let users = users();
         let mut md = MetadataMap::new();
-        let err = users.authenticate(&md, None).await.unwrap_err();
+        let err = users.authenticate(&md, None, None).await.unwrap_err();
         assert_eq!(err.code(), tonic::Code::Unauthenticated);
         md.insert("username", "ada".parse().unwrap());
         md.insert("password", "wrong".parse().unwrap());
         assert_eq!(
-            users.authenticate(&md, None).await.unwrap_err().code(),
+            users
+                .authenticate(&md, None, None)
+                .await
+                .unwrap_err()
+                .code(),
             tonic::Code::Unauthenticated
         );
         md.insert("password", "secret".parse().unwrap());
         assert_eq!(
-            users.authenticate(&md, None).await.unwrap().role,
+            users.authenticate(&md, None, None).await.unwrap().role,
             Role::Admin
         );
         let nobody = Arc::new(Users::none());
-        let err = nobody.authenticate(&md, None).await.unwrap_err();
+        let err = nobody.authenticate(&md, None, None).await.unwrap_err();
         assert!(err.message().contains("no gNMI users"), "{}", err.message());
     }
 }

@@ -11,8 +11,9 @@
 //!   and the client CA.
 //! - [`access`]: who may do what, the one decision for gNMI and the management API;
 //!   [`audit`]: who did what.
-//! - [`listen`]: bounded connections (a limit, handshake deadlines, keepalive), also for
-//!   efbd's management API.
+//! - [`listen`]: bounded connections (limits in all and per peer, deadlines for the
+//!   handshake and the first request, keepalive), also for efbd's management API;
+//!   [`guard`]: callers judged from a request's head, before its body is read.
 //!
 //! efbd binds the listener (so it can print the address) and calls [`serve`].
 
@@ -26,6 +27,7 @@ pub mod defaults;
 pub mod encode;
 pub mod errors;
 mod gate;
+pub mod guard;
 pub mod listen;
 mod login;
 mod message;
@@ -69,7 +71,7 @@ use tonic::codec::CompressionEncoding;
 
 pub use auth::{Caller, Role, Users};
 pub use backend::Backend;
-pub use service::GnmiService;
+pub use service::{GnmiJudge, GnmiService};
 pub use tls::TlsIdentity;
 
 /// How the server runs.
@@ -123,7 +125,10 @@ impl Default for ServerConfig {
             max_subscriptions_per_user: 64,
             connections: listen::Limits {
                 max: 256,
+                per_peer: 64,
+                kept_for_admins: 16,
                 handshake_timeout: Duration::from_secs(5),
+                first_request_timeout: Duration::from_secs(10),
                 keepalive: Some(Duration::from_secs(30)),
                 name: "gNMI",
                 settings: "gnmi.connections",
@@ -144,18 +149,20 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
-/// The gNMI service as a tonic server (message limits, gzip both ways), for [`serve`] and
-/// for tests that serve it themselves. Subscriptions end when `stop` turns true.
+/// The gNMI service as a tonic server (message limits, gzip both ways) behind its guard
+/// (callers judged before a request's body is read), for [`serve`] and for tests that serve
+/// it themselves. Subscriptions end when `stop` turns true.
 pub fn service(
     backend: Arc<dyn Backend>,
     config: &ServerConfig,
     stop: watch::Receiver<bool>,
-) -> GNmiServer<GnmiService> {
-    GNmiServer::new(GnmiService::new(backend, config.clone(), stop))
+) -> guard::Guard<GNmiServer<GnmiService>, GnmiJudge> {
+    let server = GNmiServer::new(GnmiService::new(backend, config.clone(), stop))
         .max_decoding_message_size(config.max_message_bytes)
         .max_encoding_message_size(config.max_message_bytes)
         .accept_compressed(CompressionEncoding::Gzip)
-        .send_compressed(CompressionEncoding::Gzip)
+        .send_compressed(CompressionEncoding::Gzip);
+    guard::Guard::new(server, Arc::new(GnmiJudge::new(config.clone())))
 }
 
 /// Serves gNMI on `listener` until `shutdown` completes; streaming subscriptions are

@@ -1,37 +1,53 @@
 //! Accepted connections, bounded, for any gRPC listener (gNMI, the management API; TCP or
-//! Unix sockets): at most `max` open at a time, more are closed as soon as accepted (and
-//! logged); each has `handshake_timeout` from its accept to finish its handshake, TLS when
-//! there is one and then HTTP/2's client preface, or it is closed; after that, HTTP/2
-//! keepalive pings find peers that stopped answering. Without this, a client that opens
-//! connections and sends nothing holds them for ever, one file descriptor each.
+//! Unix sockets). Without bounds, a client that opens connections and sends nothing holds
+//! them for ever, one file descriptor each, and locks everyone else out.
+//!
+//! - At most `max` open at a time, and `per_peer` from one peer: a Unix account (the
+//!   kernel says which), an address, or an IPv6 /64.
+//! - Each has `handshake_timeout` from its accept to finish its handshake (TLS when there
+//!   is one, then HTTP/2's client preface) and `first_request_timeout` to make a first
+//!   request its server admits (a caller identified, with a role that may make it: see
+//!   [`crate::guard`], which calls [`ConnHandle::prove`]). Until then the connection is
+//!   *unproven*; when all `max` places are taken, the oldest unproven connection is closed
+//!   to make room, so connections that never logged in cannot keep out the ones that do.
+//! - Of the proven connections, the last `kept_for_admins` places are for admins.
+//! - After that, HTTP/2 keepalive pings find peers that stopped answering.
 //!
 //! [`incoming`] wraps a stream of accepted connections into one to give tonic's
 //! `serve_with_incoming`; [`server`] is a tonic server with the keepalive set. A request
 //! served on them carries [`ConnInfo`]: the transport's own (peer address, or the Unix
-//! peer's credentials) and the client certificate of a TLS connection that sent one.
+//! peer's credentials), the client certificate of a TLS connection that sent one, and the
+//! connection's [`ConnHandle`].
 
+use std::collections::{BTreeMap, HashMap};
 use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::task::AtomicWaker;
 use futures::{Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 pub use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::pki_types::CertificateDer;
 use tokio_rustls::server::TlsStream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Request;
-use tonic::transport::server::{Connected, TcpConnectInfo};
+use tonic::transport::server::{Connected, TcpConnectInfo, UdsConnectInfo};
 use tracing::{debug, warn};
 
 /// What an HTTP/2 client sends first ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"): the handshake
 /// is done when that much has arrived.
 const PREFACE_BYTES: usize = 24;
+
+/// How long a connection past its first-request deadline stays after a verdict, so that
+/// the refusal reaches the client before the connection closes.
+const VERDICT_GRACE: Duration = Duration::from_millis(500);
 
 /// How often refusals and accept errors are logged at most (they come in floods).
 const LOG_EVERY: Duration = Duration::from_secs(10);
@@ -41,8 +57,14 @@ const LOG_EVERY: Duration = Duration::from_secs(10);
 pub struct Limits {
     /// Connections open at once.
     pub max: usize,
+    /// Connections one peer (a Unix account, an address, an IPv6 /64) may have open.
+    pub per_peer: usize,
+    /// Of `max`, the places only admins' connections may take once proven.
+    pub kept_for_admins: usize,
     /// From accept to the end of the handshake (TLS, then the HTTP/2 preface).
     pub handshake_timeout: Duration,
+    /// From accept to the first request the server admits.
+    pub first_request_timeout: Duration,
     /// A connection silent this long is pinged; one that does not answer within the
     /// same time is closed. `None`: no pings, for clients that answer them only while
     /// they run a call (efb-cli waiting at its prompt).
@@ -70,6 +92,7 @@ pub fn incoming<S, IO>(
 where
     S: Stream<Item = io::Result<IO>> + Send + Unpin + 'static,
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IO::ConnectInfo: PeerOf,
 {
     incoming_counted(accepted, limits, tls, &Open::default())
 }
@@ -84,9 +107,15 @@ pub fn incoming_counted<S, IO>(
 where
     S: Stream<Item = io::Result<IO>> + Send + Unpin + 'static,
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IO::ConnectInfo: PeerOf,
 {
     let (ready, out) = mpsc::channel(16);
-    tokio::spawn(accept_loop(accepted, limits, tls, ready, open.clone()));
+    let pool = Arc::new(Pool {
+        limits,
+        state: Mutex::default(),
+        open: open.clone(),
+    });
+    tokio::spawn(accept_loop(accepted, pool, tls, ready));
     ReceiverStream::new(out)
 }
 
@@ -117,23 +146,314 @@ impl Drop for OpenGuard {
     }
 }
 
-/// A connection's place among the `max`, and in the count of open ones.
+/// Who a connection comes from, for the per-peer limit: a Unix account, or an address
+/// (IPv6 by /64: one host usually has the whole prefix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Peer {
+    Account(u32),
+    Address(IpAddr),
+    Unknown,
+}
+
+impl Peer {
+    pub fn of_addr(addr: Option<SocketAddr>) -> Peer {
+        match addr.map(|a| a.ip().to_canonical()) {
+            Some(IpAddr::V6(v6)) => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                Peer::Address(IpAddr::V6(Ipv6Addr::from(prefix)))
+            }
+            Some(ip) => Peer::Address(ip),
+            None => Peer::Unknown,
+        }
+    }
+}
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Peer::Account(uid) => write!(f, "uid {uid}"),
+            Peer::Address(IpAddr::V6(prefix)) => write!(f, "{prefix}/64"),
+            Peer::Address(ip) => write!(f, "{ip}"),
+            Peer::Unknown => f.write_str("an unknown peer"),
+        }
+    }
+}
+
+/// The peer of a transport's connection.
+pub trait PeerOf {
+    fn peer(&self) -> Peer;
+}
+
+impl PeerOf for TcpConnectInfo {
+    fn peer(&self) -> Peer {
+        Peer::of_addr(self.remote_addr())
+    }
+}
+
+impl PeerOf for UdsConnectInfo {
+    fn peer(&self) -> Peer {
+        self.peer_cred
+            .map_or(Peer::Unknown, |cred| Peer::Account(cred.uid()))
+    }
+}
+
+/// The connections of one listener, counted.
+struct Pool {
+    limits: Limits,
+    state: Mutex<PoolState>,
+    /// Open now, for metrics.
+    open: Open,
+}
+
+#[derive(Default)]
+struct PoolState {
+    open: usize,
+    by_peer: HashMap<Peer, usize>,
+    /// Unproven connections, oldest first (by accept number).
+    unproven: BTreeMap<u64, Weak<ConnState>>,
+    /// Proven connections of callers who are not admins.
+    proven_others: usize,
+    accepted: u64,
+}
+
+/// Why a connection was not taken.
+enum Refused {
+    Full,
+    PeerFull(Peer),
+}
+
+impl Pool {
+    /// A place for a new connection of `peer`: refused past the peer's limit; past `max`,
+    /// the oldest unproven connection is closed to make room (refused if there is none).
+    fn admit(self: &Arc<Self>, peer: Peer) -> Result<Place, Refused> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let of_peer = state.by_peer.get(&peer).copied().unwrap_or(0);
+        if of_peer >= self.limits.per_peer {
+            return Err(Refused::PeerFull(peer));
+        }
+        if state.open >= self.limits.max && !evict_oldest_unproven(&mut state) {
+            return Err(Refused::Full);
+        }
+        state.open += 1;
+        state.accepted += 1;
+        *state.by_peer.entry(peer).or_default() += 1;
+        let conn = Arc::new(ConnState {
+            number: state.accepted,
+            peer,
+            proven: AtomicU8::new(UNPROVEN),
+            closed: AtomicBool::new(false),
+            waker: AtomicWaker::new(),
+            pool: Arc::downgrade(self),
+            login: Mutex::new(None),
+            judging: AtomicUsize::new(0),
+            verdict: Mutex::new(None),
+        });
+        state.unproven.insert(conn.number, Arc::downgrade(&conn));
+        Ok(Place {
+            conn,
+            _open: self.open.enter(),
+        })
+    }
+
+    fn release(&self, conn: &ConnState) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.open = state.open.saturating_sub(1);
+        if let Some(count) = state.by_peer.get_mut(&conn.peer) {
+            *count -= 1;
+            if *count == 0 {
+                state.by_peer.remove(&conn.peer);
+            }
+        }
+        state.unproven.remove(&conn.number);
+        if conn.proven.load(Ordering::SeqCst) == PROVEN_OTHER {
+            state.proven_others = state.proven_others.saturating_sub(1);
+        }
+    }
+}
+
+/// Closes the oldest unproven connection still open; false when there is none.
+fn evict_oldest_unproven(state: &mut PoolState) -> bool {
+    while let Some((_, weak)) = state.unproven.pop_first() {
+        if let Some(conn) = weak.upgrade() {
+            conn.close();
+            // Its place is given back when it closes, in a moment; this one takes it now.
+            state.open = state.open.saturating_sub(1);
+            if let Some(count) = state.by_peer.get_mut(&conn.peer) {
+                *count = count.saturating_sub(1);
+            }
+            conn.proven.store(EVICTED, Ordering::SeqCst);
+            return true;
+        }
+    }
+    false
+}
+
+const UNPROVEN: u8 = 0;
+const PROVEN_ADMIN: u8 = 1;
+const PROVEN_OTHER: u8 = 2;
+/// Closed to make room: its counts were given back already.
+const EVICTED: u8 = 3;
+
+/// One connection as the pool and the requests served on it see it.
+#[derive(Debug)]
+pub struct ConnState {
+    number: u64,
+    peer: Peer,
+    proven: AtomicU8,
+    closed: AtomicBool,
+    waker: AtomicWaker,
+    pool: Weak<Pool>,
+    /// The digest of the credentials a password login made on this connection.
+    login: Mutex<Option<[u8; 32]>>,
+    /// Requests being judged now: a connection is not closed for its first-request
+    /// deadline while its request waits for a password check.
+    judging: AtomicUsize,
+    /// When the last verdict was given: a connection past its deadline stays a moment
+    /// more, for a refusal to reach its client.
+    verdict: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.limits.name)
+    }
+}
+
+/// A request's handle on its connection.
+pub type ConnHandle = Arc<ConnState>;
+
+/// Why a proven connection has no place.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{open} connections of other roles are open and the last {kept} places are kept for admins ({settings}.kept_for_admins); close one and try again"
+)]
+pub struct KeptForAdmins {
+    open: usize,
+    kept: usize,
+    settings: &'static str,
+}
+
+impl ConnState {
+    /// The server admitted a request on this connection from a caller who is an admin or
+    /// not: the connection is proven (no longer closed for its first-request deadline, nor
+    /// to make room). Refused for a non-admin when the places left are kept for admins.
+    pub fn prove(&self, admin: bool) -> Result<(), KeptForAdmins> {
+        if self.proven.load(Ordering::SeqCst) != UNPROVEN {
+            return Ok(());
+        }
+        let Some(pool) = self.pool.upgrade() else {
+            return Ok(());
+        };
+        let limits = &pool.limits;
+        let mut state = pool.state.lock().unwrap_or_else(|p| p.into_inner());
+        let for_others = limits.max.saturating_sub(limits.kept_for_admins);
+        if !admin && state.proven_others >= for_others {
+            return Err(KeptForAdmins {
+                open: state.proven_others,
+                kept: limits.kept_for_admins,
+                settings: limits.settings,
+            });
+        }
+        if self
+            .proven
+            .compare_exchange(
+                UNPROVEN,
+                if admin { PROVEN_ADMIN } else { PROVEN_OTHER },
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+        {
+            state.unproven.remove(&self.number);
+            if !admin {
+                state.proven_others += 1;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_proven(&self) -> bool {
+        matches!(
+            self.proven.load(Ordering::SeqCst),
+            PROVEN_ADMIN | PROVEN_OTHER
+        )
+    }
+
+    pub fn peer(&self) -> Peer {
+        self.peer
+    }
+
+    /// A request of this connection is being judged until the returned guard is dropped.
+    pub fn judging(self: &Arc<Self>) -> Judging {
+        self.judging.fetch_add(1, Ordering::SeqCst);
+        Judging(self.clone())
+    }
+
+    /// A password login with credentials of this digest succeeded on this connection.
+    pub fn remember_login(&self, digest: [u8; 32]) {
+        if let Ok(mut login) = self.login.lock() {
+            *login = Some(digest);
+        }
+    }
+
+    /// This connection logged in with credentials of this digest before.
+    pub fn logged_in(&self, digest: &[u8; 32]) -> bool {
+        self.login
+            .lock()
+            .ok()
+            .and_then(|login| *login)
+            .is_some_and(|known| crate::argon::same(&known, digest))
+    }
+
+    /// Closes the connection: its next read fails.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.waker.wake();
+    }
+}
+
+/// A request being judged (see [`ConnState::judging`]).
+pub struct Judging(Arc<ConnState>);
+
+impl Drop for Judging {
+    fn drop(&mut self) {
+        if let Ok(mut verdict) = self.0.verdict.lock() {
+            *verdict = Some(Instant::now());
+        }
+        self.0.judging.fetch_sub(1, Ordering::SeqCst);
+        // Its deadline may have passed meanwhile: the connection looks again.
+        self.0.waker.wake();
+    }
+}
+
+/// A connection's place in its pool, given back when it closes.
 struct Place {
-    _permit: OwnedSemaphorePermit,
+    conn: Arc<ConnState>,
     _open: OpenGuard,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if self.conn.proven.load(Ordering::SeqCst) == EVICTED {
+            return;
+        }
+        if let Some(pool) = self.conn.pool.upgrade() {
+            pool.release(&self.conn);
+        }
+    }
 }
 
 async fn accept_loop<S, IO>(
     mut accepted: S,
-    limits: Limits,
+    pool: Arc<Pool>,
     tls: Option<TlsAcceptor>,
     ready: mpsc::Sender<io::Result<Conn<IO>>>,
-    open: Open,
 ) where
     S: Stream<Item = io::Result<IO>> + Send + Unpin + 'static,
     IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IO::ConnectInfo: PeerOf,
 {
-    let permits = Arc::new(Semaphore::new(limits.max));
+    let limits = pool.limits.clone();
     let mut refused = Flood::default();
     let mut failed = Flood::default();
     loop {
@@ -153,32 +473,57 @@ async fn accept_loop<S, IO>(
                 continue;
             }
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            drop(io);
-            if let Some(count) = refused.note() {
-                warn!(
-                    listener = limits.name,
-                    max = limits.max,
-                    refused = count,
-                    "connections refused: as many are open as {}.max allows",
-                    limits.settings
-                );
+        let peer = io.connect_info().peer();
+        let place = match pool.admit(peer) {
+            Ok(place) => place,
+            Err(why) => {
+                drop(io);
+                if let Some(count) = refused.note() {
+                    log_refusal(&limits, &why, count);
+                }
+                continue;
             }
-            continue;
         };
-        let place = Place {
-            _permit: permit,
-            _open: open.enter(),
+        let now = Instant::now();
+        let deadlines = Deadlines {
+            handshake: now + limits.handshake_timeout,
+            first_request: now + limits.first_request_timeout,
         };
-        let deadline = Instant::now() + limits.handshake_timeout;
-        tokio::spawn(handshake(io, place, deadline, tls.clone(), ready.clone()));
+        tokio::spawn(handshake(io, place, deadlines, tls.clone(), ready.clone()));
     }
+}
+
+fn log_refusal(limits: &Limits, why: &Refused, count: u64) {
+    match why {
+        Refused::Full => warn!(
+            listener = limits.name,
+            max = limits.max,
+            refused = count,
+            "connections refused: as many are open as {}.max allows, all of them in use",
+            limits.settings
+        ),
+        Refused::PeerFull(peer) => warn!(
+            listener = limits.name,
+            %peer,
+            per_peer = limits.per_peer,
+            refused = count,
+            "connections refused: the peer has as many open as {}.per_peer allows",
+            limits.settings
+        ),
+    }
+}
+
+/// When a connection must have done what.
+#[derive(Clone, Copy)]
+struct Deadlines {
+    handshake: Instant,
+    first_request: Instant,
 }
 
 async fn handshake<IO>(
     io: IO,
     place: Place,
-    deadline: Instant,
+    deadlines: Deadlines,
     tls: Option<TlsAcceptor>,
     ready: mpsc::Sender<io::Result<Conn<IO>>>,
 ) where
@@ -186,7 +531,7 @@ async fn handshake<IO>(
 {
     let io = match tls {
         None => Io::Plain(io),
-        Some(tls) => match tokio::time::timeout_at(deadline, tls.accept(io)).await {
+        Some(tls) => match tokio::time::timeout_at(deadlines.handshake, tls.accept(io)).await {
             Ok(Ok(stream)) => Io::Tls(Box::new(stream)),
             Ok(Err(e)) => {
                 debug!(error = %e, "TLS handshake failed");
@@ -200,8 +545,12 @@ async fn handshake<IO>(
     };
     let conn = Conn {
         io,
-        _place: place,
-        preface: Some((PREFACE_BYTES, Box::pin(tokio::time::sleep_until(deadline)))),
+        preface: Some((
+            PREFACE_BYTES,
+            Box::pin(tokio::time::sleep_until(deadlines.handshake)),
+        )),
+        first_request: Some(Box::pin(tokio::time::sleep_until(deadlines.first_request))),
+        place,
     };
     let _ = ready.send(Ok(conn)).await;
 }
@@ -231,13 +580,15 @@ enum Io<IO> {
     Tls(Box<TlsStream<IO>>),
 }
 
-/// An accepted connection: its place among the `max` (given back when it closes), and,
-/// until the HTTP/2 preface has arrived, the handshake's deadline.
+/// An accepted connection: its place in the pool (given back when it closes), until the
+/// HTTP/2 preface has arrived the handshake's deadline, and until it is proven the first
+/// request's.
 pub struct Conn<IO> {
     io: Io<IO>,
-    _place: Place,
+    place: Place,
     /// Preface bytes still to come, and the deadline for them.
     preface: Option<(usize, Pin<Box<Sleep>>)>,
+    first_request: Option<Pin<Box<Sleep>>>,
 }
 
 /// What a request knows of its connection.
@@ -247,6 +598,7 @@ pub struct ConnInfo<I> {
     pub transport: I,
     /// The client's certificate (the end-entity one), verified against the client CA.
     pub client_certificate: Option<CertificateDer<'static>>,
+    pub conn: ConnHandle,
 }
 
 impl<IO: Connected> Connected for Conn<IO> {
@@ -257,6 +609,7 @@ impl<IO: Connected> Connected for Conn<IO> {
             Io::Plain(io) => ConnInfo {
                 transport: io.connect_info(),
                 client_certificate: None,
+                conn: self.place.conn.clone(),
             },
             Io::Tls(tls) => {
                 let (io, session) = tls.get_ref();
@@ -266,10 +619,24 @@ impl<IO: Connected> Connected for Conn<IO> {
                         .peer_certificates()
                         .and_then(<[_]>::first)
                         .map(|c| c.clone().into_owned()),
+                    conn: self.place.conn.clone(),
                 }
             }
         }
     }
+}
+
+/// The connection a request came on, whatever its transport (none when it was not
+/// accepted through [`incoming`]).
+pub fn conn_of(extensions: &http::Extensions) -> Option<ConnHandle> {
+    extensions
+        .get::<ConnInfo<TcpConnectInfo>>()
+        .map(|info| info.conn.clone())
+        .or_else(|| {
+            extensions
+                .get::<ConnInfo<UdsConnectInfo>>()
+                .map(|info| info.conn.clone())
+        })
 }
 
 /// The peer address of a request served over TCP (through [`incoming`] or not).
@@ -289,12 +656,50 @@ pub fn client_certificate<T>(request: &Request<T>) -> Option<CertificateDer<'sta
         .and_then(|info| info.client_certificate.clone())
 }
 
+impl<IO> Conn<IO> {
+    /// Why the connection must end now, if it must: closed to make room, or no request
+    /// admitted before the deadline.
+    fn ended(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        let conn = &self.place.conn;
+        conn.waker.register(cx.waker());
+        if conn.closed.load(Ordering::SeqCst) {
+            return Some(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "closed to make room: no request admitted yet",
+            ));
+        }
+        if conn.is_proven() {
+            self.first_request = None;
+        }
+        let deadline = self.first_request.as_mut()?;
+        if deadline.as_mut().poll(cx).is_pending() || conn.judging.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        // A refusal just given goes out first.
+        let verdict = conn.verdict.lock().ok().and_then(|v| *v);
+        if let Some(at) = verdict
+            && at + VERDICT_GRACE > Instant::now()
+        {
+            deadline.as_mut().reset(at + VERDICT_GRACE);
+            let _ = deadline.as_mut().poll(cx);
+            return None;
+        }
+        Some(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no request admitted in time",
+        ))
+    }
+}
+
 impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for Conn<IO> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if let Some(error) = self.ended(cx) {
+            return Poll::Ready(Err(error));
+        }
         let before = buf.filled().len();
         let this = &mut *self;
         let read = match &mut this.io {
@@ -375,15 +780,31 @@ mod tests {
     use tokio_stream::wrappers::TcpListenerStream;
 
     async fn listening(max: usize) -> (String, ReceiverStream<io::Result<Conn<TcpStream>>>) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap().to_string();
-        let limits = Limits {
+        listening_with(Limits {
             max,
+            ..test_limits()
+        })
+        .await
+    }
+
+    fn test_limits() -> Limits {
+        Limits {
+            max: 8,
+            per_peer: 8,
+            kept_for_admins: 0,
             handshake_timeout: Duration::from_millis(300),
+            first_request_timeout: Duration::from_secs(30),
             keepalive: Some(Duration::from_secs(30)),
             name: "test",
             settings: "test.connections",
-        };
+        }
+    }
+
+    async fn listening_with(
+        limits: Limits,
+    ) -> (String, ReceiverStream<io::Result<Conn<TcpStream>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
         (
             address,
             incoming(TcpListenerStream::new(listener), limits, None),
@@ -436,13 +857,41 @@ mod tests {
         );
     }
 
+    /// A connection that sent its preface, as the server holds it.
+    async fn connected(
+        address: &str,
+        conns: &mut ReceiverStream<io::Result<Conn<TcpStream>>>,
+    ) -> (TcpStream, Conn<TcpStream>) {
+        let mut client = TcpStream::connect(address).await.unwrap();
+        client
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .unwrap();
+        let conn = conns.next().await.unwrap().unwrap();
+        (client, conn)
+    }
+
+    /// Reads what the connection has, as hyper would: the error that ends it, if any.
+    async fn read_error(conn: &mut Conn<TcpStream>, within: Duration) -> Option<io::ErrorKind> {
+        let mut buf = [0u8; 64];
+        loop {
+            match tokio::time::timeout(within, conn.read(&mut buf)).await {
+                Err(_) => return None,
+                Ok(Ok(0)) => return Some(io::ErrorKind::UnexpectedEof),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Some(e.kind()),
+            }
+        }
+    }
+
     #[tokio::test]
     async fn connections_beyond_the_limit_are_closed_and_places_come_back() {
         let (address, mut conns) = listening(2).await;
         let mut kept = Vec::new();
         for _ in 0..2 {
-            let client = TcpStream::connect(&address).await.unwrap();
-            kept.push((client, conns.next().await.unwrap().unwrap()));
+            let (client, conn) = connected(&address, &mut conns).await;
+            conn.place.conn.prove(false).unwrap();
+            kept.push((client, conn));
         }
         let mut third = TcpStream::connect(&address).await.unwrap();
         assert!(closed(&mut third, Duration::from_secs(1)).await);
@@ -454,5 +903,117 @@ mod tests {
                 .await
                 .is_ok()
         );
+    }
+
+    #[tokio::test]
+    async fn one_peer_gets_only_its_share() {
+        let (address, mut conns) = listening_with(Limits {
+            per_peer: 2,
+            ..test_limits()
+        })
+        .await;
+        let _a = connected(&address, &mut conns).await;
+        let _b = connected(&address, &mut conns).await;
+        let mut third = TcpStream::connect(&address).await.unwrap();
+        assert!(
+            closed(&mut third, Duration::from_secs(1)).await,
+            "a third from the same address is refused"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_without_an_admitted_request_is_closed_at_its_deadline() {
+        let (address, mut conns) = listening_with(Limits {
+            first_request_timeout: Duration::from_millis(400),
+            ..test_limits()
+        })
+        .await;
+        let (_client, mut silent) = connected(&address, &mut conns).await;
+        let (_other, mut proven) = connected(&address, &mut conns).await;
+        proven.place.conn.prove(false).unwrap();
+        assert_eq!(
+            read_error(&mut silent, Duration::from_secs(3)).await,
+            Some(io::ErrorKind::TimedOut)
+        );
+        assert_eq!(
+            read_error(&mut proven, Duration::from_millis(800)).await,
+            None,
+            "a proven connection stays"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_waiting_for_its_verdict_keeps_the_connection_past_the_deadline() {
+        let (address, mut conns) = listening_with(Limits {
+            first_request_timeout: Duration::from_millis(300),
+            ..test_limits()
+        })
+        .await;
+        let (_client, mut conn) = connected(&address, &mut conns).await;
+        let judging = conn.place.conn.judging();
+        assert_eq!(
+            read_error(&mut conn, Duration::from_millis(800)).await,
+            None
+        );
+        drop(judging);
+        assert_eq!(
+            read_error(&mut conn, Duration::from_secs(1)).await,
+            Some(io::ErrorKind::TimedOut),
+            "refused, and past its deadline: closed at once"
+        );
+    }
+
+    #[tokio::test]
+    async fn when_full_the_oldest_unproven_connection_makes_room() {
+        let (address, mut conns) = listening(3).await;
+        let (_a, mut oldest) = connected(&address, &mut conns).await;
+        let (_b, proven) = connected(&address, &mut conns).await;
+        proven.place.conn.prove(false).unwrap();
+        let (_c, _newer) = connected(&address, &mut conns).await;
+        let (_d, _newest) = connected(&address, &mut conns).await;
+        assert_eq!(
+            read_error(&mut oldest, Duration::from_secs(2)).await,
+            Some(io::ErrorKind::ConnectionAborted)
+        );
+        assert!(proven.place.conn.is_proven());
+    }
+
+    #[tokio::test]
+    async fn the_last_places_are_kept_for_admins() {
+        let (address, mut conns) = listening_with(Limits {
+            max: 3,
+            kept_for_admins: 1,
+            ..test_limits()
+        })
+        .await;
+        let (_a, a) = connected(&address, &mut conns).await;
+        let (_b, b) = connected(&address, &mut conns).await;
+        let (_c, c) = connected(&address, &mut conns).await;
+        a.place.conn.prove(false).unwrap();
+        b.place.conn.prove(false).unwrap();
+        let refused = c.place.conn.prove(false).unwrap_err().to_string();
+        assert!(
+            refused.contains("the last 1 places are kept for admins"),
+            "{refused}"
+        );
+        c.place.conn.prove(true).unwrap();
+    }
+
+    #[test]
+    fn peers_are_accounts_addresses_or_ipv6_prefixes() {
+        let addr = |text: &str| Some(SocketAddr::new(text.parse().unwrap(), 1));
+        assert_eq!(
+            Peer::of_addr(addr("2001:db8::1")),
+            Peer::of_addr(addr("2001:db8::ff"))
+        );
+        assert_eq!(
+            Peer::of_addr(addr("::ffff:10.0.0.1")),
+            Peer::of_addr(addr("10.0.0.1"))
+        );
+        assert_eq!(
+            Peer::of_addr(addr("2001:db8::1")).to_string(),
+            "2001:db8::/64"
+        );
+        assert_eq!(Peer::Account(1001).to_string(), "uid 1001");
     }
 }

@@ -1,44 +1,19 @@
-//! Failed logins per peer: after `limit` failures within `window`, the peer's logins are
-//! refused at once, without an Argon2 run, for `window`. IPv6 peers count per /64 (one
-//! host usually has the whole prefix).
+//! Failed logins counted by what they came from: a peer (an address; IPv6 per /64, one
+//! host usually has the whole prefix), a user name, or everyone together. After `limit`
+//! failures within `window`, logins of that key are refused at once, without an Argon2
+//! run, for `window`.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::hash::Hash;
+#[cfg(test)]
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Peers remembered at most; beyond, the oldest record is forgotten first.
+/// Keys remembered at most; beyond, the oldest record is forgotten first.
 const MAX_PEERS: usize = 4096;
 
-/// Who failed: an address (a /64 for IPv6), or a peer whose address is not known.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Peer {
-    Ip(IpAddr),
-    Unknown,
-}
-
-impl Peer {
-    pub fn of(addr: Option<SocketAddr>) -> Peer {
-        match addr.map(|a| a.ip().to_canonical()) {
-            Some(IpAddr::V6(v6)) => {
-                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-                Peer::Ip(IpAddr::V6(Ipv6Addr::from(prefix)))
-            }
-            Some(ip) => Peer::Ip(ip),
-            None => Peer::Unknown,
-        }
-    }
-}
-
-impl std::fmt::Display for Peer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Peer::Ip(IpAddr::V6(prefix)) => write!(f, "{prefix}/64"),
-            Peer::Ip(ip) => write!(f, "{ip}"),
-            Peer::Unknown => f.write_str("an unknown peer"),
-        }
-    }
-}
+pub(crate) use crate::listen::Peer;
 
 struct Record {
     count: u32,
@@ -52,11 +27,11 @@ impl Record {
     }
 }
 
-pub(crate) struct Failures {
+pub(crate) struct Failures<K = Peer> {
     /// 0: no limit.
     limit: u32,
     window: Duration,
-    peers: Mutex<HashMap<Peer, Record>>,
+    peers: Mutex<HashMap<K, Record>>,
 }
 
 /// One failure, as counted.
@@ -66,8 +41,8 @@ pub(crate) struct Failure {
     pub blocks_for: Option<Duration>,
 }
 
-impl Failures {
-    pub fn new(limit: u32, window: Duration) -> Failures {
+impl<K: Hash + Eq + Clone> Failures<K> {
+    pub fn new(limit: u32, window: Duration) -> Failures<K> {
         Failures {
             limit,
             window,
@@ -76,14 +51,14 @@ impl Failures {
     }
 
     /// How long the peer's logins are still refused, if they are.
-    pub fn blocked(&self, peer: Peer) -> Option<Duration> {
+    pub fn blocked(&self, peer: &K) -> Option<Duration> {
         let now = Instant::now();
         let peers = self.peers.lock().ok()?;
-        let until = peers.get(&peer)?.blocked_until?;
+        let until = peers.get(peer)?.blocked_until?;
         (until > now).then(|| until - now)
     }
 
-    pub fn failed(&self, peer: Peer) -> Failure {
+    pub fn failed(&self, peer: K) -> Failure {
         let now = Instant::now();
         let Ok(mut peers) = self.peers.lock() else {
             return Failure {
@@ -119,17 +94,20 @@ impl Failures {
     }
 
     /// A login from the peer succeeded: its failures are forgotten.
-    pub fn succeeded(&self, peer: Peer) {
+    pub fn succeeded(&self, peer: &K) {
         if let Ok(mut peers) = self.peers.lock() {
-            peers.remove(&peer);
+            peers.remove(peer);
         }
     }
 }
 
-fn make_room(peers: &mut HashMap<Peer, Record>, now: Instant, window: Duration) {
+fn make_room<K: Hash + Eq + Clone>(peers: &mut HashMap<K, Record>, now: Instant, window: Duration) {
     peers.retain(|_, r| r.relevant(now, window));
     if peers.len() >= MAX_PEERS
-        && let Some(oldest) = peers.iter().min_by_key(|(_, r)| r.first).map(|(p, _)| *p)
+        && let Some(oldest) = peers
+            .iter()
+            .min_by_key(|(_, r)| r.first)
+            .map(|(p, _)| p.clone())
     {
         peers.remove(&oldest);
     }
@@ -140,7 +118,7 @@ mod tests {
     use super::*;
 
     fn peer(text: &str) -> Peer {
-        Peer::of(Some(SocketAddr::new(
+        Peer::of_addr(Some(SocketAddr::new(
             text.parse().unwrap_or(IpAddr::from([0, 0, 0, 0])),
             1,
         )))
@@ -152,16 +130,16 @@ mod tests {
         let (a, b) = (peer("10.0.0.1"), peer("10.0.0.2"));
         assert!(failures.failed(a).blocks_for.is_none());
         assert!(failures.failed(a).blocks_for.is_none());
-        assert!(failures.blocked(a).is_none());
+        assert!(failures.blocked(&a).is_none());
         assert_eq!(failures.failed(a).blocks_for, Some(Duration::from_secs(60)));
         assert!(
             failures
-                .blocked(a)
+                .blocked(&a)
                 .is_some_and(|d| d > Duration::from_secs(59))
         );
-        assert!(failures.blocked(b).is_none());
-        failures.succeeded(a);
-        assert!(failures.blocked(a).is_none());
+        assert!(failures.blocked(&b).is_none());
+        failures.succeeded(&a);
+        assert!(failures.blocked(&a).is_none());
     }
 
     #[test]
@@ -174,14 +152,14 @@ mod tests {
         for _ in 0..100 {
             assert!(unlimited.failed(Peer::Unknown).blocks_for.is_none());
         }
-        assert!(unlimited.blocked(Peer::Unknown).is_none());
+        assert!(unlimited.blocked(&Peer::Unknown).is_none());
     }
 
     #[test]
     fn records_are_bounded() {
         let failures = Failures::new(3, Duration::from_secs(60));
         for i in 0..(MAX_PEERS as u32 + 10) {
-            failures.failed(Peer::Ip(IpAddr::from(i.to_be_bytes())));
+            failures.failed(Peer::Address(IpAddr::from(i.to_be_bytes())));
         }
         assert!(failures.peers.lock().unwrap().len() <= MAX_PEERS);
     }

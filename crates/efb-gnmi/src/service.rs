@@ -51,12 +51,77 @@ impl GnmiService {
         }
     }
 
+    /// The caller [`GnmiJudge`] admitted (identified again when the service runs without
+    /// its guard).
     async fn caller<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
+        if let Some(caller) = request.extensions().get::<Caller>() {
+            return Ok(caller.clone());
+        }
         let caller = self.config.users.identify(request).await;
         let caller = caller.map_err(errors::bounded)?;
         let show = crate::access::may(Some(caller.role), crate::access::Operation::Show);
         show.map_err(|denied| denied.status(&caller.user))?;
         Ok(caller)
+    }
+}
+
+/// Largest message of a request that carries no configuration (Get, Subscribe,
+/// Capabilities): gRPC's own default.
+const SMALL_MESSAGE: usize = 4 * 1024 * 1024;
+
+/// Judges gNMI requests from their heads ([`crate::guard`]): the user logged in (client
+/// certificate, or username and password), with a role that may call the method. A Set
+/// refused for its caller's role is audited here, as no body was read to describe it.
+pub struct GnmiJudge {
+    config: ServerConfig,
+}
+
+impl GnmiJudge {
+    pub fn new(config: ServerConfig) -> GnmiJudge {
+        GnmiJudge { config }
+    }
+}
+
+#[tonic::async_trait]
+impl crate::guard::Judge for GnmiJudge {
+    type Caller = Caller;
+
+    async fn judge(
+        &self,
+        head: &Request<()>,
+        method: &str,
+    ) -> Result<crate::guard::Admitted<Caller>, Status> {
+        let is_set = method == "/gnmi.gNMI/Set";
+        let operation = if is_set {
+            crate::access::Operation::Commit
+        } else {
+            crate::access::Operation::Show
+        };
+        let caller = self
+            .config
+            .users
+            .identify(head)
+            .await
+            .map_err(errors::bounded)?;
+        if let Err(denied) = crate::access::may(Some(caller.role), operation) {
+            let refused = denied.status(&caller.user);
+            if is_set {
+                let what = "Set (refused before its body was read)".to_string();
+                self.config
+                    .audit
+                    .gnmi_set::<()>(&caller, what, &Err(refused.clone()));
+            }
+            return Err(refused);
+        }
+        Ok(crate::guard::Admitted {
+            admin: caller.role == crate::auth::Role::Admin,
+            max_message: if is_set {
+                self.config.max_message_bytes
+            } else {
+                SMALL_MESSAGE.min(self.config.max_message_bytes)
+            },
+            caller,
+        })
     }
 }
 

@@ -86,6 +86,8 @@ async fn main() -> anyhow::Result<()> {
         }
         None => None,
     };
+    // Ready for a TERM before saying where it listens: a supervisor may send one at once.
+    let stopped = stop_signal()?;
     // Scripts and tests read these lines to find ports chosen by the system; written at
     // once, before anything else goes to standard output.
     let metrics_line = match metrics.as_ref().map(tokio::net::TcpListener::local_addr) {
@@ -109,26 +111,22 @@ async fn main() -> anyhow::Result<()> {
     }
     tokio::select! {
         result = servers.wait() => result.map_err(anyhow::Error::msg).context("server failed"),
-        () = stop_signal() => {
+        () = stopped => {
             tracing::info!("stopping");
             Ok(())
         }
     }
 }
 
-/// SIGINT or SIGTERM.
-async fn stop_signal() {
+/// Completes at SIGINT or SIGTERM; the handlers are in place when this returns.
+fn stop_signal() -> anyhow::Result<impl Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
+    let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-        _ => std::future::pending().await,
-    }
+    })
 }

@@ -10,6 +10,9 @@ use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use efb_datastore::Holder;
+use efb_gnmi::access::{self, Operation};
+use efb_gnmi::audit::{self, Audit, Kind, Record};
 use efb_gnmi::listen::ConnInfo;
 use efb_gnmi::{Role, Users};
 use nix::unistd::{Gid, Group, Uid, User, getgrouplist};
@@ -34,8 +37,22 @@ pub struct Caller {
     pub role: Option<Role>,
     /// "unix socket, uid 1001, pid 4242", or "TCP 10.0.0.1:5000 (password)".
     pub from: String,
+    /// The Unix account's uid (the Unix socket), none over TCP.
+    pub uid: Option<u32>,
+    /// Who holds the sessions this caller opens: the Unix account by uid, or the user of
+    /// the users file.
+    pub holder: Holder,
+}
+
+impl Caller {
     /// Identified by the kernel (the Unix socket).
-    pub unix: bool,
+    pub fn unix(&self) -> bool {
+        self.uid.is_some()
+    }
+
+    pub fn is_admin(&self) -> bool {
+        self.role == Some(Role::Admin)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -51,6 +68,8 @@ pub struct Callers {
     own_uid: u32,
     users: Option<Arc<Users>>,
     accounts: Mutex<HashMap<u32, (Instant, Account)>>,
+    /// Where a role that changed is recorded.
+    audit: Audit,
 }
 
 impl Callers {
@@ -61,6 +80,29 @@ impl Callers {
             own_uid: Uid::effective().as_raw(),
             users,
             accounts: Mutex::new(HashMap::new()),
+            audit: Audit::default(),
+        }
+    }
+
+    /// Roles that change (a Unix account added to or removed from a group) are recorded in
+    /// `audit` when efbd finds out.
+    pub fn with_audit(mut self, audit: Audit) -> Callers {
+        self.audit = audit;
+        self
+    }
+
+    /// Completes when `caller` may no longer do `operation`: a Unix account that lost its
+    /// role, found out as often as roles are looked up again. Never for a user of the
+    /// users file, which efbd reads once at start.
+    pub async fn until_refused(&self, caller: &Caller, operation: Operation) {
+        let Some(uid) = caller.uid else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(REMEMBERED).await;
+            if access::may(self.account(uid).await.role, operation).is_err() {
+                return;
+            }
         }
     }
 
@@ -79,7 +121,8 @@ impl Callers {
                 name: account.name,
                 role: account.role,
                 from: format!("unix socket, uid {}, pid {pid}", cred.uid()),
-                unix: true,
+                uid: Some(cred.uid()),
+                holder: Holder::new(format!("uid {}", cred.uid())),
             });
         }
         let users = self.users.as_ref().ok_or_else(|| {
@@ -95,16 +138,17 @@ impl Callers {
             "password"
         };
         Ok(Caller {
+            holder: Holder::new(format!("user {}", caller.user)),
             name: caller.user,
             role: Some(caller.role),
             from: format!("TCP {peer} ({by})"),
-            unix: false,
+            uid: None,
         })
     }
 
     /// What a refusal adds for a Unix caller: where roles come from.
     pub fn hint(&self, caller: &Caller) -> String {
-        if !caller.unix {
+        if !caller.unix() {
             return String::new();
         }
         let g = &self.groups;
@@ -126,13 +170,37 @@ impl Callers {
                 name: format!("uid {uid}"),
                 role: None,
             });
-        if let Ok(mut accounts) = self.accounts.lock() {
+        let before = self.accounts.lock().ok().and_then(|mut accounts| {
             if accounts.len() >= MAX_REMEMBERED {
                 accounts.clear();
             }
-            accounts.insert(uid, (Instant::now(), account.clone()));
+            accounts.insert(uid, (Instant::now(), account.clone()))
+        });
+        if let Some((_, before)) = before
+            && before.role != account.role
+        {
+            self.role_changed(uid, &before, &account);
         }
         account
+    }
+
+    fn role_changed(&self, uid: u32, before: &Account, now: &Account) {
+        let role = |a: &Account| a.role.map_or("none", Role::as_str);
+        self.audit.record(Record {
+            time_ms: audit::now_ms(),
+            user: now.name.clone(),
+            role: now.role,
+            from: format!("Unix groups, uid {uid}"),
+            what: format!(
+                "role of {} changed: {} -> {}",
+                now.name,
+                role(before),
+                role(now)
+            ),
+            accepted: true,
+            result: "from now on".to_string(),
+            kind: Kind::Change,
+        });
     }
 
     fn remembered(&self, uid: u32) -> Option<Account> {

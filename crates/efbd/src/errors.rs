@@ -4,7 +4,7 @@
 //! never grows past [`efb_yang::text::MESSAGE_BYTES`], whatever input it quotes, so it
 //! always reaches the client.
 
-use efb_datastore::{ChipError, DatastoreError};
+use efb_datastore::{ChipError, DatastoreError, SessionLimit};
 use efb_gnmi::errors::code;
 use efb_yang::Problem;
 use efb_yang::text;
@@ -15,13 +15,21 @@ pub use efb_gnmi::errors::bounded;
 use crate::owner::OwnerGone;
 
 /// The settings named by the session errors (efbd's, not the datastore's).
-pub const MAX_SESSIONS_SETTING: &str = "management.max_sessions";
 pub const IDLE_TIMEOUT_SETTING: &str = "management.session_idle_timeout_s";
+
+/// The setting behind a session limit.
+fn limit_setting(limit: &SessionLimit) -> &'static str {
+    match limit {
+        SessionLimit::All { .. } => "management.max_sessions",
+        SessionLimit::KeptForAdmins { .. } => "management.sessions_kept_for_admins",
+        SessionLimit::PerAccount { .. } => "management.max_sessions_per_account",
+    }
+}
 
 pub fn status(e: DatastoreError) -> Status {
     let message = match &e {
         DatastoreError::SessionExpired { .. } => format!("{e} ({IDLE_TIMEOUT_SETTING})"),
-        DatastoreError::TooManySessions { .. } => format!("{e} ({MAX_SESSIONS_SETTING})"),
+        DatastoreError::TooManySessions(limit) => format!("{e} ({})", limit_setting(limit)),
         _ => e.to_string(),
     };
     bounded(Status::new(code(e.kind()), message))
@@ -69,9 +77,22 @@ mod tests {
 
     #[test]
     fn session_errors_name_their_setting() {
-        let full = status(DatastoreError::TooManySessions { max: 3 });
+        let full = status(DatastoreError::TooManySessions(SessionLimit::All {
+            max: 3,
+        }));
         assert_eq!(full.code(), tonic::Code::ResourceExhausted);
-        assert!(full.message().contains(MAX_SESSIONS_SETTING));
+        assert!(full.message().ends_with("(management.max_sessions)"));
+        let own = status(DatastoreError::TooManySessions(SessionLimit::PerAccount {
+            max: 3,
+        }));
+        assert!(
+            own.message().contains("this account has 3 open")
+                && own
+                    .message()
+                    .ends_with("(management.max_sessions_per_account)"),
+            "{}",
+            own.message()
+        );
         let expired = status(DatastoreError::SessionExpired {
             session: 7,
             idle: std::time::Duration::from_secs(3600),
@@ -91,7 +112,7 @@ mod tests {
             },
             DatastoreError::UnknownSession(3),
             DatastoreError::NotFound("rollback 9".into()),
-            DatastoreError::TooManySessions { max: 2 },
+            DatastoreError::TooManySessions(SessionLimit::All { max: 2 }),
             DatastoreError::Locked { path: "db".into() },
             DatastoreError::Storage("disk".into()),
             DatastoreError::Southbound(ChipError::Unreachable {

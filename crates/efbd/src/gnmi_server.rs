@@ -174,6 +174,8 @@ fn login_limits(gnmi: &Gnmi) -> LoginLimits {
     LoginLimits {
         checks: gnmi.password_checks,
         failures: gnmi.login_failures,
+        failures_per_user: gnmi.login_failures_per_user,
+        failures_total: gnmi.login_failures_total,
         window: Duration::from_secs(gnmi.login_window_s),
     }
 }

@@ -5,6 +5,7 @@
 //! of the servers. What operators watch for (commits, liveness, the chip) are [`events`],
 //! logged as [`logging`] sets up and kept for `show log`.
 
+pub mod admission;
 pub mod audit;
 pub mod baselines;
 pub mod callers;
@@ -13,6 +14,7 @@ pub mod errors;
 pub mod events;
 pub mod gnmi_backend;
 pub mod gnmi_server;
+pub mod held;
 pub mod liveness;
 pub mod logging;
 pub mod metrics;

@@ -9,9 +9,11 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use efb_datastore::{Datastore, DatastoreError, OpenOptions};
 use efb_gnmi::audit::Audit;
+use efb_gnmi::guard::Guard;
 use efb_gnmi::listen;
 use efb_mgmt_proto::v1::management_server::ManagementServer;
 use efb_yang::Schema;
+use efbd::admission::ManagementJudge;
 use efbd::audit::AuditLog;
 use efbd::callers::{self, Callers};
 use efbd::chip::{self, CounterLists};
@@ -142,9 +144,12 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         None => None,
     };
     let audit_log = Arc::new(
-        AuditLog::open(&settings.datastore, settings.audit.max_kib).with_context(|| {
-            format!("opening the audit log in {}", settings.datastore.display())
-        })?,
+        AuditLog::open(
+            &settings.datastore,
+            settings.audit.max_kib,
+            settings.audit.access_per_minute,
+        )
+        .with_context(|| format!("opening the audit log in {}", settings.datastore.display()))?,
     );
     let shared = gnmi::Shared::load(&settings, Audit::new(audit_log.clone()))?;
     let gnmi = gnmi::prepare(
@@ -171,6 +176,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
             .map_or("efbd: gNMI off".to_string(), gnmi::Server::banner),
         metrics::banner(metrics_listener.as_ref()),
     );
+    let signalled = shutdown_signal()?;
     print!("{banner}");
     std::io::Write::flush(&mut std::io::stdout())?;
     // Every listener is bound: under systemd (Type=notify), efbd has started.
@@ -183,7 +189,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     }
 
     tokio::spawn(async move {
-        shutdown_signal().await;
+        signalled.await;
         notify::tell("STOPPING=1");
         let _ = stop.send(true);
     });
@@ -199,13 +205,22 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     let gnmi_task = gnmi.map(|server| tokio::spawn(server.serve(until(stopped.clone()))));
 
     let tcp_users = tcp.is_some().then(|| shared.users.clone());
+    let callers = Arc::new(
+        Callers::new(management.groups.clone(), tcp_users)
+            .with_audit(Audit::new(audit_log.clone())),
+    );
+    let judge = Arc::new(ManagementJudge::new(
+        callers.clone(),
+        Audit::new(audit_log.clone()),
+        MAX_MESSAGE,
+    ));
     let service = Arc::new(
         Service::new(
             owner,
             schema,
             counter_lists,
             settings.datastore.display().to_string(),
-            Callers::new(management.groups.clone(), tcp_users),
+            callers,
             audit_log,
             events,
         )
@@ -215,7 +230,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         (Some(listener), Some(identity)) => {
             let incoming = incoming(listener, limits.clone(), Some(identity.acceptor()?));
             let server = listen::server(&limits)
-                .add_service(management_server(service.clone()))
+                .add_service(management_server(service.clone(), judge.clone()))
                 .serve_with_incoming_shutdown(incoming, until(stopped.clone()));
             Some(tokio::spawn(server))
         }
@@ -223,7 +238,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     };
     let unix = listen::incoming(UnixListenerStream::new(socket), limits.clone(), None);
     listen::server(&limits)
-        .add_service(management_server(service))
+        .add_service(management_server(service, judge))
         .serve_with_incoming_shutdown(unix, until(stopped))
         .await
         .context("serving the management API")?;
@@ -277,10 +292,15 @@ async fn until(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
 }
 
-fn management_server(service: Arc<Service>) -> ManagementServer<Service> {
-    ManagementServer::from_arc(service)
+/// The management API behind its guard: callers judged before a request's body is read.
+fn management_server(
+    service: Arc<Service>,
+    judge: Arc<ManagementJudge>,
+) -> Guard<ManagementServer<Service>, ManagementJudge> {
+    let server = ManagementServer::from_arc(service)
         .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE);
+    Guard::new(server, judge)
 }
 
 /// Accepted TCP connections within `limits`, after TLS, without Nagle's delay: a shell's
@@ -300,17 +320,16 @@ fn incoming(
     listen::incoming(accepted, limits, tls)
 }
 
-async fn shutdown_signal() {
+/// Completes at SIGTERM or SIGINT; the handlers are in place when this returns, so that a
+/// supervisor may stop efbd as soon as it has said where it listens.
+fn shutdown_signal() -> Result<impl Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // Without signal handlers we can still be stopped by the runtime ending.
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => info!("SIGTERM: stopping"),
-        _ = int.recv() => info!("SIGINT: stopping"),
-    }
+    let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => info!("SIGTERM: stopping"),
+            _ = int.recv() => info!("SIGINT: stopping"),
+        }
+    })
 }

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use efb_balancing::{BypassMode, LiveState};
 use efb_datastore::{
-    CommitInfo, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, EditOutcome,
-    LoadMode, LoadOutcome, SessionId, SessionInfo, SessionLimits,
+    CommitInfo, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, EditOutcome, Holder,
+    LoadMode, LoadOutcome, Opener, SessionId, SessionInfo, SessionLimits,
 };
 use efb_gnmi::backend::{Pending, Snapshot};
 use efb_liveness::{Change, PairState};
@@ -137,21 +137,27 @@ impl OwnerState {
         self.datastore.schema()
     }
 
-    /// A request arrived: idle sessions are closed; the request's own (when it names one,
-    /// not 0) is not idle any more.
-    pub fn note_request(&mut self, session: SessionId) {
-        self.datastore.expire_idle_sessions();
-        if session != 0 {
-            self.datastore.touch(session);
-        }
+    /// Closes the sessions idle for too long; what they were.
+    pub fn expire_idle_sessions(&mut self) -> Vec<SessionInfo> {
+        self.datastore.expire_idle_sessions()
     }
 
-    pub fn open_session(&mut self, user: &str) -> Result<SessionId, DatastoreError> {
-        self.datastore.open_client_session(user)
+    /// A request of `holder` names `session`: refused as unknown unless `holder` holds it.
+    pub fn enter_session(
+        &mut self,
+        session: SessionId,
+        holder: &Holder,
+    ) -> Result<(), DatastoreError> {
+        self.datastore.enter_session(session, holder)
     }
 
-    pub fn close_session(&mut self, session: SessionId) {
-        self.datastore.close_session(session);
+    pub fn open_session(&mut self, opener: &Opener) -> Result<SessionId, DatastoreError> {
+        self.datastore.open_client_session(opener)
+    }
+
+    /// Closes `session`, whoever holds it; what it was, if it was open.
+    pub fn close_session(&mut self, session: SessionId) -> Option<SessionInfo> {
+        self.datastore.close_session(session)
     }
 
     pub fn edit_lines(

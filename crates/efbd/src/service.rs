@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use efb_balancing::config_hash;
-use efb_datastore::{CommitRequest as DsCommit, DatastoreError, LoadMode};
+use efb_datastore::{
+    CommitRequest as DsCommit, DatastoreError, Holder, LoadMode, Opener, SessionId, SessionInfo,
+};
 use efb_gnmi::access::{self, Operation};
-use efb_gnmi::audit::{self, Audit, Record};
+use efb_gnmi::audit::{self, Audit, Kind, Record};
 use efb_mgmt_proto::v1::management_server::Management;
 use efb_mgmt_proto::v1::*;
 use efb_yang::json::{self, PrintOptions};
@@ -26,6 +28,7 @@ use crate::callers::{Caller, Callers};
 use crate::chip::{CounterLists, Wanted};
 use crate::errors::{bounded, status};
 use crate::events::{self, Events, Recorded};
+use crate::held::{Ending, HeldSessions, NoticeStream};
 use crate::owner::{Owner, OwnerState};
 use crate::rpcs;
 
@@ -40,10 +43,12 @@ pub struct Service {
     schema: Arc<Schema>,
     counter_lists: CounterLists,
     datastore_dir: String,
-    callers: Callers,
+    callers: Arc<Callers>,
     audit: Audit,
     audit_log: Arc<AuditLog>,
     events: Events,
+    /// The streams that hold the client sessions.
+    held: HeldSessions,
     /// Turns true when efbd stops; ends the event streams.
     stopping: Option<tokio::sync::watch::Receiver<bool>>,
 }
@@ -54,7 +59,7 @@ impl Service {
         schema: Arc<Schema>,
         counter_lists: CounterLists,
         datastore_dir: String,
-        callers: Callers,
+        callers: Arc<Callers>,
         audit_log: Arc<AuditLog>,
         events: Events,
     ) -> Service {
@@ -67,6 +72,7 @@ impl Service {
             audit: Audit::new(audit_log.clone()),
             audit_log,
             events,
+            held: HeldSessions::default(),
             stopping: None,
         }
     }
@@ -79,14 +85,18 @@ impl Service {
     }
 
     /// The caller of `request`, if its role may do `operation`; a refusal is audited with
-    /// `what`.
+    /// `what`. The guard identified the caller before the request was read (identified
+    /// here when the service runs without it).
     async fn allow<T>(
         &self,
         request: &Request<T>,
         operation: Operation,
         what: impl FnOnce() -> String,
     ) -> Result<Caller, Status> {
-        let caller = self.callers.identify(request).await.map_err(bounded)?;
+        let caller = match request.extensions().get::<Caller>() {
+            Some(caller) => caller.clone(),
+            None => self.callers.identify(request).await.map_err(bounded)?,
+        };
         self.check(&caller, operation, what)?;
         Ok(caller)
     }
@@ -103,12 +113,12 @@ impl Service {
         };
         let message = denied.message(&caller.name) + &self.callers.hint(caller);
         let refused = Status::permission_denied(message);
-        self.record(caller, what(), Err(&refused));
+        self.record(caller, what(), Err(&refused), Kind::Access);
         Err(refused)
     }
 
     /// Audits a request of `caller`: what it asked, and how it ended.
-    fn record(&self, caller: &Caller, what: String, result: Result<String, &Status>) {
+    fn record(&self, caller: &Caller, what: String, result: Result<String, &Status>, kind: Kind) {
         self.audit.record(Record {
             time_ms: audit::now_ms(),
             user: caller.name.clone(),
@@ -117,6 +127,7 @@ impl Service {
             what,
             accepted: result.is_ok(),
             result: result.unwrap_or_else(audit::refusal),
+            kind,
         });
     }
 
@@ -128,31 +139,99 @@ impl Service {
         result: Result<R, Status>,
         done: impl FnOnce(&R) -> String,
     ) -> Result<R, Status> {
-        self.record(caller, what, result.as_ref().map(done));
+        self.record(caller, what, result.as_ref().map(done), Kind::Change);
         result
     }
 
     /// Runs a datastore job on the owner, inside a span named after the request. Idle
-    /// sessions are closed first; the request's own session (when it names one) is not
-    /// idle any more. Its error, if any, is bounded in size.
-    async fn run<R, F>(&self, method: &'static str, session: u64, job: F) -> Result<R, Status>
+    /// sessions are closed first. Its error, if any, is bounded in size.
+    async fn run<R, F>(&self, method: &'static str, job: F) -> Result<R, Status>
     where
         R: Send + 'static,
         F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
     {
+        self.run_job(method, None, job).await
+    }
+
+    /// [`Service::run`] for a job on `session`, which must be `caller`'s own: anyone
+    /// else's is, to them, a session that does not exist (NOT_FOUND).
+    async fn run_in<R, F>(
+        &self,
+        caller: &Caller,
+        method: &'static str,
+        session: SessionId,
+        job: F,
+    ) -> Result<R, Status>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
+    {
+        self.run_job(method, Some((session, caller.holder.clone())), job)
+            .await
+    }
+
+    async fn run_job<R, F>(
+        &self,
+        method: &'static str,
+        entering: Option<(SessionId, Holder)>,
+        job: F,
+    ) -> Result<R, Status>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
+    {
+        let session = entering.as_ref().map_or(0, |(id, _)| *id);
         let span = info_span!("request", method, session);
         // On the owner's thread too: what the job logs (a commit's event) says which
         // request it served.
         let on_owner = span.clone();
         let job = move |s: &mut OwnerState| {
             let _entered = on_owner.enter();
-            s.note_request(session);
-            job(s)
+            let expired = s.expire_idle_sessions();
+            let result = match entering {
+                Some((session, holder)) => {
+                    ds(s.enter_session(session, &holder)).and_then(|()| job(s))
+                }
+                None => job(s),
+            };
+            (expired, result)
         };
-        async { self.owner.call(job).await? }
-            .instrument(span)
-            .await
-            .map_err(bounded)
+        let (expired, result) = self.owner.call(job).instrument(span).await?;
+        for info in expired {
+            self.session_ended(&info, "closed: idle longer than the idle timeout");
+        }
+        result.map_err(bounded)
+    }
+
+    /// Audits a session efbd closed and tells its holder why.
+    fn session_ended(&self, info: &SessionInfo, why: &str) {
+        let why = format!("{why}{}", dropped(info));
+        let role = self.held.end(info.id, Ending::Closed(why.clone()));
+        self.audit.record(session_record(info, role, &why));
+    }
+}
+
+/// A session closed (`why`: "closed: ..."), for the audit, with how long it was open.
+fn session_record(info: &SessionInfo, role: Option<efb_gnmi::Role>, why: &str) -> Record {
+    let age = humantime::format_duration(Duration::from_secs(info.age.as_secs()));
+    Record {
+        time_ms: audit::now_ms(),
+        user: info.user.clone(),
+        role,
+        from: info.from.clone(),
+        what: format!("session {} (open {age}) {why}", info.id),
+        accepted: true,
+        result: String::new(),
+        kind: Kind::Access,
+    }
+}
+
+/// What a closed session lost, said after why it closed.
+fn dropped(info: &SessionInfo) -> &'static str {
+    if info.uncommitted {
+        "; its uncommitted changes were dropped"
+    } else {
+        ""
     }
 }
 
@@ -174,11 +253,11 @@ impl Service {
     /// thread (a read of 100 000 flow counters must not hold up commits).
     async fn operational(
         &self,
+        reader: Reader<'_>,
         method: &'static str,
-        session: u64,
         wanted: Wanted,
     ) -> Result<DataTree, Status> {
-        let known = self.run(method, session, |s| Ok(s.known())).await?;
+        let known = self.read(reader, method, |s| Ok(s.known())).await?;
         let schema = self.schema.clone();
         tokio::task::spawn_blocking(move || known.tree(&schema, &wanted))
             .await
@@ -188,26 +267,50 @@ impl Service {
     /// A datastore's tree; the operational one without counters.
     async fn tree(
         &self,
+        reader: Reader<'_>,
         method: &'static str,
         which: Which,
-        session: u64,
     ) -> Result<DataTree, Status> {
+        let session = reader.1;
         match which {
-            Which::Operational => self.operational(method, session, Wanted::NOTHING).await,
-            Which::Running => self.run(method, session, |s| Ok(s.running_tree())).await,
+            Which::Operational => self.operational(reader, method, Wanted::NOTHING).await,
+            Which::Running => self.read(reader, method, |s| Ok(s.running_tree())).await,
             Which::Candidate => {
-                self.run(method, session, move |s| ds(s.candidate(session)))
+                self.read(reader, method, move |s| ds(s.candidate(session)))
                     .await
             }
             Which::Startup => self
-                .run(method, session, |s| ds(s.startup()))
+                .read(reader, method, |s| ds(s.startup()))
                 .await?
                 .ok_or_else(|| {
                     Status::not_found("no startup configuration: nothing was saved yet")
                 }),
         }
     }
+
+    /// A read for `reader`: in its session when it names one (its own, or NOT_FOUND), which
+    /// is then not idle any more.
+    async fn read<R, F>(
+        &self,
+        reader: Reader<'_>,
+        method: &'static str,
+        job: F,
+    ) -> Result<R, Status>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
+    {
+        let (caller, session) = reader;
+        if session == 0 {
+            self.run(method, job).await
+        } else {
+            self.run_in(caller, method, session, job).await
+        }
+    }
 }
+
+/// Who reads, and the session the request names (0: none).
+type Reader<'a> = (&'a Caller, SessionId);
 
 #[tonic::async_trait]
 impl Management for Service {
@@ -224,11 +327,12 @@ impl Management for Service {
     }
 
     async fn status(&self, request: Request<Empty>) -> Result<Response<StatusReply>, Status> {
-        self.allow(&request, Operation::Show, || "show system status".into())
+        let caller = self
+            .allow(&request, Operation::Show, || "show system status".into())
             .await?;
         let datastore = self.datastore_dir.clone();
         let reply = self
-            .run("Status", 0, move |s| {
+            .run("Status", move |s| {
                 let status = s.status();
                 Ok(StatusReply {
                     daemon_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -251,9 +355,12 @@ impl Management for Service {
                         .into_iter()
                         .map(|s| SessionSummary {
                             session: s.id,
+                            yours: s.holder == caller.holder,
                             user: s.user,
                             idle_seconds: s.idle.as_secs(),
                             uncommitted: s.uncommitted,
+                            from: s.from,
+                            age_seconds: s.age.as_secs(),
                         })
                         .collect(),
                 })
@@ -262,30 +369,89 @@ impl Management for Service {
         ok(reply)
     }
 
+    type OpenSessionStream = NoticeStream;
+
     async fn open_session(
         &self,
         request: Request<OpenSessionRequest>,
-    ) -> Result<Response<OpenSessionReply>, Status> {
+    ) -> Result<Response<NoticeStream>, Status> {
         let asked = request.get_ref().user.clone();
         let caller = self
             .allow(&request, Operation::Show, || "open a session".into())
             .await?;
-        let user = self.recorded_user(&caller, &asked)?;
+        let opener = Opener {
+            user: self.recorded_user(&caller, &asked)?,
+            holder: caller.holder.clone(),
+            from: caller.from.clone(),
+            admin: caller.is_admin(),
+        };
         let session = self
-            .run("OpenSession", 0, move |s| ds(s.open_session(&user)))
+            .run("OpenSession", move |s| ds(s.open_session(&opener)))
             .await?;
-        ok(OpenSessionReply { session })
+        let (owner, audit, role) = (self.owner.clone(), self.audit.clone(), caller.role);
+        let close = move |why: String| async move {
+            let closed = owner.call(move |s| s.close_session(session)).await;
+            if let Ok(Some(info)) = closed {
+                let why = format!("{why}{}", dropped(&info));
+                audit.record(session_record(&info, role, &why));
+            }
+        };
+        let callers = self.callers.clone();
+        let revoked = async move {
+            callers.until_refused(&caller, Operation::Show).await;
+            format!("{} no longer has a role", caller.name)
+        };
+        ok(self
+            .held
+            .hold(session, role, self.stopping.clone(), revoked, close))
     }
 
     async fn close_session(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
-        self.allow(&request, Operation::Show, || "close a session".into())
+        let caller = self
+            .allow(&request, Operation::Show, || "close a session".into())
             .await?;
         let session = request.into_inner().session;
-        self.run("CloseSession", session, move |s| {
-            s.close_session(session);
-            Ok(())
-        })
-        .await?;
+        let closed = self
+            .run_in(&caller, "CloseSession", session, move |s| {
+                Ok(s.close_session(session))
+            })
+            .await?;
+        self.held.end(session, Ending::Quietly);
+        if let Some(info) = closed {
+            self.audit
+                .record(session_record(&info, caller.role, "closed by its client"));
+        }
+        ok(Empty {})
+    }
+
+    async fn logout(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
+        let session = request.get_ref().session;
+        let what = format!("request system logout session {session}");
+        let caller = self
+            .allow(&request, Operation::Logout, || what.clone())
+            .await?;
+        let closed = self
+            .run("Logout", move |s| {
+                s.close_session(session)
+                    .ok_or_else(|| status(DatastoreError::UnknownSession(session)))
+            })
+            .await;
+        let closed = self.audited(&caller, what, closed, |info| {
+            format!(
+                "closed the session of {} ({}){}",
+                info.user,
+                info.from,
+                dropped(info)
+            )
+        })?;
+        let by = format!(
+            "logged out by {} (request system logout session {session})",
+            caller.name
+        );
+        self.held.end(
+            session,
+            Ending::LoggedOut(format!("{by}{}", dropped(&closed))),
+        );
         ok(Empty {})
     }
 
@@ -293,13 +459,14 @@ impl Management for Service {
         &self,
         request: Request<EditLinesRequest>,
     ) -> Result<Response<EditReply>, Status> {
-        self.allow(&request, Operation::Edit, || {
-            format!("edit: {}", first_line(&request.get_ref().lines))
-        })
-        .await?;
+        let caller = self
+            .allow(&request, Operation::Edit, || {
+                format!("edit: {}", first_line(&request.get_ref().lines))
+            })
+            .await?;
         let EditLinesRequest { session, lines } = request.into_inner();
         let outcome = self
-            .run("EditLines", session, move |s| {
+            .run_in(&caller, "EditLines", session, move |s| {
                 ds(s.edit_lines(session, &lines))
             })
             .await?;
@@ -310,10 +477,11 @@ impl Management for Service {
     }
 
     async fn load(&self, request: Request<LoadRequest>) -> Result<Response<EditReply>, Status> {
-        self.allow(&request, Operation::Edit, || {
-            format!("load ({} bytes)", request.get_ref().content.len())
-        })
-        .await?;
+        let caller = self
+            .allow(&request, Operation::Edit, || {
+                format!("load ({} bytes)", request.get_ref().content.len())
+            })
+            .await?;
         let request = request.into_inner();
         let session = request.session;
         let mode = match known(
@@ -327,7 +495,7 @@ impl Management for Service {
         };
         let format = known("format", request.format, &LOAD_FORMATS, Format::as_str_name)?;
         let content = request.content;
-        self.run("Load", session, move |s| match format {
+        self.run_in(&caller, "Load", session, move |s| match format {
             Format::Set => ds(s.load_lines(session, mode, &content)).map(lines_applied),
             _ => {
                 let outcome = ds(s.load_json(session, mode, &content))?;
@@ -342,10 +510,11 @@ impl Management for Service {
     }
 
     async fn discard(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
-        self.allow(&request, Operation::Edit, || "discard".into())
+        let caller = self
+            .allow(&request, Operation::Edit, || "discard".into())
             .await?;
         let session = request.into_inner().session;
-        self.run("Discard", session, move |s| ds(s.discard(session)))
+        self.run_in(&caller, "Discard", session, move |s| ds(s.discard(session)))
             .await?;
         ok(Empty {})
     }
@@ -354,12 +523,13 @@ impl Management for Service {
         &self,
         request: Request<RollbackRequest>,
     ) -> Result<Response<EditReply>, Status> {
-        self.allow(&request, Operation::Edit, || {
-            format!("rollback {}", request.get_ref().index)
-        })
-        .await?;
+        let caller = self
+            .allow(&request, Operation::Edit, || {
+                format!("rollback {}", request.get_ref().index)
+            })
+            .await?;
         let RollbackRequest { session, index } = request.into_inner();
-        self.run("Rollback", session, move |s| {
+        self.run_in(&caller, "Rollback", session, move |s| {
             ds(s.rollback(session, index as usize))
         })
         .await?;
@@ -367,7 +537,8 @@ impl Management for Service {
     }
 
     async fn compare(&self, request: Request<CompareRequest>) -> Result<Response<Lines>, Status> {
-        self.allow(&request, Operation::Show, || "compare".into())
+        let caller = self
+            .allow(&request, Operation::Show, || "compare".into())
             .await?;
         let request = request.into_inner();
         let session = request.session;
@@ -379,11 +550,9 @@ impl Management for Service {
         )?;
         let rollback = request.rollback.map(|n| n as usize);
         let changes = self
-            .run(
-                "Compare",
-                session,
-                move |s| ds(s.compare(session, rollback)),
-            )
+            .run_in(&caller, "Compare", session, move |s| {
+                ds(s.compare(session, rollback))
+            })
             .await?;
         let schema = &self.schema;
         let lines = match format {
@@ -402,7 +571,7 @@ impl Management for Service {
             .allow(&request, Operation::Commit, || what.clone())
             .await?;
         let request = request.into_inner();
-        let reply = self.commit_reply(request).await;
+        let reply = self.commit_reply(&caller, request).await;
         self.audited(&caller, what, reply, |r| match r.commit_id {
             0 => format!("{} changes, nothing committed", r.changes),
             id => format!("commit {id}, {} changes", r.changes),
@@ -414,7 +583,7 @@ impl Management for Service {
         let caller = self
             .allow(&request, Operation::Confirm, || "confirm".into())
             .await?;
-        let id = self.run("Confirm", 0, |s| ds(s.confirm())).await;
+        let id = self.run("Confirm", |s| ds(s.confirm())).await;
         let id = self.audited(&caller, "confirm".into(), id, |id| match id {
             Some(id) => format!("confirmed commit {id}"),
             None => "nothing waited for a confirmation".into(),
@@ -429,7 +598,7 @@ impl Management for Service {
         let caller = self
             .allow(&request, Operation::Save, || what.into())
             .await?;
-        let saved = self.run("Save", 0, |s| ds(s.save())).await;
+        let saved = self.run("Save", |s| ds(s.save())).await;
         self.audited(&caller, what.into(), saved, |()| "saved".into())?;
         ok(Empty {})
     }
@@ -438,7 +607,7 @@ impl Management for Service {
         self.allow(&request, Operation::Show, || "show system commit".into())
             .await?;
         let commits = self
-            .run("History", 0, |s| {
+            .run("History", |s| {
                 Ok(s.history()
                     .into_iter()
                     .map(|c| CommitInfo {
@@ -470,17 +639,18 @@ impl Management for Service {
         .await?;
         let index = request.into_inner().index as usize;
         let changes = self
-            .run("CommitChanges", 0, move |s| ds(s.commit_changes(index)))
+            .run("CommitChanges", move |s| ds(s.commit_changes(index)))
             .await?;
         let lines = setlines::render_changes(&self.schema, &changes);
         ok(Lines { lines })
     }
 
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetReply>, Status> {
-        self.allow(&request, Operation::Show, || {
-            format!("show {}", first_line(&request.get_ref().path))
-        })
-        .await?;
+        let caller = self
+            .allow(&request, Operation::Show, || {
+                format!("show {}", first_line(&request.get_ref().path))
+            })
+            .await?;
         let request = request.into_inner();
         let session = request.session;
         let schema = self.schema.clone();
@@ -494,10 +664,10 @@ impl Management for Service {
         let format = known("format", request.format, &GET_FORMATS, Format::as_str_name)?;
         let with_defaults = request.with_defaults;
         let tree = if datastore == Which::Operational {
-            self.operational("Get", 0, self.counter_lists.under(&path))
-                .await?
+            let wanted = self.counter_lists.under(&path);
+            self.operational((&caller, session), "Get", wanted).await?
         } else {
-            self.tree("Get", datastore, session).await?
+            self.tree((&caller, session), "Get", datastore).await?
         };
         let part = tree.subtree(&path);
         let text = match format {
@@ -518,7 +688,8 @@ impl Management for Service {
         &self,
         request: Request<ListKeysRequest>,
     ) -> Result<Response<ListKeysReply>, Status> {
-        self.allow(&request, Operation::Show, || "list keys".into())
+        let caller = self
+            .allow(&request, Operation::Show, || "list keys".into())
             .await?;
         let request = request.into_inner();
         let session = request.session;
@@ -530,7 +701,7 @@ impl Management for Service {
             Which::as_str_name,
         )?;
         let (prefix, limit) = (request.prefix, request.limit.max(1) as usize);
-        let tree = self.tree("ListKeys", datastore, session).await?;
+        let tree = self.tree((&caller, session), "ListKeys", datastore).await?;
         ok(list_keys(&self.schema, &tree, &path, &prefix, limit))
     }
 
@@ -594,18 +765,30 @@ impl Management for Service {
         &self,
         request: Request<RecentEventsRequest>,
     ) -> Result<Response<Self::WatchEventsStream>, Status> {
-        self.allow(&request, Operation::Show, || "watch events".into())
+        let caller = self
+            .allow(&request, Operation::Show, || "watch events".into())
             .await?;
         let kinds = events::kinds_of(&request.into_inner().kinds)
             .map_err(|e| bounded(Status::invalid_argument(e)))?;
         let mut live = self.events.watch();
         let mut stopping = self.stopping.clone();
+        let callers = self.callers.clone();
         let (sender, receiver) = tokio::sync::mpsc::channel(16);
         tokio::spawn(async move {
+            let revoked = callers.until_refused(&caller, Operation::Show);
+            tokio::pin!(revoked);
             loop {
                 let next = tokio::select! {
                     next = live.recv() => next,
                     () = stopped(&mut stopping) => break,
+                    () = &mut revoked => {
+                        let message = format!(
+                            "permission denied: {} no longer has a role that may watch events",
+                            caller.name
+                        );
+                        let _ = sender.send(Err(Status::permission_denied(message))).await;
+                        break;
+                    }
                 };
                 let sent = match next {
                     Ok(r) if kinds.is_empty() || kinds.contains(&r.event.kind()) => {
@@ -663,11 +846,20 @@ impl Service {
                 efb_datastore::MAX_USER_CHARS
             )));
         }
-        self.record(caller, what(), Ok(format!("recorded as {user}")));
+        self.record(
+            caller,
+            what(),
+            Ok(format!("recorded as {user}")),
+            Kind::Change,
+        );
         Ok(user)
     }
 
-    async fn commit_reply(&self, request: CommitRequest) -> Result<CommitReply, Status> {
+    async fn commit_reply(
+        &self,
+        caller: &Caller,
+        request: CommitRequest,
+    ) -> Result<CommitReply, Status> {
         let session = request.session;
         let ds_request = DsCommit {
             comment: Some(request.comment).filter(|c| !c.is_empty()),
@@ -677,7 +869,7 @@ impl Service {
             offline: request.offline,
         };
         let (outcome, moves) = self
-            .run("Commit", session, move |s| {
+            .run_in(caller, "Commit", session, move |s| {
                 let outcome = ds(s.commit(session, ds_request))?;
                 let moves = s.bucket_moves(&outcome);
                 Ok((outcome, moves))
@@ -726,7 +918,7 @@ impl Service {
             Counted::Ports => baselines::Counted::Ports,
             Counted::Flows => baselines::Counted::Flows,
         };
-        let known = self.run("ClearStatistics", 0, |s| Ok(s.known())).await?;
+        let known = self.run("ClearStatistics", |s| Ok(s.known())).await?;
         let names = request.names;
         let cleared =
             tokio::task::spawn_blocking(move || baselines::clear(&known, counted, &names))
@@ -754,7 +946,7 @@ impl Service {
         };
         let name = request.rpc;
         let output = self
-            .run("Call", 0, move |s| rpcs::call(s, &name, &input))
+            .run("Call", move |s| rpcs::call(s, &name, &input))
             .await?;
         Ok(CallReply {
             output_json: output.to_string(),
@@ -818,11 +1010,16 @@ fn audit_record(r: Record) -> AuditRecord {
         what: r.what,
         accepted: r.accepted,
         result: r.result,
+        kind: match r.kind {
+            Kind::Change => "change",
+            Kind::Access => "access",
+        }
+        .to_string(),
     }
 }
 
 /// Completes when efbd stops (never without a signal to wait for).
-async fn stopped(stopping: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+pub(crate) async fn stopped(stopping: &mut Option<tokio::sync::watch::Receiver<bool>>) {
     match stopping {
         Some(receiver) => {
             let _ = receiver.wait_for(|stop| *stop).await;

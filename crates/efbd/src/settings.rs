@@ -108,17 +108,23 @@ pub struct Settings {
     pub log: Log,
 }
 
-/// The audit log (DIR/audit.log): who changed what, or was refused.
+/// The audit: who changed what, or was refused (DIR/audit.log), and who came and went or
+/// was refused for their role (DIR/access.log).
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Audit {
-    /// The log's size at most, in KiB (the older half is dropped past it).
+    /// Each log's size at most, in KiB (the older half is dropped past it).
     pub max_kib: u64,
+    /// Accesses of one caller kept in full per minute; more are counted in one record.
+    pub access_per_minute: u32,
 }
 
 impl Default for Audit {
     fn default() -> Audit {
-        Audit { max_kib: 4096 }
+        Audit {
+            max_kib: 4096,
+            access_per_minute: 20,
+        }
     }
 }
 
@@ -171,6 +177,11 @@ pub struct Gnmi {
     /// Failed logins from one address (IPv6: one /64) within `login_window_s` after which
     /// its logins are refused for `login_window_s`; 0: no limit.
     pub login_failures: u32,
+    /// The same for logins as one user name, from any address (a guesser with many
+    /// addresses); connections already logged in keep working.
+    pub login_failures_per_user: u32,
+    /// The same for all password logins together: the most guesses efbd takes in a window.
+    pub login_failures_total: u32,
     pub login_window_s: u64,
     /// Subscribe RPCs served at once, in all and for one user.
     pub max_subscriptions: usize,
@@ -182,10 +193,19 @@ pub struct Gnmi {
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Connections {
-    /// Open at once; more are closed as soon as accepted.
+    /// Open at once; past it, the oldest connection that made no admitted request yet is
+    /// closed to make room, or the new one refused when there is none.
     pub max: usize,
+    /// Open at once from one peer: a Unix account, an address, an IPv6 /64.
+    pub per_peer: usize,
+    /// Of `max`, the places only admins' connections may take [default: an eighth].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_for_admins: Option<usize>,
     /// Seconds from accept to the end of the handshake (TLS, then HTTP/2's preface).
     pub handshake_timeout_s: u64,
+    /// Seconds from accept to a first request the server admits (a caller identified,
+    /// whose role may make it); a connection without one is closed then.
+    pub first_request_timeout_s: u64,
     /// Seconds of silence after which a connection is pinged (HTTP/2); one that does not
     /// answer within as long again is closed. 0: no pings.
     pub keepalive_s: u64,
@@ -195,7 +215,10 @@ impl Default for Connections {
     fn default() -> Connections {
         Connections {
             max: 256,
+            per_peer: 64,
+            kept_for_admins: None,
             handshake_timeout_s: 5,
+            first_request_timeout_s: 10,
             keepalive_s: 30,
         }
     }
@@ -205,20 +228,36 @@ impl Connections {
     fn check(&self, section: &str) -> Result<(), String> {
         for (value, field) in [
             (self.max as u64, "max"),
+            (self.per_peer as u64, "per_peer"),
             (self.handshake_timeout_s, "handshake_timeout_s"),
+            (self.first_request_timeout_s, "first_request_timeout_s"),
         ] {
             if value == 0 {
                 return Err(format!("{section}.{field} must be at least 1"));
             }
         }
+        if self.kept_for_admins() >= self.max {
+            return Err(format!(
+                "{section}.kept_for_admins = {} leaves no connection for other roles: it must be below {section}.max ({})",
+                self.kept_for_admins(),
+                self.max
+            ));
+        }
         Ok(())
+    }
+
+    fn kept_for_admins(&self) -> usize {
+        self.kept_for_admins.unwrap_or(self.max / 8)
     }
 
     /// The listener's limits; `section` names the settings ("gnmi.connections").
     pub fn limits(&self, name: &'static str, section: &'static str) -> efb_gnmi::listen::Limits {
         efb_gnmi::listen::Limits {
             max: self.max,
+            per_peer: self.per_peer,
+            kept_for_admins: self.kept_for_admins(),
             handshake_timeout: std::time::Duration::from_secs(self.handshake_timeout_s),
+            first_request_timeout: std::time::Duration::from_secs(self.first_request_timeout_s),
             keepalive: (self.keepalive_s > 0)
                 .then(|| std::time::Duration::from_secs(self.keepalive_s)),
             name,
@@ -245,6 +284,15 @@ pub struct Management {
     /// refused with RESOURCE_EXHAUSTED.
     #[serde(default = "default_max_sessions")]
     pub max_sessions: usize,
+    /// Of `max_sessions`, how many only admins may open: however many sessions other
+    /// accounts open, an admin can still log in (and `request system logout` them)
+    /// [default: a tenth of max_sessions].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions_kept_for_admins: Option<usize>,
+    /// Sessions one account (a Unix account, a user of the users file) may have open at
+    /// one time.
+    #[serde(default = "default_max_sessions_per_account")]
+    pub max_sessions_per_account: usize,
     /// Seconds a session may go without a request before efbd closes it and drops its
     /// uncommitted changes (the shell says so at its next command); 0: never.
     #[serde(default = "default_session_idle_timeout_s")]
@@ -325,6 +373,8 @@ impl Default for Gnmi {
             subscriber_queue: 64,
             password_checks: efb_gnmi::auth::default_checks(),
             login_failures: 10,
+            login_failures_per_user: 20,
+            login_failures_total: 100,
             login_window_s: 60,
             max_subscriptions: 256,
             max_subscriptions_per_user: 64,
@@ -336,6 +386,12 @@ impl Default for Gnmi {
 /// More shells and scripts than a team opens at once, far fewer than would exhaust memory.
 fn default_max_sessions() -> usize {
     100
+}
+
+/// More shells than one person keeps open, and scripts running side by side; a runaway
+/// script of one account does not take every session.
+fn default_max_sessions_per_account() -> usize {
+    20
 }
 
 /// A working day: a shell left over lunch keeps its candidate, an abandoned one does not
@@ -353,16 +409,24 @@ fn management_connections<'de, D: serde::Deserializer<'de>>(
     #[serde(deny_unknown_fields)]
     struct Given {
         max: Option<usize>,
+        per_peer: Option<usize>,
+        kept_for_admins: Option<usize>,
         handshake_timeout_s: Option<u64>,
+        first_request_timeout_s: Option<u64>,
         keepalive_s: Option<u64>,
     }
     let given = Given::deserialize(deserializer)?;
     let default = Management::default().connections;
     Ok(Connections {
         max: given.max.unwrap_or(default.max),
+        per_peer: given.per_peer.unwrap_or(default.per_peer),
+        kept_for_admins: given.kept_for_admins.or(default.kept_for_admins),
         handshake_timeout_s: given
             .handshake_timeout_s
             .unwrap_or(default.handshake_timeout_s),
+        first_request_timeout_s: given
+            .first_request_timeout_s
+            .unwrap_or(default.first_request_timeout_s),
         keepalive_s: given.keepalive_s.unwrap_or(default.keepalive_s),
     })
 }
@@ -389,10 +453,36 @@ impl Management {
             })
     }
 
+    fn check_sessions(&self) -> Result<(), String> {
+        if self.max_sessions == 0 || self.max_sessions_per_account == 0 {
+            return Err(
+                "management.max_sessions and management.max_sessions_per_account must be at least 1"
+                    .to_string(),
+            );
+        }
+        if self.kept_for_admins() >= self.max_sessions {
+            return Err(format!(
+                "management.sessions_kept_for_admins = {} leaves no session for other roles: it must be below management.max_sessions ({})",
+                self.kept_for_admins(),
+                self.max_sessions
+            ));
+        }
+        Ok(())
+    }
+
+    /// Room for a few admins to log in while everything else is taken: as set, or a tenth
+    /// of the sessions.
+    fn kept_for_admins(&self) -> usize {
+        self.sessions_kept_for_admins
+            .unwrap_or(self.max_sessions / 10)
+    }
+
     /// The datastore's session limits these settings make.
     pub fn session_limits(&self) -> efb_datastore::SessionLimits {
         efb_datastore::SessionLimits {
             max_sessions: self.max_sessions,
+            kept_for_admins: self.kept_for_admins(),
+            max_per_holder: self.max_sessions_per_account,
             idle_timeout: (self.session_idle_timeout_s > 0)
                 .then(|| std::time::Duration::from_secs(self.session_idle_timeout_s)),
         }
@@ -409,12 +499,17 @@ impl Default for Management {
             groups: Groups::default(),
             listen: None,
             max_sessions: default_max_sessions(),
+            sessions_kept_for_admins: None,
+            max_sessions_per_account: default_max_sessions_per_account(),
             session_idle_timeout_s: default_session_idle_timeout_s(),
             // No pings: efb-cli answers them only while it runs a command, and a shell
             // waits at its prompt for hours. On loopback, a dead peer's socket is closed by
             // its kernel anyway.
             connections: Connections {
                 max: 128,
+                // Scripts of one account run side by side; a runaway one of an account
+                // without a role cannot take every connection.
+                per_peer: 32,
                 keepalive_s: 0,
                 ..Connections::default()
             },
@@ -523,6 +618,7 @@ impl Settings {
             }
         }
         gnmi.connections.check("gnmi.connections")?;
+        self.management.check_sessions()?;
         self.management.socket_mode_bits()?;
         if self.audit.max_kib < 16 {
             return Err("audit.max_kib must be at least 16".to_string());

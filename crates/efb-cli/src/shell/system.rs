@@ -64,19 +64,25 @@ impl Shell {
         ))
     }
 
-    /// `show system users`: who has a session open, idle how long, editing or not.
+    /// `show system users` / `sessions`: who has a session open, from where, for how long,
+    /// idle how long, editing or not; `*` marks this shell's own.
     pub(super) fn users(&mut self) -> Result<Output> {
         let status = self.client().status()?;
         let mut rows = vec![vec![
             "Session".to_string(),
             "User".into(),
+            "From".into(),
+            "Age".into(),
             "Idle".into(),
             "Candidate".into(),
         ]];
         for s in &status.open_sessions {
+            let mark = if s.yours { "*" } else { "" };
             rows.push(vec![
-                s.session.to_string(),
+                format!("{}{mark}", s.session),
                 s.user.clone(),
+                s.from.clone(),
+                idle_text(s.age_seconds),
                 idle_text(s.idle_seconds),
                 if s.uncommitted {
                     "uncommitted changes".to_string()
@@ -90,6 +96,26 @@ impl Shell {
             efb_table::align(&rows, &[]),
             serde_json::json!({ "sessions": data }),
         ))
+    }
+
+    /// `request system logout session N`: an admin closes anyone's session.
+    pub(super) fn logout(&mut self, rest: &[String]) -> Result<(Output, Flow)> {
+        let [number] = rest else {
+            return Err(ShellError(
+                "request system logout session: give one session number (show system sessions lists them)"
+                    .to_string(),
+            ));
+        };
+        let session: u64 = number.parse().map_err(|_| {
+            ShellError(format!(
+                "request system logout session: \"{}\" is not a session number (show system sessions lists them)",
+                efb_yang::text::excerpt(number)
+            ))
+        })?;
+        self.client().logout(session)?;
+        let line = format!("session {session} closed: its candidate is dropped, its shell ends");
+        let data = serde_json::json!({ "logged-out": session });
+        Ok((Output::facts(vec![line], data), Flow::Continue))
     }
 
     /// `show system audit`: who changed what, or was refused, newest last.
@@ -195,12 +221,12 @@ fn manual_modes_text(modes: &[efb_mgmt_proto::v1::UnitMode]) -> String {
 
 fn session_json(s: &efb_mgmt_proto::v1::SessionSummary) -> Json {
     serde_json::json!({
-        "session": s.session, "user": s.user, "idle-seconds": s.idle_seconds,
-        "uncommitted": s.uncommitted,
+        "session": s.session, "user": s.user, "from": s.from, "age-seconds": s.age_seconds,
+        "idle-seconds": s.idle_seconds, "uncommitted": s.uncommitted, "yours": s.yours,
     })
 }
 
-/// `45 s`, `3 min`, `2 h 5 min`: idle times as people say them.
+/// `45 s`, `3 min`, `2 h 5 min`: ages and idle times as people say them.
 fn idle_text(seconds: u64) -> String {
     match seconds {
         s if s < 60 => format!("{s} s"),
