@@ -1,6 +1,7 @@
 //! Logs where operators look: efbd's JSON log read as a log collector reads it (one JSON
-//! object a line, with the event's fields), bad log settings refused before efbd starts,
-//! and efb-target's log in the file run.sh names, without colour codes.
+//! object a line, with the event's fields), a client's text that cannot forge lines of the
+//! text log, bad log settings refused before efbd starts, and efb-target's log in the file
+//! run.sh names, without colour codes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,7 +11,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use efb_tests::chip_io::{Chip, FAST_PROBING, configure};
-use efb_tests::{Daemon, Target, binary, run_cli};
+use efb_tests::gnmi_io::{authed, connect, path};
+use efb_tests::{Daemon, Target, binary, repo, run_cli};
+use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
+use gnmi_proto::gnmi::{SetRequest, TypedValue, Update, typed_value};
+use gnmi_proto::gnmi_ext::{self, commit, extension};
 use serde_json::Value;
 
 /// Every line of the log, each parsed as one JSON object (a line that is not one fails).
@@ -98,6 +103,96 @@ fn the_json_log_has_one_object_a_line_with_the_fields_of_commits_and_liveness_ch
     assert!(daemon.stop());
     // Every line, to the last one, is JSON.
     assert!(json_lines(&log).len() > 5);
+}
+
+/// A gNMI Set of port p2 (empty when `port` is false) with the commit extension `action`
+/// and the client's `id`.
+fn confirmed_set(id: &str, port: bool, action: commit::Action) -> SetRequest {
+    let update = Update {
+        path: Some(path(&[("ports", None), ("port", Some(("name", "p2")))])),
+        val: Some(TypedValue {
+            value: Some(typed_value::Value::JsonIetfVal(
+                br#"{"number": 2, "speed": "100g"}"#.to_vec(),
+            )),
+        }),
+        ..Update::default()
+    };
+    SetRequest {
+        update: if port { vec![update] } else { Vec::new() },
+        extension: vec![gnmi_ext::Extension {
+            ext: Some(extension::Ext::Commit(gnmi_ext::Commit {
+                id: id.into(),
+                action: Some(action),
+            })),
+        }],
+        ..SetRequest::default()
+    }
+}
+
+#[test]
+fn a_client_s_commit_id_cannot_forge_lines_of_the_text_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("efbd.log");
+    let users = repo().join("examples/users.demo.toml");
+    let daemon = Daemon::start_logging(
+        &dir.path().join("datastore"),
+        &[
+            "--gnmi-plaintext",
+            "--gnmi-users",
+            users.to_str().unwrap(),
+            "--log-format",
+            "text",
+        ],
+        &log,
+    );
+    // What a forger sends: a line of its own, with a colour code and a carriage return.
+    let forged =
+        "c1\n1999-12-31T23:59:59.000000Z  INFO audit: accepted user=admin what=FORGED\r\u{1b}[2K";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut gnmi = GNmiClient::new(connect(&daemon).await);
+        let started = commit::Action::Commit(gnmi_ext::CommitRequest {
+            rollback_duration: None,
+        });
+        gnmi.set(authed(confirmed_set(forged, true, started), "admin"))
+            .await
+            .unwrap();
+        // A wrong id is refused (and audited, quoting it), then the right one confirms.
+        let confirm = || commit::Action::Confirm(gnmi_ext::CommitConfirm {});
+        let err = gnmi
+            .set(authed(
+                confirmed_set("x\nFORGED too", false, confirm()),
+                "admin",
+            ))
+            .await
+            .unwrap_err();
+        assert!(err.message().contains("does not match"), "{err:?}");
+        gnmi.set(authed(confirmed_set(forged, false, confirm()), "admin"))
+            .await
+            .unwrap();
+    });
+    assert!(daemon.stop());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let escaped = "c1\\n1999-12-31T23:59:59.000000Z  INFO audit: accepted user=admin what=FORGED\\r\\u{1b}[2K";
+    for message in ["commit confirmed started", "commit confirmed ended"] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(message) && l.contains(&format!("id={escaped}"))),
+            "{message} with the id escaped:\n{text}"
+        );
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.contains(" audit: refused") && l.contains("x\\\\nFORGED too")),
+        "the refusal's id escaped in the audit line:\n{text}"
+    );
+    for line in text.lines() {
+        assert!(
+            !line.starts_with("1999-12-31") && !line.starts_with("FORGED") && !line.contains('\r'),
+            "a forged line:\n{text}"
+        );
+    }
+    assert!(!text.contains('\u{1b}'), "a client's escape code: {text:?}");
 }
 
 /// efbd started with `args` and settings file `settings` (if any) must not start: its

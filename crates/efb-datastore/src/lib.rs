@@ -11,6 +11,7 @@
 
 mod datastore;
 mod error;
+pub mod files;
 mod limits;
 mod sessions;
 mod southbound;

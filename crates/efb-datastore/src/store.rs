@@ -87,6 +87,9 @@ impl Store {
         std::fs::create_dir_all(dir)
             .map_err(|e| DatastoreError::Storage(format!("{}: {e}", dir.display())))?;
         let path = dir.join("db");
+        // sled creates its files under the umask (readable by everyone under 022): the
+        // directory's mode keeps the configuration and its history from other accounts.
+        crate::files::private_dir(&path).map_err(|e| DatastoreError::Storage(e.to_string()))?;
         // sled caches up to 1 GiB by default; configuration is read once at start and then
         // held in memory by the datastore, so a small cache is enough.
         let db = sled::Config::new()

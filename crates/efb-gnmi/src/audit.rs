@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use efb_yang::text::escaped;
 use gnmi_proto::gnmi::{Path, SetRequest};
 use tonic::Status;
 use tracing::{info, warn};
@@ -78,12 +79,14 @@ impl Audit {
         record.what = bounded(&record.what);
         record.result = bounded(&record.result);
         let role = record.role.map_or("none", Role::as_str);
-        let user = record.user.escape_debug();
-        let from = record.from.escape_debug();
+        // `what` and `result` quote what clients sent (paths, names, comments): escaped, so
+        // that they cannot forge lines of the text log.
+        let (user, from) = (escaped(&record.user), escaped(&record.from));
+        let (what, result) = (escaped(&record.what), escaped(&record.result));
         if record.accepted {
-            info!(target: "audit", %user, role, %from, what = %record.what, result = %record.result, "accepted");
+            info!(target: "audit", user = %user, role, from = %from, what = %what, result = %result, "accepted");
         } else {
-            warn!(target: "audit", %user, role, %from, what = %record.what, result = %record.result, "refused");
+            warn!(target: "audit", user = %user, role, from = %from, what = %what, result = %result, "refused");
         }
         if let Some(sink) = &self.0 {
             sink.record(&record);

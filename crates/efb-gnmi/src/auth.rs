@@ -81,6 +81,9 @@ pub enum UsersError {
     },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
+    /// Whoever may write the file decides who logs in: it must be root's or efbd's alone.
+    #[error("gnmi.users (--gnmi-users): {0}")]
+    Untrusted(efb_datastore::files::FileError),
 }
 
 /// The users file.
@@ -172,10 +175,16 @@ impl Users {
         Users::from_entries(Vec::new())
     }
 
+    /// Reads the users file at `path`: a regular file (links followed) owned by root or
+    /// efbd's account and writable by nobody else.
     pub fn load(path: &Path) -> Result<Users, UsersError> {
-        let text = std::fs::read_to_string(path).map_err(|source| UsersError::Read {
-            path: path.display().to_string(),
-            source,
+        use efb_datastore::files::{self, FileError};
+        let text = files::read_configured(path).map_err(|e| match e {
+            FileError::Io { error, .. } => UsersError::Read {
+                path: path.display().to_string(),
+                source: error,
+            },
+            other => UsersError::Untrusted(other),
         })?;
         Users::parse(&text).map_err(|message| UsersError::Invalid {
             path: path.display().to_string(),
@@ -275,8 +284,9 @@ impl Users {
                 .authenticate(request.metadata(), peer, conn.as_ref())
                 .await;
         };
-        let name = crate::tls::subject_cn(&cert).ok_or_else(|| {
-            Status::unauthenticated("the client certificate has no subject common name (CN)")
+        let name = crate::tls::subject_cn(&cert).map_err(|e| {
+            warn!(?peer, error = %e, "gNMI login refused: the client certificate names no one user");
+            Status::unauthenticated(e.to_string())
         })?;
         let Some(user) = self.users.get(&name) else {
             warn!(user = %shown(&name), ?peer, "gNMI login refused: the client certificate names no user of the users file");

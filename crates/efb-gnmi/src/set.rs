@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use efb_datastore::{DEFAULT_CONFIRM_TIMEOUT, Edit, MAX_CONFIRM_TIMEOUT, check_confirm_timeout};
 use efb_yang::Schema;
+use efb_yang::text::{escaped, excerpt, logged};
 use gnmi_proto::gnmi::{self, SetRequest, SetResponse, UpdateResult, update_result::Operation};
 use gnmi_proto::gnmi_ext::{self, commit::Action, extension::Ext};
 use tokio::sync::Mutex;
@@ -82,13 +83,19 @@ pub(crate) async fn set(
         ..SetResponse::default()
     });
     for w in &outcome.warnings {
-        warn!(warning = %w, "committed with a warning");
+        warn!(warning = %escaped(&w.to_string()), "committed with a warning");
         if let Ok(value) = MetadataValue::try_from(ascii(&w.to_string())) {
             response.metadata_mut().append("efb-warning", value);
         }
     }
     info!(commit = ?outcome.commit_id, warnings = outcome.warnings.len(), "Set committed");
     Ok(response)
+}
+
+/// A client's id inside a message's quotes: bounded, its quotes and control characters
+/// escaped (the message reaches the audit and the log).
+fn quoted(id: &str) -> String {
+    excerpt(id).escape_debug().to_string()
 }
 
 /// Header values are visible ASCII: anything else becomes `?`.
@@ -304,7 +311,8 @@ async fn confirmed(
                 .await
                 .map_err(errors::backend)?;
             if let Some(commit_id) = outcome.commit_id {
-                info!(id = %commit.id, commit_id, seconds = wait.as_secs(), "commit confirmed started");
+                // The id is the client's text: escaped, it cannot forge a log line.
+                info!(id = %logged(&commit.id), commit_id, seconds = wait.as_secs(), "commit confirmed started");
                 *waiting = Some(Waiting {
                     id: commit.id,
                     commit_id,
@@ -328,13 +336,15 @@ async fn confirmed(
                 Some(w) => {
                     return Err(Status::invalid_argument(format!(
                         "commit id \"{}\" does not match the waiting commit confirmed (\"{}\")",
-                        commit.id, w.id
+                        quoted(&commit.id),
+                        quoted(&w.id)
                     )));
                 }
                 None => {
                     return Err(Status::invalid_argument(format!(
                         "commit id \"{}\" does not match: the waiting commit {} was not made over gNMI",
-                        commit.id, pending.commit_id
+                        quoted(&commit.id),
+                        pending.commit_id
                     )));
                 }
             }
@@ -348,7 +358,7 @@ async fn confirmed(
                 state.backend.cancel().await
             }
             .map_err(errors::backend)?;
-            info!(id = %commit.id, commit_id = ?done, confirm, "commit confirmed ended");
+            info!(id = %logged(&commit.id), commit_id = ?done, confirm, "commit confirmed ended");
             *waiting = None;
             Ok(Committed::default())
         }
@@ -373,7 +383,7 @@ async fn rollback_duration(
         .map_err(errors::backend)?
         .ok_or_else(|| Status::failed_precondition("no commit confirmed is waiting"))?;
     info!(
-        id,
+        id = %logged(id),
         commit_id = pending.commit_id,
         seconds = wait.as_secs(),
         "commit confirmed: rollback duration set"

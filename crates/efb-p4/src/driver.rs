@@ -892,13 +892,18 @@ fn cookie_of(p4info: &P4Info, device_config: &[u8]) -> u64 {
     u64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]))
 }
 
+/// Read as efbd's own file (in its datastore directory): not through a link, and only if
+/// nobody else may have written it.
 fn load_state(path: &std::path::Path) -> Result<Saved, DriverError> {
-    match std::fs::read_to_string(path) {
+    use efb_datastore::files::{self, FileError};
+    match files::read_trusted(path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| DriverError::State {
             path: path.display().to_string(),
             message: e.to_string(),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Saved::default()),
+        Err(FileError::Io { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Saved::default())
+        }
         Err(e) => Err(DriverError::State {
             path: path.display().to_string(),
             message: e.to_string(),
@@ -906,11 +911,49 @@ fn load_state(path: &std::path::Path) -> Result<Saved, DriverError> {
     }
 }
 
-/// Written to a temporary file and renamed: a crash leaves the old state or the new.
+/// Written to a new temporary file and renamed: a crash leaves the old state or the new.
+/// The temporary file is created exclusively, never through a link (efbd may be root), with
+/// its mode set; the rename replaces whatever is at `path` without following it.
 fn save_state(path: &std::path::Path, saved: &Saved) -> std::io::Result<()> {
+    use std::io::Write;
     let text = serde_json::to_string_pretty(saved).map_err(std::io::Error::other)?;
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::File::open(&tmp)?.sync_all()?;
+    // Left by a crash between creating and renaming it (removing a link removes the link).
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = efb_datastore::files::create_new(&tmp, 0o644)?;
+    file.write_all(text.as_bytes())?;
+    file.sync_all()?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn the_state_file_is_never_written_or_read_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let precious = dir.path().join("shadow");
+        std::fs::write(&precious, "root only").unwrap();
+        let path = dir.path().join("southbound.json");
+        // A link where the temporary file goes: removed, not written through.
+        symlink(&precious, dir.path().join("southbound.tmp")).unwrap();
+        save_state(&path, &Saved::default()).unwrap();
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root only");
+        assert!(load_state(&path).is_ok());
+        // A link in place of the state itself is refused when read.
+        std::fs::remove_file(&path).unwrap();
+        symlink(&precious, &path).unwrap();
+        let err = load_state(&path).unwrap_err().to_string();
+        assert!(err.contains("is a symbolic link"), "{err}");
+        // Missing: a first start.
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(load_state(&path).unwrap().election_id, 0);
+    }
 }

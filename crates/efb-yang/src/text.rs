@@ -75,9 +75,69 @@ pub fn problem_lines(problems: &[Problem], prefix: &str) -> String {
     lines.join("\n")
 }
 
+/// Someone's text as a text log shows it: a character that would end the line, move the
+/// cursor, colour the terminal or reorder what is shown (newline, carriage return, ESC,
+/// bidirectional overrides, line separators) is written escaped (`\n`, `\u{1b}`), and so
+/// is the backslash, so that no one can forge a log line through a name, an id or a path
+/// they send. Ordinary text is unchanged.
+pub fn escaped(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.extend(c.escape_debug()),
+            c if needs_escape(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Someone's text of any length in a log line: [`escaped`], and cut as [`excerpt`] cuts.
+pub fn logged(text: &str) -> String {
+    escaped(&excerpt(text)).into_owned()
+}
+
+fn needs_escape(c: char) -> bool {
+    c == '\\'
+        || c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_for_a_log_line_cannot_break_the_line() {
+        assert!(matches!(
+            escaped("ada commit-1 /ports/port[name=p1]"),
+            Cow::Borrowed(_)
+        ));
+        let forged = "c1\n2026-12-01T12:00:00Z  INFO efbd: commit confirmed ended id=admin";
+        assert_eq!(
+            escaped(forged),
+            "c1\\n2026-12-01T12:00:00Z  INFO efbd: commit confirmed ended id=admin"
+        );
+        assert_eq!(
+            escaped("a\r\u{1b}[31mb\\n\u{202e}c\u{2028}"),
+            "a\\r\\u{1b}[31mb\\\\n\\u{202e}c\\u{2028}"
+        );
+        assert!(!logged(&"\n".repeat(100_000)).contains('\n'));
+        assert!(logged(&"x".repeat(100_000)).ends_with("... (100 000 bytes)"));
+    }
 
     #[test]
     fn short_text_is_quoted_whole() {

@@ -193,7 +193,7 @@ impl Rotating {
         let _open = self.file.lock();
         let mut records: Vec<Record> = [&self.old, &self.path]
             .into_iter()
-            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .filter_map(|p| efb_datastore::files::read_trusted(p).ok())
             .flat_map(|text| {
                 text.lines()
                     .filter_map(|l| serde_json::from_str(l).ok())
@@ -237,15 +237,10 @@ impl Rotating {
     }
 }
 
-/// The file opened for appending; created readable by its owner and group only (it names
-/// accounts and what they did).
+/// The file opened for appending, never through a link planted in its place; created
+/// readable by its owner and group only (it names accounts and what they did).
 fn append(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o640)
-        .open(path)
+    Ok(efb_datastore::files::open_append(path, 0o640)?)
 }
 
 #[cfg(test)]
@@ -287,6 +282,17 @@ mod tests {
         log.record(&record(1000, Kind::Change));
         assert_eq!(log.last(2)[1].time_ms, 1000);
         assert_eq!(log.last(2)[0].time_ms, 999);
+    }
+
+    #[test]
+    fn a_link_planted_as_a_log_is_refused_and_what_it_names_is_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, "root's\n").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join(ACCESS_FILE)).unwrap();
+        let err = AuditLog::open(dir.path(), 16, 20).err().unwrap();
+        assert!(err.to_string().contains("link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's\n");
     }
 
     #[test]

@@ -1,11 +1,15 @@
 //! The management API's Unix socket: bound at the configured path with the configured
 //! mode and group, a stale one (left by an efbd that was killed) replaced, one another
-//! process serves refused, removed when efbd stops.
+//! process serves refused, removed when efbd stops. A symbolic link at the path is refused,
+//! never followed: efbd often runs as root, and the mode and group it sets would otherwise
+//! go to whatever file the link names.
 
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-use nix::unistd::{Group, chown};
+use nix::fcntl::{AT_FDCWD, AtFlags};
+use nix::sys::stat::{FchmodatFlags, Mode, fchmodat};
+use nix::unistd::{Group, fchownat};
 use tokio::net::UnixListener;
 
 use crate::settings::Management;
@@ -21,6 +25,10 @@ pub enum SocketError {
     TooLong { path: String, len: usize },
     #[error("management.socket {0}: exists and is not a socket; remove it or set another path")]
     NotASocket(String),
+    #[error(
+        "management.socket {0}: is a symbolic link, which efbd does not follow (it would set the mode of what it names); remove it or set another path"
+    )]
+    Symlink(String),
     #[error("management.socket {0}: another process serves it (another efbd?)")]
     InUse(String),
     #[error("management.socket_group {0}: no such group")]
@@ -80,11 +88,25 @@ pub fn bind(path: &Path, settings: &Management) -> Result<(UnixListener, SocketF
     remove_stale(path)?;
     let listener = UnixListener::bind(path).map_err(io("binding"))?;
     let file = SocketFile(path.to_path_buf());
+    // On the socket itself, not through a link someone may have put in its place since
+    // the bind: both refuse a link (fchmodat says EOPNOTSUPP) instead of following it.
     if let Some(gid) = gid {
-        chown(path, None, Some(gid)).map_err(|e| io("setting its group")(e.into()))?;
+        fchownat(
+            AT_FDCWD,
+            path,
+            None,
+            Some(gid),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .map_err(|e| io("setting its group")(e.into()))?;
     }
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(io("setting its mode"))?;
+    fchmodat(
+        AT_FDCWD,
+        path,
+        Mode::from_bits_truncate(mode),
+        FchmodatFlags::NoFollowSymlink,
+    )
+    .map_err(|e| io("setting its mode")(e.into()))?;
     Ok((listener, file))
 }
 
@@ -95,6 +117,9 @@ fn remove_stale(path: &Path) -> Result<(), SocketError> {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(());
     };
+    if meta.file_type().is_symlink() {
+        return Err(SocketError::Symlink(shown));
+    }
     if !meta.file_type().is_socket() {
         return Err(SocketError::NotASocket(shown));
     }
@@ -113,6 +138,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[tokio::test]
     async fn bound_with_its_mode_stale_ones_replaced_live_ones_refused() {
@@ -140,5 +166,41 @@ mod tests {
         let long = dir.path().join("x".repeat(120));
         let err = bind(&long, &settings).err().unwrap().to_string();
         assert!(err.contains("at most 107"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_link_at_the_socket_path_is_refused_and_what_it_names_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Management {
+            socket_mode: "0666".into(),
+            ..Management::default()
+        };
+        let precious = dir.path().join("shadow");
+        std::fs::write(&precious, "x").unwrap();
+        std::fs::set_permissions(&precious, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // A link to a file, to a stale socket, and to nothing.
+        let stale = dir.path().join("stale.sock");
+        drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        for (name, target) in [
+            ("to-file.sock", precious.clone()),
+            ("to-socket.sock", stale.clone()),
+            ("dangling.sock", dir.path().join("nothing")),
+        ] {
+            let link = dir.path().join(name);
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            let err = bind(&link, &settings).err().unwrap().to_string();
+            assert!(
+                err.contains("is a symbolic link, which efbd does not follow"),
+                "{err}"
+            );
+            assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        }
+        let mode = std::fs::metadata(&precious).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o777,
+            0o600,
+            "the file the link names keeps its mode"
+        );
+        assert!(stale.exists() && !dir.path().join("nothing").exists());
     }
 }

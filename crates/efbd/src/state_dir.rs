@@ -2,26 +2,43 @@
 //! the generated gNMI certificate and, by default, its socket there. Checked before anything
 //! starts, so that a directory efbd may not write stops it with one message naming the
 //! setting and what to do, instead of a storage error from deep inside the database.
+//!
+//! It must also be efbd's alone: owned by the account efbd runs as and writable by nobody
+//! else. Another account that may write there could replace the database, or plant a link
+//! where efbd (often root) writes its key or its audit log. A missing directory is made with
+//! mode 0711: other accounts may pass through to the socket, not list or change anything.
 
 use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
+use efb_datastore::files;
 use nix::errno::Errno;
-use nix::unistd::{AccessFlags, access, getuid};
+use nix::unistd::{AccessFlags, access, geteuid, getuid};
+
+/// The mode of a datastore directory efbd makes: its own, and passable (not readable) by
+/// others, who reach the management API's socket in it by default.
+pub const CREATED_MODE: u32 = 0o711;
 
 #[derive(Debug, thiserror::Error)]
-#[error("datastore {path} (setting `datastore`, flag --datastore): {problem}: {error}; {remedy}")]
+#[error("datastore {path} (setting `datastore`, flag --datastore): {problem}; {remedy}")]
 pub struct StateDirError {
     path: String,
+    /// What is wrong, with the system's error when there is one.
     problem: String,
-    // Not a `source`: the message already says it, and anyhow would print it twice.
-    error: io::Error,
-    remedy: &'static str,
+    remedy: String,
 }
 
-/// Creates `dir` if it is missing and checks that this account may create files in it.
+/// Creates `dir` if it is missing and checks that this account may create files in it and
+/// that no other account may.
 pub fn check(dir: &Path) -> Result<(), StateDirError> {
-    let refused = |problem: String, error: io::Error| {
+    let shown = dir.display().to_string();
+    let refused = |problem: String, remedy: String| StateDirError {
+        path: shown.clone(),
+        problem,
+        remedy,
+    };
+    let unwritable = |problem: String, error: io::Error| {
         let remedy = if error.raw_os_error() == Some(Errno::EROFS as i32) {
             "under systemd, ProtectSystem=strict leaves only the state directory /var/lib/efb \
              writable: keep the datastore there, or add its directory to ReadWritePaths="
@@ -29,17 +46,72 @@ pub fn check(dir: &Path) -> Result<(), StateDirError> {
             "give the directory to efbd's account (chown; under systemd StateDirectory=efb does \
              it for /var/lib/efb), or set `datastore` to a directory it may write"
         };
-        StateDirError {
-            path: dir.display().to_string(),
-            problem,
-            error,
-            remedy,
-        }
+        refused(format!("{problem}: {error}"), remedy.to_string())
     };
     let account = format!("efbd's account (uid {})", getuid());
-    std::fs::create_dir_all(dir).map_err(|e| refused(format!("{account} cannot create it"), e))?;
+    if std::fs::metadata(dir).is_err() {
+        create(dir).map_err(|e| unwritable(format!("{account} cannot create it"), e))?;
+    }
+    let meta = std::fs::metadata(dir).map_err(|e| unwritable("cannot inspect it".into(), e))?;
+    if !meta.is_dir() {
+        return Err(refused(
+            "is not a directory".into(),
+            "set `datastore` to a directory".into(),
+        ));
+    }
     access(dir, AccessFlags::W_OK | AccessFlags::X_OK)
-        .map_err(|errno| refused(format!("{account} may not write there"), errno.into()))
+        .map_err(|errno| unwritable(format!("{account} may not write there"), errno.into()))?;
+    let me = geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(refused(
+            format!(
+                "owned by {}, not by efbd's account {}, so another account could change \
+                 efbd's database and files there",
+                files::account(meta.uid()),
+                files::account(me)
+            ),
+            format!(
+                "chown {} {shown}, or run efbd as the account that owns it",
+                chown_name(me)
+            ),
+        ));
+    }
+    if let Some(who) = files::writable_by(meta.mode()) {
+        return Err(refused(
+            format!(
+                "writable by {who} (mode {:04o}), so another account could replace efbd's \
+                 database and files there, or plant links where efbd writes",
+                meta.mode() & 0o7777
+            ),
+            format!("chmod go-w {shown}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Makes the directory with [`CREATED_MODE`] whatever the umask; missing parents get 0755
+/// (at most: the umask may narrow it).
+fn create(dir: &Path) -> io::Result<()> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(CREATED_MODE).create(dir) {
+        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(CREATED_MODE)),
+        // Made meanwhile (another efbd starting): judged as found.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The account's name as chown takes it, else its number.
+fn chown_name(uid: u32) -> String {
+    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        Ok(Some(user)) => user.name,
+        _ => uid.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -48,12 +120,19 @@ mod tests {
 
     use super::*;
 
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().mode() & 0o7777
+    }
+
     #[test]
-    fn a_missing_directory_is_created() {
+    fn a_missing_directory_is_created_with_its_mode() {
         let dir = tempfile::tempdir().unwrap();
         let datastore = dir.path().join("var/lib/efb");
         check(&datastore).unwrap();
         assert!(datastore.is_dir());
+        assert_eq!(mode(&datastore), CREATED_MODE);
+        // Found as made: accepted again.
+        check(&datastore).unwrap();
     }
 
     #[test]
@@ -67,6 +146,60 @@ mod tests {
                 "datastore {}/db (setting `datastore`",
                 file.display()
             )) && err.contains("cannot create it"),
+            "{err}"
+        );
+        let err = check(&file).unwrap_err().to_string();
+        assert!(err.contains("is not a directory"), "{err}");
+    }
+
+    #[test]
+    fn a_directory_others_may_write_is_refused_one_they_may_read_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let datastore = dir.path().join("efb");
+        std::fs::create_dir(&datastore).unwrap();
+        for (bits, who) in [
+            (0o777, "group and others (mode 0777)"),
+            (0o770, "group (mode 0770)"),
+            (0o1733, "group and others (mode 1733)"),
+        ] {
+            std::fs::set_permissions(&datastore, std::fs::Permissions::from_mode(bits)).unwrap();
+            let err = check(&datastore).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!(
+                    "datastore {path} (setting `datastore`, flag --datastore): writable by {who}, \
+                     so another account could replace efbd's database and files there, or plant \
+                     links where efbd writes; chmod go-w {path}",
+                    path = datastore.display()
+                )
+            );
+        }
+        // A repository checkout's datastore/ (0755) is fine: readable is not writable.
+        for bits in [0o755, 0o750, 0o700] {
+            std::fs::set_permissions(&datastore, std::fs::Permissions::from_mode(bits)).unwrap();
+            check(&datastore).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_directory_of_another_account_is_refused() {
+        if !geteuid().is_root() {
+            println!("SKIPPED: giving a directory to another account needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let datastore = dir.path().join("efb");
+        std::fs::create_dir(&datastore).unwrap();
+        // nobody: neither root nor this process's account.
+        std::os::unix::fs::chown(&datastore, Some(65534), None).unwrap();
+        let err = check(&datastore).unwrap_err().to_string();
+        assert!(
+            err.contains("uid 65534")
+                && err.contains("not by efbd's account root (uid 0)")
+                && err.ends_with(&format!(
+                    "chown root {}, or run efbd as the account that owns it",
+                    datastore.display()
+                )),
             "{err}"
         );
     }
