@@ -298,16 +298,8 @@ fn a_users_file_or_a_key_others_may_write_is_refused() {
 /// A CA, a certificate it signs for `cns` (several: each a subject CN), as PEM files in
 /// `dir`: ca.pem, client.pem, client-key.pem.
 fn client_certificate(dir: &Path, cns: &[&str]) -> PathBuf {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-    let mut params = CertificateParams::new(Vec::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "efb test CA");
-    let ca_key = KeyPair::generate().unwrap();
-    let ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(params, ca_key);
-    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    use rcgen::{CertificateParams, DnType, KeyPair};
+    let issuer = efb_tests::certs::ca(dir);
     let mut params = CertificateParams::new(Vec::new()).unwrap();
     params.distinguished_name = rcgen::DistinguishedName::new();
     for (i, cn) in cns.iter().enumerate() {

@@ -2,6 +2,7 @@
 //! clients are, and a real efbd process to talk to.
 
 pub mod accounts;
+pub mod certs;
 pub mod chip_io;
 pub mod figures;
 pub mod gnmi_io;

@@ -413,17 +413,9 @@ fn gnmi_sets(daemon: &Daemon) {
 /// A CA, and certificates it signs for `names` (subject CN), as PEM files in `dir`:
 /// ca.pem, NAME.pem and NAME-key.pem.
 fn certificates(dir: &Path, names: &[&str]) -> PathBuf {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-    let mut params = CertificateParams::new(Vec::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "efb test CA");
-    let ca_key = KeyPair::generate().unwrap();
-    let ca = params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(params, ca_key);
+    use rcgen::{CertificateParams, DnType, KeyPair};
+    let issuer = efb_tests::certs::ca(dir);
     let ca_path = dir.join("ca.pem");
-    std::fs::write(&ca_path, ca.pem()).unwrap();
     for name in names {
         let mut params = CertificateParams::new(Vec::new()).unwrap();
         params.distinguished_name.push(DnType::CommonName, *name);

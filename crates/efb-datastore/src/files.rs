@@ -287,7 +287,7 @@ fn trusted(path: &Path, meta: &Metadata) -> Result<(), FileError> {
         let owner = if me == 0 {
             "root".to_string()
         } else {
-            format!("root or {}", account_name(me))
+            format!("root or {}", chown_name(me))
         };
         return Err(FileError::Untrusted {
             detail: format!(
@@ -309,8 +309,8 @@ fn trusted(path: &Path, meta: &Metadata) -> Result<(), FileError> {
     Ok(())
 }
 
-/// The account's name for `chown`, or its number.
-fn account_name(uid: u32) -> String {
+/// The account's name as `chown` takes it, or its number.
+pub fn chown_name(uid: u32) -> String {
     match User::from_uid(Uid::from_raw(uid)) {
         Ok(Some(user)) => user.name,
         _ => uid.to_string(),

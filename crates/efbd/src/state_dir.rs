@@ -72,7 +72,7 @@ pub fn check(dir: &Path) -> Result<(), StateDirError> {
             ),
             format!(
                 "chown {} {shown}, or run efbd as the account that owns it",
-                chown_name(me)
+                efb_datastore::files::chown_name(me)
             ),
         ));
     }
@@ -103,14 +103,6 @@ fn create(dir: &Path) -> io::Result<()> {
         // Made meanwhile (another efbd starting): judged as found.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
-    }
-}
-
-/// The account's name as chown takes it, else its number.
-fn chown_name(uid: u32) -> String {
-    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
-        Ok(Some(user)) => user.name,
-        _ => uid.to_string(),
     }
 }
 
