@@ -167,6 +167,10 @@ fn a_client_s_commit_id_cannot_forge_lines_of_the_text_log() {
             .await
             .unwrap_err();
         assert!(err.message().contains("does not match"), "{err:?}");
+        assert!(
+            !err.message().contains("1999-12-31"),
+            "the waiting id is its starter's, not told to whoever guesses: {err:?}"
+        );
         gnmi.set(authed(confirmed_set(forged, false, confirm()), "admin"))
             .await
             .unwrap();

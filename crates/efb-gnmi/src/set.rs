@@ -333,11 +333,12 @@ async fn confirmed(
             };
             match waiting.as_ref() {
                 Some(w) if w.id == commit.id => {}
+                // The waiting id is its starter's secret: not told to whoever guesses.
                 Some(w) => {
                     return Err(Status::invalid_argument(format!(
-                        "commit id \"{}\" does not match the waiting commit confirmed (\"{}\")",
+                        "commit id \"{}\" does not match the id of the waiting commit confirmed (commit {})",
                         quoted(&commit.id),
-                        quoted(&w.id)
+                        w.commit_id
                     )));
                 }
                 None => {
