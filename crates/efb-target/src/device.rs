@@ -132,6 +132,12 @@ impl Device {
         if !self.ports.is_up(port) {
             return self.dropped(&state, port, drop_reasons::PORT_DOWN, frame.len());
         }
+        self.run(&state, port, frame, rx_ns);
+    }
+
+    /// The program on a frame entering by `port` (front panel, or a CPU port for a
+    /// packet-out), and what becomes of it.
+    fn run(&self, state: &State, port: u32, frame: &[u8], rx_ns: u64) {
         let Some(program) = state.pipeline.as_ref().and_then(|p| p.program.clone()) else {
             // No program runs: the chip forwards nothing.
             return self.ports.count_drop(port);
@@ -139,14 +145,28 @@ impl Device {
         match program.process(&state.objects, port, frame) {
             Verdict::Emit {
                 port: out,
-                frame: out_frame,
-            } => self.emit(&state, port, out, &out_frame, rx_ns),
-            Verdict::ToCpu { port: cpu, frame } => self.to_cpu(&state, port, cpu, frame, rx_ns),
-            Verdict::Drop { reason } => self.dropped(&state, port, reason, frame.len()),
+                mut frame,
+                stamp_departure,
+            } => {
+                // The emulated pipeline takes no time: it leaves when it came in.
+                if stamp_departure {
+                    stamp_keepalive(&mut frame, rx_ns);
+                }
+                self.emit(state, port, out, &frame, rx_ns);
+            }
+            Verdict::ToCpu { port: cpu, frame } => self.to_cpu(state, port, cpu, frame, rx_ns),
+            Verdict::Drop { reason, bytes } => self.dropped_counted(state, port, reason, bytes),
+            Verdict::Lost => self.ports.count_drop(port),
         }
     }
 
+    /// A frame the target drops before the program runs (its port is down): counted as
+    /// the program counts, with the FCS.
     fn dropped(&self, state: &State, port: u32, reason: u32, len: usize) {
+        self.dropped_counted(state, port, reason, len + 4);
+    }
+
+    fn dropped_counted(&self, state: &State, port: u32, reason: u32, bytes: usize) {
         self.ports.count_drop(port);
         let counter = state
             .pipeline
@@ -157,13 +177,17 @@ impl Device {
             .and_then(|c| state.objects.counters.get(&c))
             .and_then(|cells| cells.get(reason as usize));
         if let Some(cell) = cell {
-            cell.count(len);
+            cell.count(bytes);
         }
     }
 
     /// A frame leaving by `port`: counted, captured, and handed to the filter when the
-    /// port is a pair's.
+    /// port is a pair's. A port this chip lacks loses it, as the traffic manager does.
     fn emit(&self, state: &State, ingress: u32, port: u32, frame: &[u8], time_ns: u64) {
+        if self.ports.map().name_of(port).is_none() {
+            tracing::debug!(port, "frame sent to a port this chip lacks: lost");
+            return self.ports.count_drop(ingress);
+        }
         if !self.ports.is_up(port) {
             return self.dropped(state, ingress, drop_reasons::PORT_DOWN, frame.len());
         }
@@ -188,30 +212,17 @@ impl Device {
         }
     }
 
-    /// A packet-out from the primary: in by the CPU port, which `ingress_port` must mark
-    /// as the CPU's, then out of the port its metadata names. Keep-alives get the chip's
-    /// departure time written into them (so time on path uses one clock).
-    pub fn packet_out(&self, port: u32, mut frame: Vec<u8>) {
+    /// A packet-out from the primary: in by the CPU port with its header (the egress port
+    /// it names), through the program like any frame.
+    pub fn packet_out(&self, port: u32, frame: Vec<u8>) {
         let Ok(state) = self.state.read() else { return };
-        let now = self.now_ns();
         let cpu = self.ports.map().cpu_port();
-        let program = state.pipeline.as_ref().and_then(|p| p.program.clone());
-        let Some(program) = program else {
-            return self.ports.count_drop(cpu);
-        };
-        if let Err(reason) = program.accepts_packet_out(&state.objects, cpu) {
-            return self.dropped(&state, cpu, reason, frame.len());
-        }
-        if self.ports.map().name_of(port).is_none() {
-            return self.dropped(
-                &state,
-                self.ports.map().cpu_port(),
-                drop_reasons::PACKET_OUT_PORT,
-                frame.len(),
-            );
-        }
-        stamp_keepalive(&mut frame, now);
-        self.emit(&state, self.ports.map().cpu_port(), port, &frame, now);
+        let mut wire = u16::try_from(port)
+            .unwrap_or(u16::MAX)
+            .to_be_bytes()
+            .to_vec();
+        wire.extend_from_slice(&frame);
+        self.run(&state, cpu, &wire, self.now_ns());
     }
 
     fn packet_in(&self, state: &State, port: u32, frame: Vec<u8>, rx_ns: u64) {

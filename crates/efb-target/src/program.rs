@@ -3,27 +3,31 @@
 //! as in any P4Runtime client); a P4Info that is not this program binds to nothing and
 //! the target then forwards nothing.
 
-use std::net::IpAddr;
-
 use efb_model::BalancingMethod;
-use efb_p4info::names::{
-    actions as a, counters, drop_reasons, ethertypes, fields as f, flows, tables as t,
-};
+use efb_p4info::names::{actions as a, counters, drop_reasons, fields as f, flows, tables as t};
 use efb_p4info::{P4InfoIndex, contract};
 
-use crate::packet::{self, Parsed};
+use crate::packet;
 use crate::tables::{ActionValue, Entry, Objects, Table, exact_key};
 
 /// What the program does with a frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// Out of a device port.
-    Emit { port: u32, frame: Vec<u8> },
+    /// Out of a device port; `stamp_departure`: a packet-out, whose keep-alive (if it is
+    /// one) gets its departure time in egress.
+    Emit {
+        port: u32,
+        frame: Vec<u8>,
+        stamp_departure: bool,
+    },
     /// To the port the `platform` table names as the CPU's (a keep-alive back from a
     /// filter): a packet-in when that is the chip's CPU port.
     ToCpu { port: u32, frame: Vec<u8> },
-    /// Dropped, counted under a `drop_reasons` index.
-    Drop { reason: u32 },
+    /// Dropped in ingress, counted under a `drop_reasons` index with `bytes` (the frame
+    /// and its FCS).
+    Drop { reason: u32, bytes: usize },
+    /// Dropped without a count: by egress (an IP length past the frame).
+    Lost,
 }
 
 /// Resolved ids of the program's tables and actions.
@@ -44,7 +48,6 @@ pub struct Program {
     from_pair_wan: u32,
     from_cpu: u32,
     set_link_ports: u32,
-    hash_layer3: u32,
     hash_layer4: u32,
     hash_dst_ip: u32,
     set_cpu_port: u32,
@@ -62,7 +65,6 @@ pub struct Program {
 #[derive(Clone, Debug)]
 struct FlowIds {
     table: u32,
-    bypass: u32,
     drop: u32,
     to_unit: Option<u32>,
     slots: Vec<Slot>,
@@ -83,7 +85,6 @@ impl FlowIds {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(FlowIds {
             table: table.id,
-            bypass: action(spec.bypass)?,
             drop: action(spec.drop)?,
             to_unit: spec.to_unit.map(action).transpose()?,
             slots,
@@ -143,13 +144,6 @@ fn slot(name: &str) -> Option<Slot> {
     })
 }
 
-/// How the frame entered: by which side of a link, or of a pair.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Side {
-    Lan,
-    Wan,
-}
-
 impl Program {
     /// Binds to a P4Info; `Err` lists why it is not the efb program.
     pub fn bind(index: &P4InfoIndex) -> Result<Program, Vec<String>> {
@@ -195,7 +189,6 @@ impl Program {
             from_pair_wan: action(a::FROM_PAIR_WAN)?,
             from_cpu: action(a::FROM_CPU)?,
             set_link_ports: action(a::SET_LINK_PORTS)?,
-            hash_layer3: action(a::HASH_LAYER3)?,
             hash_layer4: action(a::HASH_LAYER4)?,
             hash_dst_ip: action(a::HASH_DST_IP)?,
             set_cpu_port: action(a::SET_CPU_PORT)?,
@@ -210,25 +203,120 @@ impl Program {
         })
     }
 
-    /// The ingress control for a frame that came in by a front-panel port.
+    /// The ingress control of efb.p4 for `frame` entering by device port `ingress` (a
+    /// packet-out enters by a CPU port, its header first), statement for statement; then
+    /// what egress does with it, given the frame's length as it was received.
     pub fn process(&self, objects: &Objects, ingress: u32, frame: &[u8]) -> Verdict {
-        let class = self.exact(objects, self.ingress_port, &[(u128::from(ingress), 9)]);
-        match class {
-            Some((id, params)) if id == self.from_link_lan => {
-                self.link_ingress(objects, param8(&params, 0), Side::Lan, frame)
+        let h = packet::parse(ingress, frame);
+        let mut md = Metadata::default();
+        // Counters count what the chip's do: the frame and its 4-byte FCS.
+        let wire_len = frame.len() + FCS;
+
+        self.ingress_port_table(objects, ingress, &h, &mut md);
+        md.method = self.method(objects);
+        let lkp = Lookup::of(&h);
+        let hash = lkp.hash(md.method);
+
+        let link_frame = md.from_link && !h.parser_err && !h.malformed;
+        let returning = md.from_pair && h.efb_tag.is_some();
+        if link_frame || returning {
+            match self.link_ports(objects, md.link_id) {
+                Some((lan, wan)) => (md.lan_port, md.wan_port) = (lan, wan),
+                None => md.mark_drop(drop_reasons::LINK_MISSING),
             }
-            Some((id, params)) if id == self.from_link_wan => {
-                self.link_ingress(objects, param8(&params, 0), Side::Wan, frame)
+        }
+        let mut check_length = None;
+        if link_frame {
+            let ip_len = match (&h.ipv4, &h.ipv6) {
+                (Some(v4), _) => Some(v4.total_len),
+                (None, Some(v6)) => Some(v6.payload_len.saturating_add(40)),
+                _ => None,
+            };
+            if let Some(ip_len) = ip_len {
+                check_length = Some(ip_offset(&h).saturating_add(ip_len));
             }
-            Some((id, _)) if id == self.from_pair_lan => {
-                self.filter_ingress(objects, Side::Lan, frame)
+            self.flows(objects, &lkp, &mut md, wire_len);
+        }
+
+        let mut out = frame.to_vec();
+        let mut egress_port = None;
+        let mut keepalive_out = false;
+        if md.drop.is_some() {
+            // Unknown port or link: counted below.
+        } else if let Some(port) = h.packet_out {
+            if md.from_cpu {
+                // PortId_t is 9 bits wide.
+                egress_port = Some(u32::from(port) & 0x1FF);
+                out.drain(..PACKET_OUT_BYTES);
+                keepalive_out = true;
+            } else {
+                md.mark_drop(drop_reasons::PACKET_OUT_PORT);
             }
-            Some((id, _)) if id == self.from_pair_wan => {
-                self.filter_ingress(objects, Side::Wan, frame)
+        } else if returning {
+            out = packet::strip_tag(frame);
+            egress_port = Some(if md.side_wan {
+                md.wan_port
+            } else {
+                md.lan_port
+            });
+        } else if md.from_pair {
+            if h.parser_err {
+                md.mark_drop(drop_reasons::MALFORMED);
+            } else if h.keepalive {
+                let cpu_port = self.cpu_port(objects);
+                return Verdict::ToCpu {
+                    port: cpu_port,
+                    frame: out,
+                };
+            } else {
+                md.mark_drop(drop_reasons::FROM_FILTER_UNTAGGED);
             }
-            _ => Verdict::Drop {
-                reason: drop_reasons::UNKNOWN_PORT,
-            },
+        } else if !link_frame {
+            md.mark_drop(drop_reasons::MALFORMED);
+        } else {
+            egress_port = Some(if md.side_wan {
+                md.lan_port
+            } else {
+                md.wan_port
+            });
+            if md.flow_drop {
+                md.mark_drop(drop_reasons::FLOW_DROP);
+            } else if md.unit_id != 0
+                && let Some((pair_lan, pair_wan, core)) = self.balance(objects, md.unit_id, hash)
+            {
+                out = packet::insert_tag(frame, md.link_id, core);
+                egress_port = Some(if md.side_wan { pair_wan } else { pair_lan });
+            }
+        }
+
+        if let Some(reason) = md.drop {
+            return Verdict::Drop {
+                reason,
+                bytes: wire_len,
+            };
+        }
+        let Some(port) = egress_port else {
+            return Verdict::Lost;
+        };
+        egress(port, out, keepalive_out, check_length, wire_len)
+    }
+
+    /// `ingress_port`: what the port is. A frame from a filter names its link in the tag.
+    fn ingress_port_table(
+        &self,
+        objects: &Objects,
+        ingress: u32,
+        h: &packet::Headers,
+        md: &mut Metadata,
+    ) {
+        let tag_link = h.efb_tag.map_or(0, |t| t.link_id);
+        match self.exact(objects, self.ingress_port, &[(u128::from(ingress), 9)]) {
+            Some((id, p)) if id == self.from_link_lan => md.entered_by_link(param8(&p, 0), false),
+            Some((id, p)) if id == self.from_link_wan => md.entered_by_link(param8(&p, 0), true),
+            Some((id, _)) if id == self.from_pair_lan => md.entered_by_pair(tag_link, false),
+            Some((id, _)) if id == self.from_pair_wan => md.entered_by_pair(tag_link, true),
+            Some((id, _)) if id == self.from_cpu => md.from_cpu = true,
+            _ => md.mark_drop(drop_reasons::UNKNOWN_PORT),
         }
     }
 
@@ -264,137 +352,40 @@ impl Program {
         }
     }
 
-    fn link_ingress(&self, objects: &Objects, link: u8, side: Side, frame: &[u8]) -> Verdict {
-        let parsed = match packet::parse(frame) {
-            Ok(p) => p,
-            Err(_) => {
-                return Verdict::Drop {
-                    reason: drop_reasons::MALFORMED,
-                };
-            }
-        };
-        // The chip looks the flow up beside the link's ports (not after): the flow
-        // counts the frame even when the link's entry is missing.
-        let flows = self.flow_table(&parsed);
-        let (action, params) = self.flow_action(objects, flows, link, &parsed, frame.len());
-        let Some((lan, wan)) = self.link_ports(objects, link) else {
-            return Verdict::Drop {
-                reason: drop_reasons::LINK_MISSING,
-            };
-        };
-        let other = if side == Side::Lan { wan } else { lan };
-        let bypass = Verdict::Emit {
-            port: other,
-            frame: frame.to_vec(),
-        };
-        if action == flows.drop {
-            return Verdict::Drop {
-                reason: drop_reasons::FLOW_DROP,
-            };
-        }
-        if Some(action) != flows.to_unit {
-            return bypass;
-        }
-        // A frame with no IP inside never goes to a filter.
-        let Some(ip) = parsed.ip else { return bypass };
-        match self.balance(objects, param8(&params, 0), &ip) {
-            Some((pair_lan, pair_wan, core)) => {
-                let port = if side == Side::Lan {
-                    pair_lan
-                } else {
-                    pair_wan
-                };
-                Verdict::Emit {
-                    port,
-                    frame: packet::insert_tag(frame, link, core),
-                }
-            }
-            None => bypass,
-        }
-    }
-
-    /// The flow table a frame meets: by the IP version of its innermost IP header.
-    fn flow_table(&self, parsed: &Parsed) -> &FlowIds {
-        match parsed.ip.as_ref().map(|i| i.src) {
-            Some(IpAddr::V4(_)) => &self.flows[0],
-            Some(IpAddr::V6(_)) => &self.flows[1],
-            None => &self.flows[2],
-        }
-    }
-
-    fn flow_action(
-        &self,
-        objects: &Objects,
-        flows: &FlowIds,
-        link: u8,
-        parsed: &Parsed,
-        len: usize,
-    ) -> (u32, Vec<u128>) {
+    /// The flow table of the frame's kind (by the IP version of the innermost IP header):
+    /// its action, counted by the entry that hit.
+    fn flows(&self, objects: &Objects, lkp: &Lookup, md: &mut Metadata, wire_len: usize) {
+        let flows = &self.flows[match lkp.ip_version {
+            4 => 0,
+            6 => 1,
+            _ => 2,
+        }];
         let Some(table) = objects.tables.get(&flows.table) else {
-            return (flows.bypass, Vec::new());
+            return;
         };
-        let key = Self::flow_key(&flows.slots, link, parsed);
+        let key = lkp.flow_key(&flows.slots, md.link_id);
         let hit = table.lookup_ternary(&key);
         if let Some(entry) = hit {
-            entry.counter.count(len);
+            entry.counter.count(wire_len);
         }
-        hit.and_then(|e: &Entry| direct(&e.action))
-            .or_else(|| self.default_of(flows.table, table))
-            .unwrap_or((flows.bypass, Vec::new()))
+        let action = hit
+            .and_then(|e: &Entry| direct(&e.action))
+            .or_else(|| self.default_of(flows.table, table));
+        match action {
+            Some((id, _)) if id == flows.drop => md.flow_drop = true,
+            Some((id, p)) if Some(id) == flows.to_unit => md.unit_id = param8(&p, 0),
+            _ => {}
+        }
     }
 
-    /// The values of a flow table's fields for a frame.
-    fn flow_key(slots: &[Slot], link: u8, p: &Parsed) -> Vec<u128> {
-        let ip = p.ip.as_ref();
-        let v4 = |addr: Option<IpAddr>| match addr {
-            Some(IpAddr::V4(a)) => u128::from(u32::from(a)),
-            _ => 0,
-        };
-        let v6 = |addr: Option<IpAddr>| match addr {
-            Some(IpAddr::V6(a)) => u128::from(a),
-            _ => 0,
-        };
-        let ports = ip.and_then(|i| i.ports);
-        slots
-            .iter()
-            .map(|s| match *s {
-                Slot::LinkId => u128::from(link),
-                Slot::VlanDepth => u128::from(p.vlan_depth),
-                Slot::Vlan(i) => u128::from(p.vlan_vids[i]),
-                Slot::MplsDepth => u128::from(p.mpls_depth),
-                Slot::SrcMac => u128::from(p.src_mac),
-                Slot::DstMac => u128::from(p.dst_mac),
-                Slot::EtherType => u128::from(p.ether_type),
-                Slot::LlcValid => u128::from(p.llc.is_some()),
-                Slot::LlcDsap => u128::from(p.llc.map_or(0, |l| l.0)),
-                Slot::LlcSsap => u128::from(p.llc.map_or(0, |l| l.1)),
-                Slot::Ipv4Src => v4(ip.map(|i| i.src)),
-                Slot::Ipv4Dst => v4(ip.map(|i| i.dst)),
-                Slot::Ipv6Src => v6(ip.map(|i| i.src)),
-                Slot::Ipv6Dst => v6(ip.map(|i| i.dst)),
-                Slot::IpProto => u128::from(ip.map_or(0, |i| i.proto)),
-                Slot::L4Valid => u128::from(ports.is_some()),
-                Slot::L4Src => u128::from(ports.map_or(0, |x| x.0)),
-                Slot::L4Dst => u128::from(ports.map_or(0, |x| x.1)),
-            })
-            .collect()
-    }
-
-    /// The unit's verdict for a session: (pair LAN port, pair WAN port, core), or `None`
-    /// for software bypass (unit in bypass, bucket without pair, pair down).
-    fn balance(
-        &self,
-        objects: &Objects,
-        unit: u8,
-        ip: &packet::IpHeader,
-    ) -> Option<(u32, u32, u8)> {
+    /// units -> buckets -> pairs: (pair LAN port, pair WAN port, core), or `None` for
+    /// software bypass (unit in bypass, bucket without pair, pair down).
+    fn balance(&self, objects: &Objects, unit: u8, hash: u32) -> Option<(u32, u32, u8)> {
         let (action, params) = self.exact(objects, self.units, &[(u128::from(unit), 8)])?;
         if action != self.unit_active {
             return None;
         }
-        let mask = param32(&params, 0);
-        let hash = key_hash(self.method(objects), ip);
-        let bucket = hash & mask;
+        let bucket = hash & 0xFFFF & param32(&params, 0);
         let (action, params) = self.exact(
             objects,
             self.buckets,
@@ -417,36 +408,7 @@ impl Program {
         match action {
             Some(id) if id == self.hash_layer4 => BalancingMethod::Layer4,
             Some(id) if id == self.hash_dst_ip => BalancingMethod::DstIp,
-            Some(id) if id == self.hash_layer3 => BalancingMethod::Layer3,
             _ => BalancingMethod::Layer3,
-        }
-    }
-
-    /// A frame back from a filter: tagged frames return to their link, keep-alives go to
-    /// the controller, anything else is dropped.
-    fn filter_ingress(&self, objects: &Objects, side: Side, frame: &[u8]) -> Verdict {
-        if let Some((link, _core)) = packet::read_tag(frame) {
-            return match self.link_ports(objects, link) {
-                Some((lan, wan)) => Verdict::Emit {
-                    port: if side == Side::Lan { lan } else { wan },
-                    frame: packet::strip_tag(frame),
-                },
-                None => Verdict::Drop {
-                    reason: drop_reasons::LINK_MISSING,
-                },
-            };
-        }
-        match packet::outer_ethertype(frame) {
-            Some(ethertypes::KEEPALIVE) => Verdict::ToCpu {
-                port: self.cpu_port(objects),
-                frame: frame.to_vec(),
-            },
-            Some(ethertypes::EFB_TAG) | None => Verdict::Drop {
-                reason: drop_reasons::MALFORMED,
-            },
-            Some(_) => Verdict::Drop {
-                reason: drop_reasons::FROM_FILTER_UNTAGGED,
-            },
         }
     }
 
@@ -462,26 +424,6 @@ impl Program {
             Some((id, params)) if id == self.set_cpu_port => param32(&params, 0),
             _ => INITIAL_CPU_PORT,
         }
-    }
-
-    /// Whether a packet-out coming in by `cpu_port` gets through ingress: only by the
-    /// port `ingress_port` marks as the CPU's (a drop reason otherwise).
-    pub fn accepts_packet_out(&self, objects: &Objects, cpu_port: u32) -> Result<(), u32> {
-        match self.exact(objects, self.ingress_port, &[(u128::from(cpu_port), 9)]) {
-            Some((id, _)) if id == self.from_cpu => Ok(()),
-            Some((id, _)) if self.is_front_panel_class(id) => Err(drop_reasons::PACKET_OUT_PORT),
-            _ => Err(drop_reasons::UNKNOWN_PORT),
-        }
-    }
-
-    fn is_front_panel_class(&self, action: u32) -> bool {
-        [
-            self.from_link_lan,
-            self.from_link_wan,
-            self.from_pair_lan,
-            self.from_pair_wan,
-        ]
-        .contains(&action)
     }
 
     /// The pairs' ports as the `ingress_port` table cables them: port -> the other port
@@ -513,27 +455,189 @@ impl Program {
     }
 }
 
-/// What efb.p4's `Hash.get` computes: CRC-32 over the field list the program builds, the
-/// source and destination XORed (MODEL.md version 2). Written from the P4 program, not
-/// taken from efb-balancing, so that a test through the target checks the library.
-fn key_hash(method: BalancingMethod, ip: &packet::IpHeader) -> u32 {
-    let octets = |a: IpAddr| match a {
-        IpAddr::V4(a) => a.octets().to_vec(),
-        IpAddr::V6(a) => a.octets().to_vec(),
-    };
-    let (src, dst) = (octets(ip.src), octets(ip.dst));
-    // The parser fills the ports only for protocols that have them; otherwise they are 0.
-    let (sport, dport) = ip.ports.unwrap_or((0, 0));
-    let mut fields: Vec<u8> = src.iter().zip(&dst).map(|(a, b)| a ^ b).collect();
-    match method {
-        BalancingMethod::DstIp => fields = dst,
-        BalancingMethod::Layer3 => fields.push(ip.proto),
-        BalancingMethod::Layer4 => {
-            fields.push(ip.proto);
-            fields.extend_from_slice(&(sport ^ dport).to_be_bytes());
-        }
+/// The 4-byte FCS every frame has on the wire, which the chip's counters and
+/// `pkt_length` count.
+const FCS: usize = 4;
+
+/// The packet-out header: the egress port (2 bytes).
+const PACKET_OUT_BYTES: usize = 2;
+
+/// efb.p4's `ig_metadata_t`, the part the ingress control decides with.
+#[derive(Debug, Default)]
+struct Metadata {
+    link_id: u8,
+    from_link: bool,
+    from_pair: bool,
+    from_cpu: bool,
+    side_wan: bool,
+    lan_port: u32,
+    wan_port: u32,
+    unit_id: u8,
+    flow_drop: bool,
+    /// `mark_drop`'s reason (the last one marked).
+    drop: Option<u32>,
+    method: BalancingMethod,
+}
+
+impl Metadata {
+    fn mark_drop(&mut self, reason: u32) {
+        self.drop = Some(reason);
     }
-    crc32fast::hash(&fields)
+
+    fn entered_by_link(&mut self, link: u8, wan: bool) {
+        (self.from_link, self.link_id, self.side_wan) = (true, link, wan);
+    }
+
+    fn entered_by_pair(&mut self, tag_link: u8, wan: bool) {
+        (self.from_pair, self.link_id, self.side_wan) = (true, tag_link, wan);
+    }
+}
+
+/// efb.p4's `lookup_t`: what the flow tables and the hash see, from the innermost IP
+/// header the parser reached.
+#[derive(Debug, Default)]
+struct Lookup {
+    vlan_depth: u8,
+    vlan_vids: [u16; 3],
+    mpls_depth: u8,
+    ether_type: u16,
+    src_mac: u64,
+    dst_mac: u64,
+    llc: Option<(u8, u8)>,
+    ip_version: u8,
+    src: u128,
+    dst: u128,
+    ip_proto: u8,
+    l4: Option<(u16, u16)>,
+}
+
+impl Lookup {
+    fn of(h: &packet::Headers) -> Lookup {
+        let eth = h.ethernet.unwrap_or_default();
+        let mut lkp = Lookup {
+            vlan_depth: h.vlan.len() as u8,
+            mpls_depth: h.mpls,
+            // The EtherType after the tags (no_tags .. three_tags).
+            ether_type: h.vlan.last().map_or(eth.ether_type, |t| t.ether_type),
+            src_mac: eth.src,
+            dst_mac: eth.dst,
+            llc: h.llc,
+            l4: h.l4,
+            ..Lookup::default()
+        };
+        for (vid, tag) in lkp.vlan_vids.iter_mut().zip(&h.vlan) {
+            *vid = tag.vid;
+        }
+        let v4 = |ip: &packet::parse::Ipv4| {
+            (
+                4,
+                u128::from(u32::from(ip.src)),
+                u128::from(u32::from(ip.dst)),
+                ip.protocol,
+            )
+        };
+        let v6 =
+            |ip: &packet::parse::Ipv6| (6, u128::from(ip.src), u128::from(ip.dst), ip.next_hdr);
+        let innermost = h
+            .inner_ipv4
+            .as_ref()
+            .map(v4)
+            .or_else(|| h.inner_ipv6.as_ref().map(v6))
+            .or_else(|| h.ipv4.as_ref().map(v4))
+            .or_else(|| h.ipv6.as_ref().map(v6));
+        if let Some((version, src, dst, proto)) = innermost {
+            (lkp.ip_version, lkp.src, lkp.dst, lkp.ip_proto) = (version, src, dst, proto);
+        }
+        lkp
+    }
+
+    /// The values of a flow table's fields.
+    fn flow_key(&self, slots: &[Slot], link: u8) -> Vec<u128> {
+        let (sport, dport) = self.l4.unwrap_or_default();
+        let (v4, v6) = match self.ip_version {
+            4 => ((self.src, self.dst), (0, 0)),
+            6 => ((0, 0), (self.src, self.dst)),
+            _ => ((0, 0), (0, 0)),
+        };
+        slots
+            .iter()
+            .map(|s| match *s {
+                Slot::LinkId => u128::from(link),
+                Slot::VlanDepth => u128::from(self.vlan_depth),
+                Slot::Vlan(i) => u128::from(self.vlan_vids[i]),
+                Slot::MplsDepth => u128::from(self.mpls_depth),
+                Slot::SrcMac => u128::from(self.src_mac),
+                Slot::DstMac => u128::from(self.dst_mac),
+                Slot::EtherType => u128::from(self.ether_type),
+                Slot::LlcValid => u128::from(self.llc.is_some()),
+                Slot::LlcDsap => u128::from(self.llc.map_or(0, |l| l.0)),
+                Slot::LlcSsap => u128::from(self.llc.map_or(0, |l| l.1)),
+                Slot::Ipv4Src => v4.0,
+                Slot::Ipv4Dst => v4.1,
+                Slot::Ipv6Src => v6.0,
+                Slot::Ipv6Dst => v6.1,
+                Slot::IpProto => u128::from(self.ip_proto),
+                Slot::L4Valid => u128::from(self.l4.is_some()),
+                Slot::L4Src => u128::from(sport),
+                Slot::L4Dst => u128::from(dport),
+            })
+            .collect()
+    }
+
+    /// What efb.p4's `Hash.get` computes: CRC-32 over the field list of the method, the
+    /// source and destination XORed (MODEL.md version 2). Written from the P4 program, not
+    /// taken from efb-balancing, so that a test through the target checks the library.
+    fn hash(&self, method: BalancingMethod) -> u32 {
+        let width = match self.ip_version {
+            4 => 4,
+            6 => 16,
+            _ => return 0,
+        };
+        let bytes = |a: u128| a.to_be_bytes()[16 - width..].to_vec();
+        let (sport, dport) = self.l4.unwrap_or_default();
+        let mut fields: Vec<u8> = bytes(self.src ^ self.dst);
+        match method {
+            BalancingMethod::DstIp => fields = bytes(self.dst),
+            BalancingMethod::Layer3 => fields.push(self.ip_proto),
+            BalancingMethod::Layer4 => {
+                fields.push(self.ip_proto);
+                fields.extend_from_slice(&(sport ^ dport).to_be_bytes());
+            }
+        }
+        crc32fast::hash(&fields)
+    }
+}
+
+/// Where the outer IP header starts, plus the 4-byte FCS (efb.p4's table `ip_offset`):
+/// Ethernet 14, a VLAN tag or an MPLS label 4, PPPoE and PPP 8.
+fn ip_offset(h: &packet::Headers) -> u16 {
+    let vlans = h.vlan.len() as u16;
+    let labels = u16::from(h.mpls);
+    let pppoe = if h.pppoe { 8 } else { 0 };
+    14 + FCS as u16 + 4 * vlans + 4 * labels + pppoe
+}
+
+/// Egress: the departure time into a keep-alive that the controller sent; the length check
+/// of an operator's IP frame, which drops (uncounted, as the chip's egress does) a frame
+/// whose outer IP packet runs past its end. `pkt_length` is the frame as it was received,
+/// with its FCS, whatever ingress added (the tag).
+fn egress(
+    port: u32,
+    frame: Vec<u8>,
+    keepalive_out: bool,
+    ip_end: Option<u16>,
+    pkt_length: usize,
+) -> Verdict {
+    if let Some(end) = ip_end
+        && usize::from(end) > pkt_length
+    {
+        return Verdict::Lost;
+    }
+    Verdict::Emit {
+        port,
+        frame,
+        stamp_departure: keepalive_out,
+    }
 }
 
 fn direct(value: &ActionValue) -> Option<(u32, Vec<u128>)> {

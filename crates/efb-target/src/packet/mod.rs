@@ -3,7 +3,7 @@
 
 pub mod parse;
 
-pub use parse::{IpHeader, ParseError, Parsed, parse};
+pub use parse::{Headers, parse};
 
 use efb_p4info::names::ethertypes::EFB_TAG;
 
@@ -20,17 +20,6 @@ pub fn insert_tag(frame: &[u8], link_id: u8, core: u8) -> Vec<u8> {
     out.push(core);
     out.extend_from_slice(frame.get(TAG_OFFSET..).unwrap_or_default());
     out
-}
-
-/// The tag of a frame back from a filter: (link id, core), when it has one.
-pub fn read_tag(frame: &[u8]) -> Option<(u8, u8)> {
-    let tpid = frame.get(TAG_OFFSET..TAG_OFFSET + 2)?;
-    if u16::from_be_bytes([tpid[0], tpid[1]]) != EFB_TAG {
-        return None;
-    }
-    // A tag must be followed by the original EtherType.
-    frame.get(TAG_OFFSET + 5)?;
-    Some((frame[TAG_OFFSET + 2], frame[TAG_OFFSET + 3]))
 }
 
 /// The frame without its tag, as it entered the balancer.

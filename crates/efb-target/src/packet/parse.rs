@@ -1,265 +1,431 @@
-//! The program's parser: Ethernet, up to 3 VLAN tags (0x8100, 0x88a8), then LLC (802.3
-//! length), up to 6 MPLS labels, PPPoE session, IPv4 or IPv6, one level of GRE or IP-in-IP
-//! tunnel, and the ports of TCP, UDP, SCTP, DCCP and UDP-Lite. It never fails on bytes:
-//! a frame that ends inside a header it needs, or whose IP lengths are wrong, is
-//! `Malformed` (the program counts and drops it); a frame deeper than the parser goes
-//! (a 4th VLAN tag, a 7th MPLS label) is passed on as non-IP.
+//! The ingress parser of `p4/efb.p4`, state for state: what it extracts, which headers end
+//! up valid, and the two ways a parse goes wrong as the chip sees them: the frame ends
+//! inside a header (Tofino sets `parser_err`; the headers extracted before stay valid) or a
+//! state for wrong IP versions and header lengths sets the program's `malformed` flag (a
+//! `reject` in P4 would just end the parse on Tofino, without any error). Kept as close to
+//! the P4 as Rust allows, so that a difference shows in a diff of the two; the generated
+//! tests of p4testgen (p4/testgen/) judge it.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{Ipv4Addr, Ipv6Addr};
 
-use efb_balancing::has_ports;
+/// The CPU (PCIe) ports of Tofino 1: the parser takes a packet-out from either.
+pub const CPU_PORT_2_PIPES: u32 = 192;
+pub const CPU_PORT_4_PIPES: u32 = 320;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ParseError {
-    Truncated(&'static str),
-    BadLength(&'static str),
-    BadVersion(&'static str),
-}
-
-impl ParseError {
-    pub fn describe(self) -> String {
-        match self {
-            ParseError::Truncated(h) => format!("truncated {h} header"),
-            ParseError::BadLength(h) => format!("wrong {h} length"),
-            ParseError::BadVersion(h) => format!("wrong {h} version"),
-        }
-    }
-}
-
-/// The IP header the program balances on: the innermost one it reached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IpHeader {
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    pub proto: u8,
-    /// (source, destination) for protocols with ports, first fragments only.
-    pub ports: Option<(u16, u16)>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Parsed {
-    pub dst_mac: u64,
-    pub src_mac: u64,
-    /// The EtherType after the VLAN tags (for 802.3 frames, the length field).
-    pub ether_type: u16,
-    pub vlan_vids: [u16; 3],
-    pub vlan_depth: u8,
-    pub mpls_depth: u8,
-    /// (dsap, ssap) of an 802.3 frame.
-    pub llc: Option<(u8, u8)>,
-    pub ip: Option<IpHeader>,
-    /// The frame goes deeper than the parser (4th VLAN tag, 7th MPLS label).
-    pub depth_exceeded: bool,
-}
-
-const TPID_8021Q: u16 = 0x8100;
-const TPID_8021AD: u16 = 0x88a8;
 const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
+const ETHERTYPE_IPV6: u16 = 0x86DD;
+const ETHERTYPE_VLAN: u16 = 0x8100;
+const ETHERTYPE_QINQ: u16 = 0x88A8;
 const ETHERTYPE_MPLS: u16 = 0x8847;
 const ETHERTYPE_MPLS_MC: u16 = 0x8848;
 const ETHERTYPE_PPPOE: u16 = 0x8864;
+const ETHERTYPE_EFB_TAG: u16 = 0x88B5;
+const ETHERTYPE_KEEPALIVE: u16 = 0x88B6;
+/// IEEE 802.3: values up to this are lengths (an LLC header follows).
 const MAX_8023_LENGTH: u16 = 1500;
-const MAX_VLANS: u8 = 3;
-const MAX_MPLS: u8 = 6;
 const PPP_IPV4: u16 = 0x0021;
 const PPP_IPV6: u16 = 0x0057;
 const PROTO_IPIP: u8 = 4;
 const PROTO_IPV6: u8 = 41;
 const PROTO_GRE: u8 = 47;
+/// TCP, UDP, DCCP, SCTP, UDP-Lite: the protocols whose ports the parser reads.
+const PROTOS_WITH_PORTS: [u8; 5] = [6, 17, 33, 132, 136];
+const MAX_VLANS: usize = 3;
+const MAX_MPLS: u8 = 6;
 
-struct Cursor<'a> {
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ethernet {
+    pub dst: u64,
+    pub src: u64,
+    pub ether_type: u16,
+}
+
+/// The balancer's tag, after the source MAC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tag {
+    pub link_id: u8,
+    pub core: u8,
+    pub ether_type: u16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VlanTag {
+    pub vid: u16,
+    pub ether_type: u16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipv4 {
+    pub version: u8,
+    pub ihl: u8,
+    pub total_len: u16,
+    pub frag_offset: u16,
+    pub protocol: u8,
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipv6 {
+    pub version: u8,
+    pub payload_len: u16,
+    pub next_hdr: u8,
+    pub src: Ipv6Addr,
+    pub dst: Ipv6Addr,
+}
+
+/// The headers the parser made valid, and how it ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Headers {
+    /// A packet-out's header (by a CPU port): the egress port it names.
+    pub packet_out: Option<u16>,
+    pub ethernet: Option<Ethernet>,
+    pub efb_tag: Option<Tag>,
+    pub keepalive: bool,
+    pub vlan: Vec<VlanTag>,
+    /// MPLS labels extracted.
+    pub mpls: u8,
+    pub pppoe: bool,
+    /// (DSAP, SSAP) of an 802.3 frame's LLC header.
+    pub llc: Option<(u8, u8)>,
+    pub ipv4: Option<Ipv4>,
+    pub ipv6: Option<Ipv6>,
+    pub inner_ipv4: Option<Ipv4>,
+    pub inner_ipv6: Option<Ipv6>,
+    /// (source, destination) port.
+    pub l4: Option<(u16, u16)>,
+    /// The frame ended inside a header.
+    pub parser_err: bool,
+    /// A wrong IP version or header length (the program's own flag).
+    pub malformed: bool,
+}
+
+/// Parses `frame` as it enters by device port `ingress_port`.
+pub fn parse(ingress_port: u32, frame: &[u8]) -> Headers {
+    let mut p = Parser {
+        frame,
+        at: 0,
+        h: Headers::default(),
+    };
+    if ingress_port == CPU_PORT_2_PIPES || ingress_port == CPU_PORT_4_PIPES {
+        if let Some(b) = p.take(2) {
+            p.h.packet_out = Some(be16(b));
+        }
+    } else {
+        p.ethernet();
+    }
+    p.h
+}
+
+struct Parser<'a> {
     frame: &'a [u8],
+    at: usize,
+    h: Headers,
 }
 
-impl<'a> Cursor<'a> {
-    fn get(&self, at: usize, len: usize, header: &'static str) -> Result<&'a [u8], ParseError> {
-        at.checked_add(len)
-            .and_then(|end| self.frame.get(at..end))
-            .ok_or(ParseError::Truncated(header))
-    }
-
-    fn u16(&self, at: usize, header: &'static str) -> Result<u16, ParseError> {
-        let b = self.get(at, 2, header)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
 }
 
-fn mac(b: &[u8]) -> u64 {
-    b.iter().fold(0u64, |acc, x| (acc << 8) | u64::from(*x))
+fn be48(b: &[u8]) -> u64 {
+    b.iter().fold(0, |acc, x| (acc << 8) | u64::from(*x))
 }
 
-/// Parses a frame as it enters from an operator link.
-pub fn parse(frame: &[u8]) -> Result<Parsed, ParseError> {
-    let c = Cursor { frame };
-    let eth = c.get(0, 14, "Ethernet")?;
-    let mut p = Parsed {
-        dst_mac: mac(&eth[0..6]),
-        src_mac: mac(&eth[6..12]),
-        ..Parsed::default()
-    };
-    let mut et = c.u16(12, "Ethernet")?;
-    let mut off = 14;
-    while et == TPID_8021Q || et == TPID_8021AD {
-        if p.vlan_depth == MAX_VLANS {
-            p.depth_exceeded = true;
-            p.ether_type = et;
-            return Ok(p);
+impl<'a> Parser<'a> {
+    /// Extracts `n` bytes; a frame that ends first is a parser error.
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let b = self.frame.get(self.at..self.at + n);
+        match b {
+            Some(_) => self.at += n,
+            None => self.h.parser_err = true,
         }
-        let tag = c.get(off, 4, "VLAN")?;
-        p.vlan_vids[usize::from(p.vlan_depth)] = u16::from_be_bytes([tag[0], tag[1]]) & 0x0fff;
-        p.vlan_depth += 1;
-        et = u16::from_be_bytes([tag[2], tag[3]]);
-        off += 4;
+        b
     }
-    p.ether_type = et;
-    match et {
-        ETHERTYPE_IPV4 => p.ip = Some(ipv4(&c, off, true)?),
-        ETHERTYPE_IPV6 => p.ip = Some(ipv6(&c, off, true)?),
-        ETHERTYPE_MPLS | ETHERTYPE_MPLS_MC => p.ip = mpls(&c, off, &mut p)?,
-        ETHERTYPE_PPPOE => p.ip = pppoe(&c, off)?,
-        len if len <= MAX_8023_LENGTH => {
-            let llc = c.get(off, 3, "LLC")?;
-            p.llc = Some((llc[0], llc[1]));
-        }
-        _ => {}
-    }
-    Ok(p)
-}
 
-fn mpls(c: &Cursor, mut off: usize, p: &mut Parsed) -> Result<Option<IpHeader>, ParseError> {
-    loop {
-        if p.mpls_depth == MAX_MPLS {
-            p.depth_exceeded = true;
-            return Ok(None);
-        }
-        let label = c.get(off, 4, "MPLS")?;
-        p.mpls_depth += 1;
-        off += 4;
-        if label[2] & 0x01 == 1 {
-            break;
+    fn malformed(&mut self) {
+        self.h.malformed = true;
+    }
+
+    fn ethernet(&mut self) {
+        let Some(b) = self.take(14) else { return };
+        let eth = Ethernet {
+            dst: be48(&b[0..6]),
+            src: be48(&b[6..12]),
+            ether_type: be16(&b[12..14]),
+        };
+        self.h.ethernet = Some(eth);
+        match eth.ether_type {
+            ETHERTYPE_EFB_TAG => self.efb_tag(),
+            ETHERTYPE_KEEPALIVE => self.keepalive(),
+            ETHERTYPE_VLAN | ETHERTYPE_QINQ => self.vlan(),
+            other => self.after_ethertype(other),
         }
     }
-    // MPLS does not say what it carries: like routers, look at the IP version nibble.
-    match c.frame.get(off).map(|b| b >> 4) {
-        Some(4) => Ok(Some(ipv4(c, off, true)?)),
-        Some(6) => Ok(Some(ipv6(c, off, true)?)),
-        _ => Ok(None),
-    }
-}
 
-fn pppoe(c: &Cursor, off: usize) -> Result<Option<IpHeader>, ParseError> {
-    let ppp = c.u16(off + 6, "PPPoE")?;
-    match ppp {
-        PPP_IPV4 => Ok(Some(ipv4(c, off + 8, true)?)),
-        PPP_IPV6 => Ok(Some(ipv6(c, off + 8, true)?)),
-        _ => Ok(None),
+    fn efb_tag(&mut self) {
+        if let Some(b) = self.take(4) {
+            self.h.efb_tag = Some(Tag {
+                link_id: b[0],
+                core: b[1],
+                ether_type: be16(&b[2..4]),
+            });
+        }
     }
-}
 
-fn ipv4(c: &Cursor, off: usize, outer: bool) -> Result<IpHeader, ParseError> {
-    let h = c.get(off, 20, "IPv4")?;
-    if h[0] >> 4 != 4 {
-        return Err(ParseError::BadVersion("IPv4"));
+    fn keepalive(&mut self) {
+        if self.take(14).is_some() {
+            self.h.keepalive = true;
+        }
     }
-    let header_len = usize::from(h[0] & 0x0f) * 4;
-    let total_len = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    if header_len < 20 || total_len < header_len {
-        return Err(ParseError::BadLength("IPv4"));
-    }
-    c.get(off, total_len, "IPv4")
-        .map_err(|_| ParseError::BadLength("IPv4"))?;
-    let proto = h[9];
-    let first_fragment = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
-    let src = IpAddr::V4(Ipv4Addr::new(h[12], h[13], h[14], h[15]));
-    let dst = IpAddr::V4(Ipv4Addr::new(h[16], h[17], h[18], h[19]));
-    let payload = off + header_len;
-    let end = off + total_len;
-    finish(
-        c,
-        IpHeader {
-            src,
-            dst,
-            proto,
-            ports: None,
-        },
-        payload,
-        end,
-        outer && first_fragment,
-        first_fragment,
-    )
-}
 
-fn ipv6(c: &Cursor, off: usize, outer: bool) -> Result<IpHeader, ParseError> {
-    let h = c.get(off, 40, "IPv6")?;
-    if h[0] >> 4 != 6 {
-        return Err(ParseError::BadVersion("IPv6"));
+    /// Up to three tags; a fourth leaves the frame as it is (non-IP).
+    fn vlan(&mut self) {
+        let Some(b) = self.take(4) else { return };
+        let tag = VlanTag {
+            vid: be16(&b[0..2]) & 0x0FFF,
+            ether_type: be16(&b[2..4]),
+        };
+        self.h.vlan.push(tag);
+        match tag.ether_type {
+            ETHERTYPE_VLAN | ETHERTYPE_QINQ if self.h.vlan.len() == MAX_VLANS => {}
+            ETHERTYPE_VLAN | ETHERTYPE_QINQ => self.vlan(),
+            other => self.after_ethertype(other),
+        }
     }
-    let payload_len = usize::from(u16::from_be_bytes([h[4], h[5]]));
-    let end = off + 40 + payload_len;
-    c.get(off, 40 + payload_len, "IPv6")
-        .map_err(|_| ParseError::BadLength("IPv6"))?;
-    let addr = |b: &[u8]| {
-        let mut a = [0u8; 16];
-        a.copy_from_slice(b);
-        IpAddr::V6(Ipv6Addr::from(a))
-    };
-    let ip = IpHeader {
-        src: addr(&h[8..24]),
-        dst: addr(&h[24..40]),
-        proto: h[6],
-        ports: None,
-    };
-    finish(c, ip, off + 40, end, outer, true)
-}
 
-/// After an IP header: one level of tunnel to the inner IP, or the L4 ports.
-fn finish(
-    c: &Cursor,
-    mut ip: IpHeader,
-    payload: usize,
-    end: usize,
-    tunnel: bool,
-    first_fragment: bool,
-) -> Result<IpHeader, ParseError> {
-    let inner = Cursor {
-        frame: &c.frame[..end],
-    };
-    match ip.proto {
-        PROTO_IPIP if tunnel => return ipv4(&inner, payload, false),
-        PROTO_IPV6 if tunnel => return ipv6(&inner, payload, false),
-        PROTO_GRE if tunnel => {
-            if let Some(found) = gre(&inner, payload)? {
-                return Ok(found);
+    fn after_ethertype(&mut self, ether_type: u16) {
+        match ether_type {
+            ETHERTYPE_IPV4 => self.ipv4(),
+            ETHERTYPE_IPV6 => self.ipv6(),
+            ETHERTYPE_MPLS | ETHERTYPE_MPLS_MC => self.mpls(),
+            ETHERTYPE_PPPOE => self.pppoe(),
+            length if length <= MAX_8023_LENGTH => {
+                if let Some(b) = self.take(3) {
+                    self.h.llc = Some((b[0], b[1]));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Up to six labels; after the bottom of the stack, the first nibble tells IPv4 from
+    /// IPv6. A seventh label leaves the frame non-IP.
+    fn mpls(&mut self) {
+        while self.h.mpls < MAX_MPLS {
+            let Some(b) = self.take(4) else { return };
+            self.h.mpls += 1;
+            if b[2] & 0x01 == 1 {
+                // The lookahead of one nibble: past the end is a parser error too.
+                match self.frame.get(self.at).map(|x| x >> 4) {
+                    Some(4) => self.ipv4(),
+                    Some(6) => self.ipv6(),
+                    Some(_) => {}
+                    None => self.h.parser_err = true,
+                }
+                return;
             }
         }
-        proto if has_ports(proto) && first_fragment => {
-            let ports = inner.get(payload, 4, "L4")?;
-            ip.ports = Some((
-                u16::from_be_bytes([ports[0], ports[1]]),
-                u16::from_be_bytes([ports[2], ports[3]]),
-            ));
-        }
-        _ => {}
     }
-    Ok(ip)
+
+    fn pppoe(&mut self) {
+        let Some(b) = self.take(8) else { return };
+        let protocol = be16(&b[6..8]);
+        self.h.pppoe = true;
+        match protocol {
+            PPP_IPV4 => self.ipv4(),
+            PPP_IPV6 => self.ipv6(),
+            _ => {}
+        }
+    }
+
+    fn ipv4_header(&mut self) -> Option<Ipv4> {
+        let b = self.take(20)?;
+        Some(Ipv4 {
+            version: b[0] >> 4,
+            ihl: b[0] & 0x0F,
+            total_len: be16(&b[2..4]),
+            frag_offset: be16(&b[6..8]) & 0x1FFF,
+            protocol: b[9],
+            src: Ipv4Addr::new(b[12], b[13], b[14], b[15]),
+            dst: Ipv4Addr::new(b[16], b[17], b[18], b[19]),
+        })
+    }
+
+    fn ipv6_header(&mut self) -> Option<Ipv6> {
+        let b = self.take(40)?;
+        let addr = |s: &[u8]| {
+            let mut a = [0u8; 16];
+            a.copy_from_slice(s);
+            Ipv6Addr::from(a)
+        };
+        Some(Ipv6 {
+            version: b[0] >> 4,
+            payload_len: be16(&b[4..6]),
+            next_hdr: b[6],
+            src: addr(&b[8..24]),
+            dst: addr(&b[24..40]),
+        })
+    }
+
+    fn ipv4(&mut self) {
+        let Some(ip) = self.ipv4_header() else { return };
+        self.h.ipv4 = Some(ip);
+        match (ip.version, ip.ihl) {
+            (4, 5) => self.ipv4_payload(ip),
+            (4, 0..=4) => self.malformed(),
+            (4, ihl) => {
+                // The option words are extracted (so that the deparser puts them back).
+                for _ in 5..ihl {
+                    if self.take(4).is_none() {
+                        return;
+                    }
+                }
+                self.ipv4_payload(ip);
+            }
+            _ => self.malformed(),
+        }
+    }
+
+    fn ipv4_payload(&mut self, ip: Ipv4) {
+        if ip.frag_offset != 0 {
+            return;
+        }
+        self.next_protocol(ip.protocol);
+    }
+
+    /// After an outer IP header: a tunnel, the ports, or nothing more.
+    fn next_protocol(&mut self, protocol: u8) {
+        match protocol {
+            PROTO_IPIP => self.inner_ipv4(),
+            PROTO_IPV6 => self.inner_ipv6(),
+            PROTO_GRE => self.gre(),
+            p if PROTOS_WITH_PORTS.contains(&p) => self.l4(),
+            _ => {}
+        }
+    }
+
+    fn ipv6(&mut self) {
+        let Some(ip) = self.ipv6_header() else { return };
+        self.h.ipv6 = Some(ip);
+        if ip.version == 6 {
+            self.next_protocol(ip.next_hdr);
+        } else {
+            self.malformed();
+        }
+    }
+
+    /// GRE version 0: its option words (checksum, key, sequence), then IPv4 or IPv6.
+    /// Other versions keep the outer header for balancing.
+    fn gre(&mut self) {
+        let Some(b) = self.take(4) else { return };
+        let (flags, version, protocol) = (b[0], b[1] & 0x07, be16(&b[2..4]));
+        if version != 0 {
+            return;
+        }
+        let options = [0x80u8, 0x20, 0x10]
+            .iter()
+            .filter(|bit| flags & **bit != 0)
+            .count();
+        for _ in 0..options {
+            if self.take(4).is_none() {
+                return;
+            }
+        }
+        match protocol {
+            ETHERTYPE_IPV4 => self.inner_ipv4(),
+            ETHERTYPE_IPV6 => self.inner_ipv6(),
+            _ => {}
+        }
+    }
+
+    /// An inner IPv4 header with options is accepted; its ports are not read.
+    fn inner_ipv4(&mut self) {
+        let Some(ip) = self.ipv4_header() else { return };
+        self.h.inner_ipv4 = Some(ip);
+        match (ip.version, ip.ihl) {
+            (4, 5) if ip.frag_offset == 0 && PROTOS_WITH_PORTS.contains(&ip.protocol) => self.l4(),
+            (4, 0..=4) => self.malformed(),
+            (4, _) => {}
+            _ => self.malformed(),
+        }
+    }
+
+    fn inner_ipv6(&mut self) {
+        let Some(ip) = self.ipv6_header() else { return };
+        self.h.inner_ipv6 = Some(ip);
+        match ip.version {
+            6 if PROTOS_WITH_PORTS.contains(&ip.next_hdr) => self.l4(),
+            6 => {}
+            _ => self.malformed(),
+        }
+    }
+
+    fn l4(&mut self) {
+        if let Some(b) = self.take(4) {
+            self.h.l4 = Some((be16(&b[0..2]), be16(&b[2..4])));
+        }
+    }
 }
 
-/// GRE version 0 carrying IPv4 or IPv6: the inner header; anything else keeps the outer.
-fn gre(c: &Cursor, off: usize) -> Result<Option<IpHeader>, ParseError> {
-    let h = c.get(off, 4, "GRE")?;
-    if h[1] & 0x07 != 0 {
-        return Ok(None);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ethernet(ether_type: u16) -> Vec<u8> {
+        let mut f = vec![0xAA; 12];
+        f.extend(ether_type.to_be_bytes());
+        f
     }
-    let options = [0x80u8, 0x20, 0x10]
-        .iter()
-        .filter(|bit| h[0] & **bit != 0)
-        .count()
-        * 4;
-    let inner = off + 4 + options;
-    match u16::from_be_bytes([h[2], h[3]]) {
-        ETHERTYPE_IPV4 => Ok(Some(ipv4(c, inner, false)?)),
-        ETHERTYPE_IPV6 => Ok(Some(ipv6(c, inner, false)?)),
-        _ => Ok(None),
+
+    fn ipv4(ihl: u8, protocol: u8) -> Vec<u8> {
+        let mut h = vec![0x40 | ihl, 0, 0, 40, 0, 0, 0, 0, 64, protocol, 0, 0];
+        h.extend([10, 0, 0, 1, 10, 0, 0, 2]);
+        h.extend(std::iter::repeat_n(
+            0,
+            usize::from(ihl.saturating_sub(5)) * 4,
+        ));
+        h
+    }
+
+    #[test]
+    fn lengths_up_to_1500_are_802_3_and_1501_is_neither() {
+        let mut f = ethernet(1500);
+        f.extend([0x42, 0x43, 0x03]);
+        assert_eq!(parse(1, &f).llc, Some((0x42, 0x43)));
+        let mut f = ethernet(1501);
+        f.extend([0x42, 0x43, 0x03]);
+        let h = parse(1, &f);
+        assert_eq!(h.llc, None);
+        assert!(!h.parser_err && !h.malformed);
+    }
+
+    #[test]
+    fn wrong_ip_headers_set_the_flag_truncated_ones_the_error() {
+        let mut f = ethernet(ETHERTYPE_IPV4);
+        f.extend(ipv4(4, 6));
+        let h = parse(1, &f);
+        assert!(h.malformed && !h.parser_err && h.ipv4.is_some());
+        let mut f = ethernet(ETHERTYPE_IPV4);
+        f.extend(&ipv4(5, 6)[..12]);
+        let h = parse(1, &f);
+        assert!(h.parser_err && h.ipv4.is_none() && h.ethernet.is_some());
+    }
+
+    #[test]
+    fn an_inner_ipv4_with_options_is_kept_without_its_ports() {
+        let mut f = ethernet(ETHERTYPE_IPV4);
+        f.extend(ipv4(5, PROTO_IPIP));
+        f.extend(ipv4(6, 6));
+        f.extend([0, 80, 0, 81]);
+        let h = parse(1, &f);
+        assert!(h.inner_ipv4.is_some() && h.l4.is_none() && !h.malformed);
+    }
+
+    #[test]
+    fn a_packet_out_is_parsed_by_the_cpu_ports_only() {
+        let f = [0x00, 0x84, 1, 2, 3];
+        assert_eq!(parse(192, &f).packet_out, Some(0x84));
+        assert_eq!(parse(320, &f).packet_out, Some(0x84));
+        assert_eq!(parse(191, &f).packet_out, None);
     }
 }
