@@ -255,6 +255,7 @@ struct ig_metadata_t {
     bit<1>    from_cpu;
     bit<1>    side_wan;    /* the frame came in by a WAN side (link or pair) */
     bit<1>    pppoe;       /* a PPPoE header before the outer IP header */
+    bit<1>    malformed;   /* the parser found a wrong IP version or header length */
     bit<16>   ip_offset;   /* where the outermost IP header starts */
     bit<16>   ip_len;      /* its total length */
     PortId_t  lan_port;
@@ -304,14 +305,23 @@ parser EfbIngressParser(packet_in pkt,
         transition accept;
     }
 
-/* Where an EtherType (after the MACs or after a tag) leads. */
+/* Where an EtherType (after the MACs or after a tag) leads. Values up to 1500 are
+ * IEEE 802.3 lengths (LLC follows), 0x0600 and up EtherTypes; 1501..1535 are neither and
+ * pass as non-IP. The parser's TCAM matches value and mask, so 0..1500 takes eight. */
 #define AFTER_ETHERTYPE                                                      \
             ETHERTYPE_IPV4        : parse_ipv4;                              \
             ETHERTYPE_IPV6        : parse_ipv6;                              \
             ETHERTYPE_MPLS        : parse_mpls0;                             \
             ETHERTYPE_MPLS_MC     : parse_mpls0;                             \
             ETHERTYPE_PPPOE       : parse_pppoe;                             \
-            0x0000 &&& 0xF800     : parse_llc;  /* an 802.3 length */        \
+            0x0000 &&& 0xFC00     : parse_llc;  /*    0..1023 */             \
+            0x0400 &&& 0xFF00     : parse_llc;  /* 1024..1279 */             \
+            0x0500 &&& 0xFF80     : parse_llc;  /* 1280..1407 */             \
+            0x0580 &&& 0xFFC0     : parse_llc;  /* 1408..1471 */             \
+            0x05C0 &&& 0xFFF0     : parse_llc;  /* 1472..1487 */             \
+            0x05D0 &&& 0xFFF8     : parse_llc;  /* 1488..1495 */             \
+            0x05D8 &&& 0xFFFC     : parse_llc;  /* 1496..1499 */             \
+            0x05DC                : parse_llc;  /* 1500 */                   \
             default               : accept
 
     state parse_ethernet {
@@ -413,16 +423,22 @@ parser EfbIngressParser(packet_in pkt,
         }
     }
 
-    /* A wrong version or a header length below 20 is malformed: the parser rejects
-     * it, ingress counts and drops it. */
+    /* A wrong IP version or a header length below 20 is malformed: ingress counts and
+     * drops the frame. Tofino's parser takes `reject` as the end of parsing, with no error
+     * (bf-p4c maps it to the same end as `accept`): the verdict is a flag of our own. */
+    state malformed {
+        md.malformed = 1;
+        transition accept;
+    }
+
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
         transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
             (4, 5)            : parse_ipv4_payload;
-            (4, 0 &&& 0xC)    : reject;            /* ihl 0..3 */
-            (4, 4)            : reject;
+            (4, 0 &&& 0xC)    : malformed;         /* ihl 0..3 */
+            (4, 4)            : malformed;
             (4, _)            : parse_ipv4_options;
-            default           : reject;
+            default           : malformed;
         }
     }
 
@@ -479,7 +495,7 @@ parser EfbIngressParser(packet_in pkt,
             (6, PROTO_SCTP)    : parse_l4;
             (6, PROTO_UDPLITE) : parse_l4;
             (6, _)             : accept;
-            default            : reject;
+            default            : malformed;
         }
     }
 
@@ -515,6 +531,9 @@ parser EfbIngressParser(packet_in pkt,
         }
     }
 
+    /* An inner IPv4 header with options is balanced and matched on its addresses and
+     * protocol; its ports, after the options, are not read (a second stack of option
+     * words would cost 320 bits of PHV for a rare frame). */
     state parse_inner_ipv4 {
         pkt.extract(hdr.inner_ipv4);
         transition select(hdr.inner_ipv4.version, hdr.inner_ipv4.ihl, hdr.inner_ipv4.frag_offset, hdr.inner_ipv4.protocol) {
@@ -523,8 +542,10 @@ parser EfbIngressParser(packet_in pkt,
             (4, 5, 0, PROTO_DCCP)    : parse_l4;
             (4, 5, 0, PROTO_SCTP)    : parse_l4;
             (4, 5, 0, PROTO_UDPLITE) : parse_l4;
-            (4, 5, _, _)             : accept;
-            default                  : reject;
+            (4, 0 &&& 0xC, _, _)     : malformed;  /* ihl 0..3 */
+            (4, 4, _, _)             : malformed;
+            (4, _, _, _)             : accept;
+            default                  : malformed;
         }
     }
 
@@ -537,7 +558,7 @@ parser EfbIngressParser(packet_in pkt,
             (6, PROTO_SCTP)    : parse_l4;
             (6, PROTO_UDPLITE) : parse_l4;
             (6, _)             : accept;
-            default            : reject;
+            default            : malformed;
         }
     }
 
@@ -925,12 +946,14 @@ control EfbIngress(inout headers_t hdr,
         hdr.bridged.is_keepalive_out = 1;
     }
 
-    /* A keep-alive back from a filter: to the controller with where and when it came. */
+    /* A keep-alive back from a filter: to the controller with where and when it came.
+     * Arrival on the parser's global clock, the clock egress stamps departures with
+     * (the MAC's 1588 timestamp is a clock of its own). */
     action send_packet_in() {
         ig_tm_md.ucast_egress_port = md.cpu_port;
         hdr.packet_in.setValid();
         hdr.packet_in.ingress_port = (bit<16>)ig_intr_md.ingress_port;
-        hdr.packet_in.rx_tstamp = ig_intr_md.ingress_mac_tstamp;
+        hdr.packet_in.rx_tstamp = ig_prsr_md.global_tstamp;
     }
 
     /* Back from a filter: strip the tag; the tag's link is looked up next. */
@@ -951,12 +974,13 @@ control EfbIngress(inout headers_t hdr,
     }
 
     /* Where the outer IP packet ends, plus the 4-byte FCS that pkt_length counts (the
-     * offsets of table ip_offset include it): egress compares it with the frame. */
+     * offsets of table ip_offset include it): egress compares it with the frame. The sums
+     * saturate: a length near 65535 must not wrap round to a small end that fits. */
     action ipv4_length() { md.ip_len = hdr.ipv4.total_len; }
-    action ipv6_length() { md.ip_len = hdr.ipv6.payload_len + 40; }
+    action ipv6_length() { md.ip_len = hdr.ipv6.payload_len |+| 40; }
     action check_length() {
         hdr.bridged.check_length = 1;
-        hdr.bridged.ip_end = md.ip_offset + md.ip_len;
+        hdr.bridged.ip_end = md.ip_offset |+| md.ip_len;
     }
 
     /* The symmetric key of MODEL.md version 2: A XOR B (and PA XOR PB), the same in both
@@ -1029,7 +1053,7 @@ control EfbIngress(inout headers_t hdr,
         /* The link's ports, looked up once (a table applies in one place on the chip):
          * for a frame from a link, and for one back from a filter (the tag's link, which
          * ingress_port copied). */
-        bool link_frame = md.from_link == 1 && ig_prsr_md.parser_err == 0;
+        bool link_frame = md.from_link == 1 && ig_prsr_md.parser_err == 0 && md.malformed == 0;
         bool returning = md.from_pair == 1 && hdr.efb_tag.isValid();
         if (link_frame || returning) {
             link_ports.apply();
@@ -1066,7 +1090,10 @@ control EfbIngress(inout headers_t hdr,
             strip_tag();
             if (md.side_wan == 0) { out_lan(); } else { out_wan(); }
         } else if (md.from_pair == 1) {
-            if (hdr.keepalive.isValid()) {
+            if (ig_prsr_md.parser_err != 0) {
+                /* It ends inside a header (a keep-alive or a tag cut short). */
+                mark_drop(DROP_MALFORMED);
+            } else if (hdr.keepalive.isValid()) {
                 platform.apply();
                 send_packet_in();
             } else {
@@ -1113,10 +1140,24 @@ control EfbIngressDeparser(packet_out pkt,
         pkt.emit(hdr.pppoe);
         pkt.emit(hdr.llc);
         pkt.emit(hdr.ipv4);
-        pkt.emit(hdr.ipv4_options);
+        /* The parser fills the option stacks from the top down (the first word into
+         * the highest element it uses): emitted from the top, they leave in the order they
+         * came. */
+        pkt.emit(hdr.ipv4_options[9]);
+        pkt.emit(hdr.ipv4_options[8]);
+        pkt.emit(hdr.ipv4_options[7]);
+        pkt.emit(hdr.ipv4_options[6]);
+        pkt.emit(hdr.ipv4_options[5]);
+        pkt.emit(hdr.ipv4_options[4]);
+        pkt.emit(hdr.ipv4_options[3]);
+        pkt.emit(hdr.ipv4_options[2]);
+        pkt.emit(hdr.ipv4_options[1]);
+        pkt.emit(hdr.ipv4_options[0]);
         pkt.emit(hdr.ipv6);
         pkt.emit(hdr.gre);
-        pkt.emit(hdr.gre_options);
+        pkt.emit(hdr.gre_options[2]);
+        pkt.emit(hdr.gre_options[1]);
+        pkt.emit(hdr.gre_options[0]);
         pkt.emit(hdr.inner_ipv4);
         pkt.emit(hdr.inner_ipv6);
         pkt.emit(hdr.l4);

@@ -63,6 +63,7 @@ async fn target(table_size_limit: u64) -> Servers {
         port_map: PortMap::builtin().unwrap(),
         capture_limit: 20_000,
         table_size_limit,
+        emulated_filters: true,
     });
     efb_target::serve(device, "127.0.0.1:0".parse().unwrap())
         .await

@@ -225,6 +225,7 @@ async fn start_target(capture: usize) -> (Ctl, std::sync::Arc<Device>) {
         port_map: map,
         capture_limit: capture,
         table_size_limit: 0,
+        emulated_filters: true,
     });
     let servers = efb_target::serve(device.clone(), "127.0.0.1:0".parse().unwrap())
         .await

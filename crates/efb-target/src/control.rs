@@ -27,9 +27,14 @@ impl ControlService {
             Some(port_ref::Port::Name(name)) => map
                 .resolve(name)
                 .map_err(|e| Status::invalid_argument(e.to_string())),
+            // The CPU port too: a frame injected there is a packet-out, its header first.
+            Some(port_ref::Port::DevicePort(dev)) if *dev == map.cpu_port() => Ok(*dev),
             Some(port_ref::Port::DevicePort(dev)) => {
                 map.name_of(*dev).map(|_| *dev).ok_or_else(|| {
-                    Status::invalid_argument(format!("device port {dev} is not a front-panel port"))
+                    Status::invalid_argument(format!(
+                        "device port {dev} is neither a front-panel port nor the CPU port ({})",
+                        map.cpu_port()
+                    ))
                 })
             }
             None => Err(Status::invalid_argument("no port given")),

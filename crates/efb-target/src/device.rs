@@ -19,7 +19,7 @@ use crate::bytes;
 use crate::filters::Filters;
 use crate::ports::Ports;
 use crate::profile::Profile;
-use crate::program::{Program, Verdict};
+use crate::program::{PACKET_IN_BYTES, Program, Verdict};
 use crate::tables::Objects;
 
 #[derive(Clone, Debug)]
@@ -32,6 +32,10 @@ pub struct DeviceOptions {
     /// Caps every table below its P4Info size (0: the P4Info's sizes), so that tests can
     /// fill a table.
     pub table_size_limit: u64,
+    /// Filters behind the pair ports return what they are sent (off: a frame out of a
+    /// pair port stays out, as on a bench with nothing cabled, for replaying tests frame
+    /// by frame).
+    pub emulated_filters: bool,
 }
 
 /// An installed (or saved) pipeline.
@@ -129,7 +133,8 @@ impl Device {
     pub fn receive(&self, port: u32, frame: &[u8], rx_ns: u64) {
         self.ports.count_rx(port, frame.len());
         let Ok(state) = self.state.read() else { return };
-        if !self.ports.is_up(port) {
+        // The CPU port has no link to be down.
+        if port != self.ports.map().cpu_port() && !self.ports.is_up(port) {
             return self.dropped(&state, port, drop_reasons::PORT_DOWN, frame.len());
         }
         self.run(&state, port, frame, rx_ns);
@@ -142,7 +147,7 @@ impl Device {
             // No program runs: the chip forwards nothing.
             return self.ports.count_drop(port);
         };
-        match program.process(&state.objects, port, frame) {
+        match program.process(&state.objects, port, frame, rx_ns) {
             Verdict::Emit {
                 port: out,
                 mut frame,
@@ -154,7 +159,6 @@ impl Device {
                 }
                 self.emit(state, port, out, &frame, rx_ns);
             }
-            Verdict::ToCpu { port: cpu, frame } => self.to_cpu(state, port, cpu, frame, rx_ns),
             Verdict::Drop { reason, bytes } => self.dropped_counted(state, port, reason, bytes),
             Verdict::Lost => self.ports.count_drop(port),
         }
@@ -181,9 +185,14 @@ impl Device {
         }
     }
 
-    /// A frame leaving by `port`: counted, captured, and handed to the filter when the
-    /// port is a pair's. A port this chip lacks loses it, as the traffic manager does.
+    /// A frame leaving by `port`: to the controller when it is the CPU port (its packet-in
+    /// header becomes the PacketIn's metadata); otherwise counted, captured, and handed to
+    /// the filter when the port is a pair's. A port this chip lacks loses it, as the
+    /// traffic manager does.
     fn emit(&self, state: &State, ingress: u32, port: u32, frame: &[u8], time_ns: u64) {
+        if port == self.ports.map().cpu_port() {
+            return self.packet_in(state, frame);
+        }
         if self.ports.map().name_of(port).is_none() {
             tracing::debug!(port, "frame sent to a port this chip lacks: lost");
             return self.ports.count_drop(ingress);
@@ -192,23 +201,11 @@ impl Device {
             return self.dropped(state, ingress, drop_reasons::PORT_DOWN, frame.len());
         }
         self.ports.transmit(port, frame, time_ns);
+        if !self.options.emulated_filters {
+            return;
+        }
         if let Some(peer) = state.pair_peers.get(&port) {
             self.filters.send(port, *peer, frame, time_ns);
-        }
-    }
-
-    /// A frame the program sends to the port it believes is the CPU's: a packet-in when
-    /// it is this chip's; out of that port if it is a front-panel one (as a chip would do
-    /// with a wrong `platform` entry); lost otherwise.
-    fn to_cpu(&self, state: &State, ingress: u32, cpu: u32, frame: Vec<u8>, rx_ns: u64) {
-        let chip_cpu = self.ports.map().cpu_port();
-        if cpu == chip_cpu {
-            self.packet_in(state, ingress, frame, rx_ns);
-        } else if self.ports.map().name_of(cpu).is_some() {
-            self.emit(state, ingress, cpu, &frame, rx_ns);
-        } else {
-            tracing::debug!(cpu, chip_cpu, "keep-alive sent to a port this chip lacks");
-            self.ports.count_drop(ingress);
         }
     }
 
@@ -225,13 +222,22 @@ impl Device {
         self.run(&state, cpu, &wire, self.now_ns());
     }
 
-    fn packet_in(&self, state: &State, port: u32, frame: Vec<u8>, rx_ns: u64) {
+    /// A frame for the controller: its packet-in header (ingress port, arrival time)
+    /// becomes the PacketIn's metadata, the rest its payload.
+    fn packet_in(&self, state: &State, frame: &[u8]) {
+        let Some((header, payload)) = frame.split_at_checked(PACKET_IN_BYTES) else {
+            return;
+        };
+        let port = u32::from(u16::from_be_bytes([header[0], header[1]]));
+        let rx_ns = header[2..]
+            .iter()
+            .fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
         let Some(metadata) = packet_in_metadata(state, port, rx_ns) else {
             return;
         };
         let message = p4::StreamMessageResponse {
             update: Some(stream_message_response::Update::Packet(p4::PacketIn {
-                payload: frame,
+                payload: payload.to_vec(),
                 metadata,
             })),
         };
@@ -251,24 +257,21 @@ impl Device {
 }
 
 fn packet_in_metadata(state: &State, port: u32, rx_ns: u64) -> Option<Vec<PacketMetadata>> {
-    {
-        let info = state.pipeline.as_ref()?.index.packet_in()?.clone();
-        let value = |name: &str| match name {
-            packet_io::INGRESS_PORT => u128::from(port),
-            // The chip's timestamps are 48 bits wide.
-            packet_io::RX_TSTAMP => u128::from(rx_ns & ((1 << 48) - 1)),
-            _ => 0,
-        };
-        Some(
-            info.fields
-                .iter()
-                .map(|f| PacketMetadata {
-                    metadata_id: f.id,
-                    value: bytes::from_u128(value(&f.name)),
-                })
-                .collect(),
-        )
-    }
+    let info = state.pipeline.as_ref()?.index.packet_in()?.clone();
+    let value = |name: &str| match name {
+        packet_io::INGRESS_PORT => u128::from(port),
+        packet_io::RX_TSTAMP => u128::from(rx_ns),
+        _ => 0,
+    };
+    Some(
+        info.fields
+            .iter()
+            .map(|f| PacketMetadata {
+                metadata_id: f.id,
+                value: bytes::from_u128(value(&f.name)),
+            })
+            .collect(),
+    )
 }
 
 impl Device {

@@ -76,6 +76,7 @@ async fn main() -> anyhow::Result<()> {
         port_map,
         capture_limit: args.capture_limit,
         table_size_limit: args.table_size_limit,
+        emulated_filters: true,
     });
     let servers = efb_target::serve(device, args.listen)
         .await

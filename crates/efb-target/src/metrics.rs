@@ -88,6 +88,7 @@ mod tests {
             port_map,
             capture_limit: 0,
             table_size_limit: 0,
+            emulated_filters: true,
         });
         // No pipeline yet: the frame counts in and is dropped.
         device.inject(port, &[0u8; 64]);

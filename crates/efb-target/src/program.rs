@@ -20,9 +20,6 @@ pub enum Verdict {
         frame: Vec<u8>,
         stamp_departure: bool,
     },
-    /// To the port the `platform` table names as the CPU's (a keep-alive back from a
-    /// filter): a packet-in when that is the chip's CPU port.
-    ToCpu { port: u32, frame: Vec<u8> },
     /// Dropped in ingress, counted under a `drop_reasons` index with `bytes` (the frame
     /// and its FCS).
     Drop { reason: u32, bytes: usize },
@@ -206,7 +203,7 @@ impl Program {
     /// The ingress control of efb.p4 for `frame` entering by device port `ingress` (a
     /// packet-out enters by a CPU port, its header first), statement for statement; then
     /// what egress does with it, given the frame's length as it was received.
-    pub fn process(&self, objects: &Objects, ingress: u32, frame: &[u8]) -> Verdict {
+    pub fn process(&self, objects: &Objects, ingress: u32, frame: &[u8], rx_ns: u64) -> Verdict {
         let h = packet::parse(ingress, frame);
         let mut md = Metadata::default();
         // Counters count what the chip's do: the frame and its 4-byte FCS.
@@ -263,11 +260,11 @@ impl Program {
             if h.parser_err {
                 md.mark_drop(drop_reasons::MALFORMED);
             } else if h.keepalive {
-                let cpu_port = self.cpu_port(objects);
-                return Verdict::ToCpu {
-                    port: cpu_port,
-                    frame: out,
-                };
+                // To the port `platform` names as the CPU's, with the packet-in header:
+                // where and when (the ingress parser's clock) it came.
+                egress_port = Some(self.cpu_port(objects));
+                out = packet_in_header(ingress, rx_ns);
+                out.extend_from_slice(frame);
             } else {
                 md.mark_drop(drop_reasons::FROM_FILTER_UNTAGGED);
             }
@@ -461,6 +458,15 @@ const FCS: usize = 4;
 
 /// The packet-out header: the egress port (2 bytes).
 const PACKET_OUT_BYTES: usize = 2;
+
+/// The packet-in header: the ingress port (2 bytes), the arrival time (6 bytes, ns).
+pub const PACKET_IN_BYTES: usize = 8;
+
+fn packet_in_header(ingress: u32, rx_ns: u64) -> Vec<u8> {
+    let mut header = (ingress as u16).to_be_bytes().to_vec();
+    header.extend_from_slice(&rx_ns.to_be_bytes()[2..]);
+    header
+}
 
 /// efb.p4's `ig_metadata_t`, the part the ingress control decides with.
 #[derive(Debug, Default)]

@@ -670,7 +670,8 @@ async fn keepalives_go_round_the_filter_and_reach_the_controller_with_times() {
 }
 
 /// A keep-alive back from a filter goes to the port `platform` names: a packet-in only when
-/// that is the chip's CPU port; out of a front-panel port, or lost, otherwise.
+/// that is the chip's CPU port; out of a front-panel port (with the packet-in header the
+/// program put before it), or lost, otherwise.
 #[tokio::test]
 async fn keepalives_reach_the_controller_only_by_the_chips_cpu_port() {
     let (mut bench, mut session) = site(Profile::StratumTofino).await;
@@ -687,7 +688,10 @@ async fn keepalives_reach_the_controller_only_by_the_chips_cpu_port() {
     bench.inject(wan, keepalive(1, 1, 1)).await;
     let out = bench.frames(&["p30"], 1).await;
     assert_eq!(out.len(), 1, "out of the port platform names: {out:?}");
-    assert_eq!(out[0].payload, keepalive(1, 1, 1));
+    let (header, frame) = out[0].payload.split_at(8);
+    assert_eq!(frame, keepalive(1, 1, 1));
+    let came_in = u32::from(u16::from_be_bytes([header[0], header[1]]));
+    assert_eq!(came_in, bench.port(wan), "the packet-in header names where");
     // A port the chip does not have: nowhere.
     assert!(bench.map.name_of(511).is_none());
     bench

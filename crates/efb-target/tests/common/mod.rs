@@ -72,6 +72,20 @@ impl Session {
 
 impl Bench {
     pub async fn start(profile: Profile) -> Bench {
+        Bench::start_with(profile, true).await
+    }
+
+    /// A target with the efb pipeline, a primary controller and no filters cabled to the
+    /// pair ports: what leaves stays out, as a replayed test expects.
+    pub async fn ready_for_replay() -> (Bench, Session) {
+        let mut bench = Bench::start_with(Profile::StratumTofino, false).await;
+        let mut session = bench.arbitrate(10, "").await;
+        assert_eq!(session.arbitration_code().await, tonic::Code::Ok as i32);
+        bench.set_pipeline(10).await.unwrap();
+        (bench, session)
+    }
+
+    async fn start_with(profile: Profile, emulated_filters: bool) -> Bench {
         let map = PortMap::builtin().unwrap();
         let device = Device::new(DeviceOptions {
             device_id: DEVICE_ID,
@@ -79,6 +93,7 @@ impl Bench {
             port_map: map.clone(),
             capture_limit: 10_000,
             table_size_limit: 0,
+            emulated_filters,
         });
         let servers = efb_target::serve(device, "127.0.0.1:0".parse().unwrap())
             .await
