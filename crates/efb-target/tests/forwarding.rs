@@ -12,196 +12,13 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use common::frames::{eth, gre, ipv4, ipv6, mpls, pppoe, tcp, tcp4, udp, v6};
-use common::{Bench, M, Session, entry, insert, ip_flows, update};
-use efb_balancing::{UnitLayout, bucket_table, session_hash};
+use common::site::{LAN, LINK, PAIRS, UNIT, WAN, expected, site, tagged, to_filter};
+use common::{Bench, M, entry, insert, packet_out, update};
 use efb_model::BalancingMethod;
 use efb_p4info::names::flows;
 use efb_p4info::names::{actions as a, fields as f, tables as t};
 use efb_target::Profile;
 use p4runtime_proto::p4::v1::{self as p4, update::Type};
-
-const LINK: u128 = 1;
-const LAN: &str = "p6-2";
-const WAN: &str = "p6-1";
-/// Pair ids 1 and 2, in the unit's order: (LAN port, WAN port).
-const PAIRS: [(&str, &str); 2] = [("p4-0", "p4-1"), ("p4-2", "p4-3")];
-const CORES: usize = 3;
-const UNIT: u128 = 1;
-
-/// One link, one unit of two pairs with three cores, everything to the unit but BGP
-/// (bypassed) and UDP port 9 (dropped).
-async fn site(profile: Profile) -> (Bench, Session) {
-    let (mut bench, session) = Bench::ready(profile).await;
-    let ix = bench.index.clone();
-    let port = |b: &Bench, n: &str| u128::from(b.port(n));
-    let mut updates = vec![
-        insert(entry(
-            &ix,
-            t::INGRESS_PORT,
-            &[(f::INGRESS_PORT, M::Exact(port(&bench, LAN)))],
-            a::FROM_LINK_LAN,
-            &[(f::LINK_ID, LINK)],
-            0,
-        )),
-        insert(entry(
-            &ix,
-            t::INGRESS_PORT,
-            &[(f::INGRESS_PORT, M::Exact(port(&bench, WAN)))],
-            a::FROM_LINK_WAN,
-            &[(f::LINK_ID, LINK)],
-            0,
-        )),
-        insert(entry(
-            &ix,
-            t::LINK_PORTS,
-            &[(f::LINK_ID, M::Exact(LINK))],
-            a::SET_LINK_PORTS,
-            &[
-                (f::LAN_PORT, port(&bench, LAN)),
-                (f::WAN_PORT, port(&bench, WAN)),
-            ],
-            0,
-        )),
-    ];
-    for (i, (lan, wan)) in PAIRS.iter().enumerate() {
-        let id = i as u128 + 1;
-        updates.push(insert(entry(
-            &ix,
-            t::INGRESS_PORT,
-            &[(f::INGRESS_PORT, M::Exact(port(&bench, lan)))],
-            a::FROM_PAIR_LAN,
-            &[(f::PAIR_ID, id)],
-            0,
-        )));
-        updates.push(insert(entry(
-            &ix,
-            t::INGRESS_PORT,
-            &[(f::INGRESS_PORT, M::Exact(port(&bench, wan)))],
-            a::FROM_PAIR_WAN,
-            &[(f::PAIR_ID, id)],
-            0,
-        )));
-        updates.push(insert(pair_up(&bench, id, lan, wan)));
-    }
-    let layout = UnitLayout {
-        pairs: PAIRS.len(),
-        cores: CORES,
-    };
-    updates.push(insert(entry(
-        &ix,
-        t::UNITS,
-        &[(f::UNIT_ID, M::Exact(UNIT))],
-        a::UNIT_ACTIVE,
-        &[(f::BUCKET_MASK, layout.buckets() as u128 - 1)],
-        0,
-    )));
-    for (bucket, slot) in bucket_table(layout, &[true, true], false)
-        .into_iter()
-        .enumerate()
-    {
-        let (pair, core) = layout.pair_core(slot.unwrap());
-        let key = [
-            (f::UNIT_ID, M::Exact(UNIT)),
-            (f::BUCKET, M::Exact(bucket as u128)),
-        ];
-        updates.push(insert(entry(
-            &ix,
-            t::BUCKETS,
-            &key,
-            a::TO_PAIR,
-            &[(f::PAIR_ID, pair as u128 + 1), (f::CORE, u128::from(core))],
-            0,
-        )));
-    }
-    let link = (f::LINK_ID, M::Ternary(LINK, 0xff));
-    // A flow is one entry per flow table its frames can meet: non-IP frames never go to
-    // a filter, so everything-to-the-unit is written into the IP tables only.
-    updates.extend(ip_flows(
-        &ix,
-        std::slice::from_ref(&link),
-        common::to_unit,
-        &[(f::UNIT_ID, UNIT)],
-        1,
-    ));
-    let bgp = [
-        link.clone(),
-        (f::IP_PROTO, M::Ternary(6, 0xff)),
-        (f::L4_VALID, M::Ternary(1, 1)),
-        (f::L4_DST_PORT, M::Ternary(179, 0xffff)),
-    ];
-    updates.extend(ip_flows(&ix, &bgp, |t| t.bypass, &[], 100));
-    let discard = [
-        link,
-        (f::IP_PROTO, M::Ternary(17, 0xff)),
-        (f::L4_VALID, M::Ternary(1, 1)),
-        (f::L4_DST_PORT, M::Ternary(9, 0xffff)),
-    ];
-    updates.extend(ip_flows(&ix, &discard, |t| t.drop, &[], 90));
-    // The board's CPU port, as the driver writes it (packet-outs need it).
-    updates.extend(common::cpu_port_updates(&ix, bench.map.cpu_port()));
-    bench.write(updates).await.unwrap();
-    (bench, session)
-}
-
-fn pair_up(bench: &Bench, id: u128, lan: &str, wan: &str) -> p4::TableEntry {
-    let params = [
-        (f::LAN_PORT, u128::from(bench.port(lan))),
-        (f::WAN_PORT, u128::from(bench.port(wan))),
-    ];
-    entry(
-        &bench.index,
-        t::PAIRS,
-        &[(f::PAIR_ID, M::Exact(id))],
-        a::PAIR_UP,
-        &params,
-        0,
-    )
-}
-
-/// Where efb-balancing says a session goes: (pair index, core).
-fn expected(
-    method: BalancingMethod,
-    src: IpAddr,
-    dst: IpAddr,
-    proto: u8,
-    ports: (u16, u16),
-) -> (usize, u8) {
-    let s = efb_balancing::Session {
-        src,
-        dst,
-        ip_proto: proto,
-        src_port: ports.0,
-        dst_port: ports.1,
-        link: None,
-    };
-    let layout = UnitLayout {
-        pairs: PAIRS.len(),
-        cores: CORES,
-    };
-    let bucket = layout.bucket_of(session_hash(method, &s).unwrap());
-    let (pair, core) =
-        layout.pair_core(bucket_table(layout, &[true, true], false)[bucket].unwrap());
-    (pair, u8::try_from(core).unwrap())
-}
-
-fn tagged(frame: &[u8], core: u8) -> Vec<u8> {
-    let mut out = frame[..12].to_vec();
-    out.extend_from_slice(&[0x88, 0xb5, LINK as u8, core]);
-    out.extend_from_slice(&frame[12..]);
-    out
-}
-
-/// Injects a frame and returns the one frame that left towards a filter.
-async fn to_filter(bench: &mut Bench, port: &str, frame: Vec<u8>) -> common::frames_out::Out {
-    bench.inject(port, frame).await;
-    let pair_ports: Vec<&str> = PAIRS.iter().flat_map(|(l, w)| [*l, *w]).collect();
-    let out = bench.frames(&pair_ports, 1).await;
-    assert_eq!(out.len(), 1, "exactly one frame towards a filter: {out:?}");
-    common::frames_out::Out {
-        port: out[0].port_name.clone(),
-        payload: out[0].payload.clone(),
-    }
-}
 
 #[tokio::test]
 async fn a_lan_frame_visits_its_filter_and_leaves_the_wan_port_unchanged() {
@@ -582,26 +399,6 @@ fn keepalive(pair: u8, direction: u8, seq: u32) -> Vec<u8> {
     eth(&[], 0x88b6, &payload)
 }
 
-fn packet_out(bench: &Bench, port: &str, frame: Vec<u8>) -> p4::StreamMessageRequest {
-    let id = bench
-        .index
-        .packet_out()
-        .unwrap()
-        .field("egress_port")
-        .unwrap()
-        .id;
-    let metadata = vec![p4::PacketMetadata {
-        metadata_id: id,
-        value: common::b(u128::from(bench.port(port))),
-    }];
-    p4::StreamMessageRequest {
-        update: Some(p4::stream_message_request::Update::Packet(p4::PacketOut {
-            payload: frame,
-            metadata,
-        })),
-    }
-}
-
 #[tokio::test]
 async fn keepalives_go_round_the_filter_and_reach_the_controller_with_times() {
     let (mut bench, mut session) = site(Profile::StratumTofino).await;
@@ -609,7 +406,11 @@ async fn keepalives_go_round_the_filter_and_reach_the_controller_with_times() {
     bench.set_filter(lan, wan, 300_000, 0.0, false).await;
     session
         .tx
-        .send(packet_out(&bench, lan, keepalive(1, 0, 7)))
+        .send(packet_out(
+            &bench.index,
+            bench.port(lan),
+            keepalive(1, 0, 7),
+        ))
         .await
         .unwrap();
     let pin = session.packet_in().await;
@@ -639,7 +440,11 @@ async fn keepalives_go_round_the_filter_and_reach_the_controller_with_times() {
     bench.set_filter(wan, lan, 25_000, 0.0, true).await;
     session
         .tx
-        .send(packet_out(&bench, wan, keepalive(1, 1, 8)))
+        .send(packet_out(
+            &bench.index,
+            bench.port(wan),
+            keepalive(1, 1, 8),
+        ))
         .await
         .unwrap();
     let mut backup = bench.arbitrate(3, "").await;
@@ -649,7 +454,11 @@ async fn keepalives_go_round_the_filter_and_reach_the_controller_with_times() {
     );
     backup
         .tx
-        .send(packet_out(&bench, lan, keepalive(1, 0, 9)))
+        .send(packet_out(
+            &bench.index,
+            bench.port(lan),
+            keepalive(1, 0, 9),
+        ))
         .await
         .unwrap();
     match backup.next().await.unwrap().update {
@@ -736,7 +545,7 @@ async fn a_packet_out_needs_the_cpu_ports_from_cpu_entry() {
         .await
         .unwrap();
     let send: Vec<_> = (0..4)
-        .map(|seq| packet_out(&bench, lan, keepalive(1, 0, seq)))
+        .map(|seq| packet_out(&bench.index, bench.port(lan), keepalive(1, 0, seq)))
         .collect();
     session.tx.send(send[1].clone()).await.unwrap();
     assert!(

@@ -6,6 +6,7 @@
 #[allow(unused_imports)]
 pub use efb_target::frames;
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use efb_p4info::names::flows::{self, FlowTable};
@@ -108,7 +109,7 @@ impl Bench {
             servers,
             p4rt,
             control,
-            index: efb_p4info::index().unwrap(),
+            index: efb_index().clone(),
             map,
         }
     }
@@ -150,7 +151,7 @@ impl Bench {
     pub async fn set_pipeline(&mut self, election_id: u64) -> Result<(), tonic::Status> {
         self.set_config(
             election_id,
-            efb_p4info::p4info().unwrap(),
+            efb_p4info_parsed().clone(),
             p4::set_forwarding_pipeline_config_request::Action::VerifyAndCommit,
         )
         .await
@@ -328,9 +329,23 @@ impl Bench {
 /// The `p4_device_config` that goes with a P4Info (Stratum on Tofino refuses a P4Info that
 /// is not its program's): the compiled efb program for efb's; for a test program, the
 /// same with a bfrt.json naming the test program's tables and counters instead.
+/// The embedded P4Info, parsed once per test binary (tests start hundreds of targets).
+pub fn efb_p4info_parsed() -> &'static P4Info {
+    static PARSED: OnceLock<P4Info> = OnceLock::new();
+    PARSED.get_or_init(|| efb_p4info::p4info().unwrap())
+}
+
+fn efb_index() -> &'static P4InfoIndex {
+    static INDEX: OnceLock<P4InfoIndex> = OnceLock::new();
+    INDEX.get_or_init(|| P4InfoIndex::new(efb_p4info_parsed()).unwrap())
+}
+
 pub fn device_config_for(p4info: &P4Info) -> Vec<u8> {
-    if *p4info == efb_p4info::p4info().unwrap() {
-        return efb_p4info::device_config::device_config();
+    if p4info == efb_p4info_parsed() {
+        static EFB: OnceLock<Vec<u8>> = OnceLock::new();
+        return EFB
+            .get_or_init(efb_p4info::device_config::device_config)
+            .clone();
     }
     let objects = p4info
         .tables
@@ -563,11 +578,27 @@ pub fn action_of(index: &P4InfoIndex, action: &str, params: &[(&str, u128)]) -> 
     }
 }
 
+pub mod site;
+
 pub mod frames_out {
     /// A frame that left the chip: the port's front-panel name and the bytes.
     #[derive(Debug)]
     pub struct Out {
         pub port: String,
         pub payload: Vec<u8>,
+    }
+}
+
+/// A packet-out as a controller sends it: out of device port `port`.
+pub fn packet_out(index: &P4InfoIndex, port: u32, frame: Vec<u8>) -> p4::StreamMessageRequest {
+    let id = index.packet_out().unwrap().field("egress_port").unwrap().id;
+    p4::StreamMessageRequest {
+        update: Some(p4::stream_message_request::Update::Packet(p4::PacketOut {
+            payload: frame,
+            metadata: vec![p4::PacketMetadata {
+                metadata_id: id,
+                value: b(u128::from(port)),
+            }],
+        })),
     }
 }
