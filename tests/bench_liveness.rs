@@ -86,7 +86,13 @@ fn start(interval_ms: u32, shape: Shape) -> (Running, Vec<(String, String)>) {
     let log = dir.path().join("efbd.log");
     let daemon = Daemon::start_logging(
         &dir.path().join("datastore"),
-        &["--p4runtime", &target.address, "--no-gnmi"],
+        &[
+            "--p4runtime",
+            &target.address,
+            "--no-gnmi",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
         &log,
     );
     let mut client = Client::connect(&daemon.address, "bench").unwrap();
@@ -139,18 +145,70 @@ fn keepalive_cpu(interval_ms: u32, window: Duration) {
     // Every pair probed and up (init counts as live too: wait for the first verdicts).
     std::thread::sleep(Duration::from_millis(200 + u64::from(interval_ms) * 5));
     wait(|| up_pairs(&mut run.client) == pairs.len());
+    let metrics = run.daemon.metrics.clone().unwrap();
+    let before = round_trips(&metrics);
     let efbd = cpu_share(run.daemon.pid(), window);
     let target = cpu_share(run.target.pid(), window);
+    let during = round_trips(&metrics).since(&before);
     let rate = pairs.len() as f64 * 2.0 * 1000.0 / f64::from(interval_ms);
     println!(
-        "{:<52} efbd {:>5.1} % of a core, efb-target {:>5.1} %",
+        "{:<52} efbd {:>5.1} % of a core, efb-target {:>5.1} %; round trip p50 <= {}, p99 <= {} ({} keep-alives)",
         format!(
             "keep-alives, {} pairs every {interval_ms} ms ({rate:.0}/s)",
             pairs.len()
         ),
         efbd * 100.0,
-        target * 100.0
+        target * 100.0,
+        during.quantile_bound(0.5),
+        during.quantile_bound(0.99),
+        during.count()
     );
+}
+
+/// efbd's `efb_keepalive_round_trip_seconds` histogram: (upper bound, cumulative count).
+struct RoundTrips(Vec<(f64, u64)>);
+
+/// Reads the histogram from efbd's metrics endpoint.
+fn round_trips(address: &str) -> RoundTrips {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let buckets = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("efb_keepalive_round_trip_seconds_bucket{le=\""))
+        .filter_map(|rest| {
+            let (bound, count) = rest.split_once("\"} ")?;
+            let bound = if bound == "+Inf" {
+                f64::INFINITY
+            } else {
+                bound.parse().ok()?
+            };
+            Some((bound, count.trim().parse().ok()?))
+        })
+        .collect();
+    RoundTrips(buckets)
+}
+
+impl RoundTrips {
+    fn since(&self, before: &RoundTrips) -> RoundTrips {
+        let counts = self.0.iter().zip(&before.0);
+        RoundTrips(counts.map(|((b, n), (_, m))| (*b, n - m)).collect())
+    }
+
+    fn count(&self) -> u64 {
+        self.0.last().map_or(0, |(_, n)| *n)
+    }
+
+    /// The smallest bucket bound at or under which `q` of the round trips fell.
+    fn quantile_bound(&self, q: f64) -> String {
+        let wanted = (self.count() as f64 * q).ceil() as u64;
+        match self.0.iter().find(|(_, n)| *n >= wanted.max(1)) {
+            Some((bound, _)) if bound.is_finite() => format!("{:.2} ms", bound * 1000.0),
+            _ => "more than 250 ms".to_string(),
+        }
+    }
 }
 
 fn idle_cpu(window: Duration) {
@@ -243,6 +301,7 @@ fn main() {
     keepalive_cpu(100, window);
     if !quick {
         keepalive_cpu(63, window);
+        keepalive_cpu(10, window);
     }
     let rounds = if quick { 2 } else { 20 };
     verdict_to_chip("63 pairs x 16 cores", LARGEST, 20, rounds);

@@ -272,6 +272,12 @@ fn prometheus_sees_commits_by_origin_a_dead_pair_and_the_target_s_ports() {
     prometheus.wait_value("efb_flows", 6.0);
     prometheus.wait_value("count(efb_flow_packets_total)", 2.0);
     prometheus.wait_value(r#"efb_unit_active_pairs{unit="ef1"}"#, 8.0);
+    // Keep-alives come back: their round trips are counted, every one under a quarter second.
+    prometheus.wait_value("efb_keepalive_round_trip_seconds_count > bool 0", 1.0);
+    prometheus.wait_value(
+        r#"efb_keepalive_round_trip_seconds_bucket{le="0.25"} == bool ignoring(le) efb_keepalive_round_trip_seconds_count"#,
+        1.0,
+    );
 
     // The first pair's filter (p9-0 <-> p9-1) stops answering its keep-alives.
     let mut control = Chip::connect(&target);

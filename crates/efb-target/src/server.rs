@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use efb_p4info::{MatchKind, P4InfoIndex};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use p4runtime_proto::p4::v1::{
     self as p4, get_forwarding_pipeline_config_request::ResponseType, p4_runtime_server::P4Runtime,
     p4_runtime_server::P4RuntimeServer,
@@ -498,7 +498,16 @@ pub async fn serve(device: Arc<Device>, addr: SocketAddr) -> std::io::Result<Ser
     let control = TargetControlServer::new(ControlService::new(device.clone()))
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE);
-    let incoming = TcpListenerStream::new(listener);
+    // Without Nagle's delay, as a switch's gRPC server runs: a packet-in (a keep-alive
+    // back) is a small write, and waiting for the controller's delayed acknowledgement
+    // held each one up to 40 ms, longer than a short liveness interval. tonic's own
+    // `tcp_nodelay` does not apply to connections handed to `serve_with_incoming`.
+    let incoming = TcpListenerStream::new(listener).map(|stream| {
+        // Fails only for a connection already reset, which its first read will find.
+        stream.inspect(|s| {
+            let _ = s.set_nodelay(true);
+        })
+    });
     let task = tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(p4rt)

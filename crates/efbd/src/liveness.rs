@@ -4,11 +4,11 @@
 //! and logs it). Probing never waits for the owner or for a commit: a 4-second commit must
 //! not make healthy filters look dead.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use efb_liveness::{Change, Engine, PairSpec, PairState, PairStatus, Timing};
+use efb_liveness::{Change, Engine, KeepAlive, PairSpec, PairState, PairStatus, Timing};
 use efb_model::Config;
 use efb_p4::Driver;
 use efb_p4info::PortMap;
@@ -69,21 +69,27 @@ impl Task {
     /// Runs until `stop` turns true, handing every batch of status changes to `changes`,
     /// which must not wait. The returned task ends once `changes` is dropped (efbd waits for
     /// it before it waits for the owner `changes` holds).
+    /// Each returned keep-alive's round trip (packet-out sent to packet-in handled) goes to
+    /// `round_trips`.
     pub fn spawn(
         self,
         driver: Driver,
         changes: impl Fn(Vec<Change>) + Send + 'static,
+        round_trips: impl Fn(Duration) + Send + 'static,
         stop: watch::Receiver<bool>,
     ) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(self.run(driver, changes, stop))
+        tokio::spawn(self.run(driver, changes, round_trips, stop))
     }
 
     async fn run(
         mut self,
         driver: Driver,
         changes: impl Fn(Vec<Change>),
+        round_trips: impl Fn(Duration),
         mut stop: watch::Receiver<bool>,
     ) {
+        // When each pair's current round was sent: (pair id) -> (seq, sent at).
+        let mut sent: HashMap<u8, (u32, Instant)> = HashMap::new();
         let (packet_ins, mut received) = mpsc::channel(PACKET_IN_QUEUE);
         driver.subscribe_packet_ins(packet_ins);
         let rx_field = rx_timestamp_field();
@@ -102,7 +108,11 @@ impl Task {
                 () = stopped(&mut stop) => break,
                 Some(packet) = received.recv() => {
                     let rx_ns = rx_timestamp(&packet, rx_field);
-                    self.lock().received(&packet.payload, rx_ns);
+                    if self.lock().received(&packet.payload, rx_ns)
+                        && let Some(took) = round_trip(&sent, &packet.payload)
+                    {
+                        round_trips(took);
+                    }
                 }
                 changed = self.configs.changed() => {
                     if changed.is_err() {
@@ -111,7 +121,7 @@ impl Task {
                     self.resync(&driver).await;
                 }
                 () = wake => {
-                    let found = self.probe(&driver);
+                    let found = self.probe(&driver, &mut sent);
                     if found.iter().any(|c| c.new == PairStatus::Down) {
                         self.blame_ports(&driver, &found);
                     }
@@ -128,12 +138,19 @@ impl Task {
     }
 
     /// Sends the rounds due; returns the status changes they decided.
-    fn probe(&self, driver: &Driver) -> Vec<Change> {
+    fn probe(&self, driver: &Driver, sent: &mut HashMap<u8, (u32, Instant)>) -> Vec<Change> {
         let (probes, found) = self.lock().tick(Instant::now(), SystemTime::now());
         let mut unsent = Vec::new();
         for probe in probes {
+            let round = KeepAlive::decode(&probe.frame).map(|ka| (ka.pair_id, ka.seq));
             if driver.packet_out(probe.device_port, probe.frame).is_err() {
                 unsent.push((probe.unit, probe.pair));
+            } else if let Ok((pair_id, seq)) = round {
+                // A round's first keep-alive sets its time; the second (same seq) keeps it.
+                let entry = sent.entry(pair_id).or_insert((seq, Instant::now()));
+                if entry.0 != seq {
+                    *entry = (seq, Instant::now());
+                }
             }
         }
         let mut engine = self.lock();
@@ -191,8 +208,15 @@ impl Task {
     }
 }
 
+/// How long ago the round of the keep-alive `frame` was sent, if it is the current one.
+fn round_trip(sent: &HashMap<u8, (u32, Instant)>, frame: &[u8]) -> Option<Duration> {
+    let ka = KeepAlive::decode(frame).ok()?;
+    let (seq, at) = sent.get(&ka.pair_id)?;
+    (*seq == ka.seq).then(|| at.elapsed())
+}
+
 /// How long the chip may take to say which ports are down.
-const PORT_STATES_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+const PORT_STATES_WAIT: Duration = Duration::from_secs(2);
 
 /// Completes when `stop` turns true (or its sender is gone).
 async fn stopped(stop: &mut watch::Receiver<bool>) {

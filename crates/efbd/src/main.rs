@@ -125,7 +125,12 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         let to_owner = move |changes| {
             let _ = owner.liveness_changed(changes);
         };
-        task.spawn(driver, to_owner, stopped.clone())
+        task.spawn(
+            driver,
+            to_owner,
+            instruments.round_trip_observer(),
+            stopped.clone(),
+        )
     });
 
     let limits = settings

@@ -85,6 +85,11 @@ const DURATION_BUCKETS: [f64; 14] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
+/// Keep-alive round trips: from 50 us (the emulated filter's delay) to a quarter second.
+const ROUND_TRIP_BUCKETS: [f64; 12] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+];
+
 /// The metrics kept as things happen; clones share them.
 #[derive(Clone, Debug)]
 pub struct Instruments {
@@ -92,6 +97,7 @@ pub struct Instruments {
     commits: Arc<Commits>,
     commit_duration: Histogram,
     validation_duration: Histogram,
+    keepalive_round_trip: Histogram,
     started: SystemTime,
 }
 
@@ -106,6 +112,7 @@ impl Instruments {
         let commits = Arc::new(Commits::default());
         let commit_duration = Histogram::new(DURATION_BUCKETS);
         let validation_duration = Histogram::new(DURATION_BUCKETS);
+        let keepalive_round_trip = Histogram::new(ROUND_TRIP_BUCKETS);
         let mut registry = Registry::default();
         registry.register_collector(Box::new(commits.clone()));
         registry.register_with_unit(
@@ -121,11 +128,20 @@ impl Instruments {
             Unit::Seconds,
             validation_duration.clone(),
         );
+        registry.register_with_unit(
+            "efb_keepalive_round_trip",
+            "Wall-clock time from a keep-alive's packet-out leaving efbd to its packet-in \
+             handled by liveness (both keep-alives of every returned round); a liveness interval \
+             must be well above it",
+            Unit::Seconds,
+            keepalive_round_trip.clone(),
+        );
         Instruments {
             registry: Arc::new(registry),
             commits,
             commit_duration,
             validation_duration,
+            keepalive_round_trip,
             started: SystemTime::now(),
         }
     }
@@ -135,6 +151,12 @@ impl Instruments {
         // `Origin::ALL` lists the origins in their declaration order.
         self.commits.0[origin as usize][result_of(error)].fetch_add(1, Ordering::Relaxed);
         self.commit_duration.observe(took.as_secs_f64());
+    }
+
+    /// What liveness calls with each returned keep-alive's round trip.
+    pub fn round_trip_observer(&self) -> impl Fn(Duration) + Send + 'static {
+        let histogram = self.keepalive_round_trip.clone();
+        move |took| histogram.observe(took.as_secs_f64())
     }
 
     /// What the datastore calls after each validation.

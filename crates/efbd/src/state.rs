@@ -160,6 +160,10 @@ fn put_pairs(
         put.put(format!("{state}/probes-lost"), &p.probes_lost().to_string());
         put.put(format!("{state}/status-changes"), &p.changes.to_string());
         put.put(format!("{state}/rounds-lost"), &p.rounds_lost.to_string());
+        put.put(
+            format!("{state}/rounds-lost-in-a-row"),
+            &p.lost_in_a_row.to_string(),
+        );
         if let Some(reason) = &p.reason {
             put.put(format!("{state}/reason"), reason);
         }
@@ -191,6 +195,10 @@ fn put_pairs(
         let pair = format!("{unit}/pair[name={}]", quote(&p.pair));
         put.put(format!("{pair}/status"), p.status.as_str());
         put.put(format!("{pair}/rounds-lost"), &p.rounds_lost.to_string());
+        put.put(
+            format!("{pair}/rounds-lost-in-a-row"),
+            &p.lost_in_a_row.to_string(),
+        );
         if let Some(since) = &since {
             put.put(format!("{pair}/last-change"), since);
         }
