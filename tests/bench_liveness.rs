@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use efb_cli::client::Client;
 use efb_mgmt_proto::v1::CommitRequest;
@@ -39,11 +39,11 @@ const LARGEST: Shape = Shape {
 };
 
 /// One link on p1-0/p1-1, then pairs on every other lane (up to 63).
-fn site(interval_ms: u32, shape: Shape) -> (String, Vec<(String, String)>) {
+fn site(interval_ms: u32, down_count: u32, shape: Shape) -> (String, Vec<(String, String)>) {
     let mut lines = vec![
         "set ecofilter-balancer link l1 lan-port p1-0 wan-port p1-1".to_string(),
         format!(
-            "set liveness profile bench initial-delay 200 interval {interval_ms} probes-down-count 3 probes-up-count 3 active-pairs 1"
+            "set liveness profile bench initial-delay 200 interval {interval_ms} probes-down-count {down_count} probes-up-count 3 active-pairs 1"
         ),
         format!(
             "set ecofilter-balancer ecofilter-unit u1 cores {} rebalance {} liveness-profile bench",
@@ -80,7 +80,7 @@ struct Running {
     log: std::path::PathBuf,
 }
 
-fn start(interval_ms: u32, shape: Shape) -> (Running, Vec<(String, String)>) {
+fn start(interval_ms: u32, down_count: u32, shape: Shape) -> (Running, Vec<(String, String)>) {
     let dir = tempfile::tempdir().unwrap();
     let target = Target::start(&["--capture-limit", "0"]);
     let log = dir.path().join("efbd.log");
@@ -97,7 +97,7 @@ fn start(interval_ms: u32, shape: Shape) -> (Running, Vec<(String, String)>) {
     );
     let mut client = Client::connect(&daemon.address, "bench").unwrap();
     wait(|| client.status().unwrap().chip.starts_with("in sync"));
-    let (lines, pairs) = site(interval_ms, shape);
+    let (lines, pairs) = site(interval_ms, down_count, shape);
     client.edit_lines(&lines).unwrap();
     client.commit(CommitRequest::default()).unwrap();
     let running = Running {
@@ -141,7 +141,7 @@ fn cpu_share(pid: u32, window: Duration) -> f64 {
 }
 
 fn keepalive_cpu(interval_ms: u32, window: Duration) {
-    let (mut run, pairs) = start(interval_ms, LARGEST);
+    let (mut run, pairs) = start(interval_ms, 3, LARGEST);
     // Every pair probed and up (init counts as live too: wait for the first verdicts).
     std::thread::sleep(Duration::from_millis(200 + u64::from(interval_ms) * 5));
     wait(|| up_pairs(&mut run.client) == pairs.len());
@@ -226,10 +226,12 @@ fn idle_cpu(window: Duration) {
     );
 }
 
-/// Kills and revives one filter `rounds` times; reads efbd's log for the time from each
-/// verdict to the chip's acknowledgement of the write, and the entries each wrote.
-fn verdict_to_chip(label: &str, shape: Shape, interval_ms: u32, rounds: usize) {
-    let (mut run, pairs) = start(interval_ms, shape);
+/// Kills and revives one filter `rounds` times. From efbd's log: the time from each
+/// verdict to the chip's acknowledgement of its write, the entries each wrote, and the
+/// failover time, from the kill to the acknowledgement of the bypass (or rebalance); and
+/// whether any other pair got a verdict meanwhile (a false one: its filter never died).
+fn failover(label: &str, shape: Shape, interval_ms: u32, down_count: u32, rounds: usize) {
+    let (mut run, pairs) = start(interval_ms, down_count, shape);
     // Past the initial delay and the first verdicts (init counts as live already).
     std::thread::sleep(Duration::from_millis(200 + u64::from(interval_ms) * 5));
     wait(|| up_pairs(&mut run.client) == pairs.len());
@@ -245,13 +247,73 @@ fn verdict_to_chip(label: &str, shape: Shape, interval_ms: u32, rounds: usize) {
         };
         chip.rt.block_on(chip.control.set_filter(request)).unwrap();
     };
+    let started = SystemTime::now();
+    let mut kills = Vec::new();
     for _ in 0..rounds {
+        kills.push(SystemTime::now());
         set(true);
         wait(|| up_pairs(&mut run.client) == pairs.len() - 1);
         set(false);
         wait(|| up_pairs(&mut run.client) == pairs.len());
     }
-    let log = std::fs::read_to_string(&run.log).unwrap();
+    let programmed = programmed_since(&run.log, started);
+    let false_verdicts = verdicts_of_others(&run.log, started, "q7");
+    let writes: Vec<u64> = programmed.iter().map(|p| p.written).collect();
+    let goal = Duration::from_millis(u64::from(interval_ms * down_count) + 10);
+    let failovers: Vec<Duration> = kills
+        .iter()
+        .filter_map(|kill| {
+            let acked = programmed.iter().find(|p| p.at > *kill)?;
+            acked.at.duration_since(*kill).ok()
+        })
+        .collect();
+    let label = format!("{label}, every {interval_ms} ms x {down_count}");
+    println!(
+        "{label:<52} entries written per change: min {} max {}; {} changes of the killed \
+         pair's status, {false_verdicts} of others' (false verdicts)",
+        writes.iter().min().unwrap_or(&0),
+        writes.iter().max().unwrap_or(&0),
+        programmed.len(),
+    );
+    summary(
+        &format!("{label}: verdict to chip write acknowledged"),
+        programmed.iter().map(|p| p.verdict_to_chip).collect(),
+    );
+    summary(
+        &format!("{label}: filter death to bypass acknowledged (goal {goal:?})"),
+        failovers,
+    );
+}
+
+/// Status changes logged after `since` for pairs other than `killed`.
+fn verdicts_of_others(log: &std::path::Path, since: SystemTime, killed: &str) -> usize {
+    let log = std::fs::read_to_string(log).unwrap();
+    log.lines()
+        .filter(|l| l.contains("pair liveness changed"))
+        .filter(|l| {
+            let stamp = l.split_whitespace().next().unwrap_or("");
+            humantime::parse_rfc3339(stamp).is_ok_and(|at| at > since)
+        })
+        .filter(|l| {
+            let pair = l
+                .split("pair=")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next());
+            pair.map(|p| p.trim_matches('"')) != Some(killed)
+        })
+        .count()
+}
+
+/// A `liveness programmed` line of efbd's log.
+struct Programmed {
+    at: SystemTime,
+    written: u64,
+    verdict_to_chip: Duration,
+}
+
+/// The chip writes of liveness changes logged after `since`.
+fn programmed_since(log: &std::path::Path, since: SystemTime) -> Vec<Programmed> {
+    let log = std::fs::read_to_string(log).unwrap();
     let field = |line: &str, name: &str| -> Option<u64> {
         line.split(&format!("{name}="))
             .nth(1)?
@@ -260,34 +322,18 @@ fn verdict_to_chip(label: &str, shape: Shape, interval_ms: u32, rounds: usize) {
             .parse()
             .ok()
     };
-    let programmed: Vec<(u64, Duration)> = log
-        .lines()
+    log.lines()
         .filter(|l| l.contains("liveness programmed"))
         .filter_map(|l| {
-            Some((
-                field(l, "written")?,
-                Duration::from_micros(field(l, "verdict_to_chip_us")?),
-            ))
+            let stamp = l.split_whitespace().next()?;
+            Some(Programmed {
+                at: humantime::parse_rfc3339(stamp).ok()?,
+                written: field(l, "written")?,
+                verdict_to_chip: Duration::from_micros(field(l, "verdict_to_chip_us")?),
+            })
         })
-        .collect();
-    // The first batch is the pairs' first verdict (init -> up).
-    assert!(
-        programmed.len() > 2 * rounds,
-        "{} timings in the log",
-        programmed.len()
-    );
-    let last = &programmed[programmed.len() - 2 * rounds..];
-    let writes: Vec<u64> = last.iter().map(|(w, _)| *w).collect();
-    println!(
-        "{:<52} entries written per change: min {} max {}",
-        label,
-        writes.iter().min().unwrap(),
-        writes.iter().max().unwrap()
-    );
-    summary(
-        &format!("{label}: verdict to chip write acknowledged ({rounds}x down+up)"),
-        last.iter().map(|(_, t)| *t).collect(),
-    );
+        .filter(|p| p.at > since)
+        .collect()
 }
 
 fn main() {
@@ -304,13 +350,25 @@ fn main() {
         keepalive_cpu(10, window);
     }
     let rounds = if quick { 2 } else { 20 };
-    verdict_to_chip("63 pairs x 16 cores", LARGEST, 20, rounds);
     let rebalanced = Shape {
         pairs: 16,
         cores: 32,
         rebalance: true,
     };
-    // Every 100 ms: a change that rewrites 512 buckets takes longer than the three 20 ms
-    // rounds that would declare every other pair down meanwhile (see README).
-    verdict_to_chip("16 pairs x 32 cores, rebalance", rebalanced, 100, rounds);
+    for (interval_ms, down_count) in [(10, 3), (100, 5)] {
+        failover(
+            "63 pairs x 16 cores",
+            LARGEST,
+            interval_ms,
+            down_count,
+            rounds,
+        );
+        failover(
+            "16 pairs x 32 cores, rebalance",
+            rebalanced,
+            interval_ms,
+            down_count,
+            rounds,
+        );
+    }
 }
