@@ -170,11 +170,7 @@ struct RoundTrips(Vec<(f64, u64)>);
 
 /// Reads the histogram from efbd's metrics endpoint.
 fn round_trips(address: &str) -> RoundTrips {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
+    let (_, text) = efb_tests::http_get(address, "/metrics").expect("efbd serves metrics");
     let buckets = text
         .lines()
         .filter_map(|line| line.strip_prefix("efb_keepalive_round_trip_seconds_bucket{le=\""))
@@ -256,8 +252,9 @@ fn failover(label: &str, shape: Shape, interval_ms: u32, down_count: u32, rounds
         set(false);
         wait(|| up_pairs(&mut run.client) == pairs.len());
     }
-    let programmed = programmed_since(&run.log, started);
-    let false_verdicts = verdicts_of_others(&run.log, started, "q7");
+    let log = std::fs::read_to_string(&run.log).unwrap();
+    let programmed = programmed_since(&log, started);
+    let false_verdicts = verdicts_of_others(&log, started, "q7");
     let writes: Vec<u64> = programmed.iter().map(|p| p.written).collect();
     let goal = Duration::from_millis(u64::from(interval_ms * down_count) + 10);
     let failovers: Vec<Duration> = kills
@@ -286,8 +283,7 @@ fn failover(label: &str, shape: Shape, interval_ms: u32, down_count: u32, rounds
 }
 
 /// Status changes logged after `since` for pairs other than `killed`.
-fn verdicts_of_others(log: &std::path::Path, since: SystemTime, killed: &str) -> usize {
-    let log = std::fs::read_to_string(log).unwrap();
+fn verdicts_of_others(log: &str, since: SystemTime, killed: &str) -> usize {
     log.lines()
         .filter(|l| l.contains("pair liveness changed"))
         .filter(|l| {
@@ -312,8 +308,7 @@ struct Programmed {
 }
 
 /// The chip writes of liveness changes logged after `since`.
-fn programmed_since(log: &std::path::Path, since: SystemTime) -> Vec<Programmed> {
-    let log = std::fs::read_to_string(log).unwrap();
+fn programmed_since(log: &str, since: SystemTime) -> Vec<Programmed> {
     let field = |line: &str, name: &str| -> Option<u64> {
         line.split(&format!("{name}="))
             .nth(1)?

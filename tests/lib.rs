@@ -351,3 +351,19 @@ pub fn one_filter_site_lines() -> Vec<String> {
         .expect("example parses");
     efb_yang::setlines::render_tree(&schema, &tree)
 }
+
+/// A plain HTTP/1.0 GET (metrics endpoints, Prometheus's API): status and body, or None if
+/// nothing answered.
+pub fn http_get(address: &str, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
+}

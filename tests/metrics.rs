@@ -5,8 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,7 +13,7 @@ use std::time::{Duration, Instant};
 use efb_mgmt_proto::v1::{CommitRequest, EditLinesRequest};
 use efb_tests::chip_io::{Chip, FAST_PROBING, configure, daemon_with_demo_users};
 use efb_tests::gnmi_io::{self, authed, path};
-use efb_tests::{Daemon, Target, binary, mgmt_io, run_cli};
+use efb_tests::{Daemon, Target, binary, http_get, mgmt_io, run_cli};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
     SetRequest, SubscribeRequest, Subscription, SubscriptionList, SubscriptionMode, TypedValue,
@@ -65,7 +64,7 @@ impl Prometheus {
     fn wait_ready(&self) {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(30) {
-            if get(&self.address, "/-/ready").is_some_and(|(status, _)| status == 200) {
+            if http_get(&self.address, "/-/ready").is_some_and(|(status, _)| status == 200) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -80,7 +79,7 @@ impl Prometheus {
     /// The instant vector `promql` gives now: each series' labels and value.
     fn query(&self, promql: &str) -> Vec<(serde_json::Value, f64)> {
         let path = format!("/api/v1/query?query={}", percent_encoded(promql));
-        let (status, body) = get(&self.address, &path).expect("prometheus answers");
+        let (status, body) = http_get(&self.address, &path).expect("prometheus answers");
         let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(status, 200, "{promql}: {answer}");
         answer["data"]["result"]
@@ -123,20 +122,6 @@ impl Drop for Prometheus {
 fn free_address() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().to_string()
-}
-
-/// One HTTP/1.0 GET: the status and the body (none if nothing listens).
-fn get(address: &str, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(address).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    let (head, body) = answer.split_once("\r\n\r\n")?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    Some((status, body.to_string()))
 }
 
 fn percent_encoded(text: &str) -> String {

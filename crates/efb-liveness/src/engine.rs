@@ -126,6 +126,9 @@ pub struct Change {
 pub struct Probe {
     pub unit: String,
     pub pair: String,
+    /// The chip's pair id and the round's sequence number, as the frame carries them.
+    pub pair_id: u8,
+    pub seq: u32,
     pub device_port: u32,
     pub frame: Vec<u8>,
 }
@@ -313,6 +316,8 @@ impl Probed {
                 Probe {
                     unit: self.spec.unit.clone(),
                     pair: self.spec.pair.clone(),
+                    pair_id: self.spec.id,
+                    seq,
                     device_port: self.spec.ports[direction.index()].1,
                     frame: KeepAlive {
                         pair_id: self.spec.id,

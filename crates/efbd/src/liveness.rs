@@ -142,15 +142,16 @@ impl Task {
         let (probes, found) = self.lock().tick(Instant::now(), SystemTime::now());
         let mut unsent = Vec::new();
         for probe in probes {
-            let round = KeepAlive::decode(&probe.frame).map(|ka| (ka.pair_id, ka.seq));
             if driver.packet_out(probe.device_port, probe.frame).is_err() {
                 unsent.push((probe.unit, probe.pair));
-            } else if let Ok((pair_id, seq)) = round {
-                // A round's first keep-alive sets its time; the second (same seq) keeps it.
-                let entry = sent.entry(pair_id).or_insert((seq, Instant::now()));
-                if entry.0 != seq {
-                    *entry = (seq, Instant::now());
-                }
+                continue;
+            }
+            // A round's first keep-alive sets its time; the second (same seq) keeps it.
+            let entry = sent
+                .entry(probe.pair_id)
+                .or_insert((probe.seq, Instant::now()));
+            if entry.0 != probe.seq {
+                *entry = (probe.seq, Instant::now());
             }
         }
         let mut engine = self.lock();
