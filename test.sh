@@ -18,3 +18,8 @@ EFB_VENV="$EFB_ROOT/.venv" EFB_P4_VENV="$EFB_ROOT/.venv-p4" cargo test --workspa
 
 efb_log "benchmarks build and run one quick round"
 EFB_BENCH_QUICK=1 cargo bench --workspace --quiet
+
+# The soak times optimised binaries, as users run them: the bench profile (release's
+# settings) reuses what the benchmarks just built.
+efb_log "liveness soak: pairs die and return at 10 ms for ${EFB_SOAK_SECONDS:=120} s"
+EFB_SOAK_SECONDS="$EFB_SOAK_SECONDS" cargo test --profile bench --quiet -p efb-tests --test liveness soak

@@ -257,13 +257,16 @@ fn failover(label: &str, shape: Shape, interval_ms: u32, down_count: u32, rounds
     let false_verdicts = verdicts_of_others(&log, started, "q7");
     let writes: Vec<u64> = programmed.iter().map(|p| p.written).collect();
     let goal = Duration::from_millis(u64::from(interval_ms * down_count) + 10);
-    let failovers: Vec<Duration> = kills
-        .iter()
-        .filter_map(|kill| {
-            let acked = programmed.iter().find(|p| p.at > *kill)?;
-            acked.at.duration_since(*kill).ok()
-        })
-        .collect();
+    let after_kill = |ack: fn(&Programmed) -> SystemTime| -> Vec<Duration> {
+        kills
+            .iter()
+            .filter_map(|kill| {
+                let first = programmed.iter().find(|p| p.at > *kill)?;
+                ack(first).duration_since(*kill).ok()
+            })
+            .collect()
+    };
+    let failovers = after_kill(Programmed::bypassed_at);
     let label = format!("{label}, every {interval_ms} ms x {down_count}");
     println!(
         "{label:<52} entries written per change: min {} max {}; {} changes of the killed \
@@ -280,6 +283,16 @@ fn failover(label: &str, shape: Shape, interval_ms: u32, down_count: u32, rounds
         &format!("{label}: filter death to bypass acknowledged (goal {goal:?})"),
         failovers,
     );
+    if shape.rebalance {
+        summary(
+            &format!("{label}: verdict to rebalance acknowledged"),
+            programmed.iter().map(|p| p.verdict_to_rebalance).collect(),
+        );
+        summary(
+            &format!("{label}: filter death to rebalance acknowledged"),
+            after_kill(|p| p.at),
+        );
+    }
 }
 
 /// Status changes logged after `since` for pairs other than `killed`.
@@ -300,11 +313,23 @@ fn verdicts_of_others(log: &str, since: SystemTime, killed: &str) -> usize {
         .count()
 }
 
-/// A `liveness programmed` line of efbd's log.
+/// A `liveness programmed` line of efbd's log, written once the last step (the bypass, or
+/// the rebalance after it) was acknowledged.
 struct Programmed {
     at: SystemTime,
     written: u64,
     verdict_to_chip: Duration,
+    verdict_to_rebalance: Duration,
+}
+
+impl Programmed {
+    /// When the bypass was acknowledged: before the line by the time the rebalance took.
+    fn bypassed_at(&self) -> SystemTime {
+        let rebalance = self
+            .verdict_to_rebalance
+            .saturating_sub(self.verdict_to_chip);
+        self.at - rebalance
+    }
 }
 
 /// The chip writes of liveness changes logged after `since`.
@@ -325,6 +350,7 @@ fn programmed_since(log: &str, since: SystemTime) -> Vec<Programmed> {
                 at: humantime::parse_rfc3339(stamp).ok()?,
                 written: field(l, "written")?,
                 verdict_to_chip: Duration::from_micros(field(l, "verdict_to_chip_us")?),
+                verdict_to_rebalance: Duration::from_micros(field(l, "verdict_to_rebalance_us")?),
             })
         })
         .filter(|p| p.at > since)
@@ -350,7 +376,14 @@ fn main() {
         cores: 32,
         rebalance: true,
     };
-    for (interval_ms, down_count) in [(10, 3), (100, 5)] {
+    // A quick run (./test.sh) tries the shortest profile only: the soak test covers deaths
+    // and returns at it for two minutes.
+    let profiles: &[(u32, u32)] = if quick {
+        &[(10, 3)]
+    } else {
+        &[(10, 3), (100, 5)]
+    };
+    for &(interval_ms, down_count) in profiles {
         failover(
             "63 pairs x 16 cores",
             LARGEST,

@@ -75,6 +75,7 @@ pub struct ModelIds {
     profile: SchemaId,
     p_initial_delay: SchemaId,
     p_interval: SchemaId,
+    p_round_timeout: SchemaId,
     p_down: SchemaId,
     p_up: SchemaId,
     p_active_pairs: SchemaId,
@@ -154,6 +155,7 @@ impl ModelIds {
             profile: id("/liveness/profile")?,
             p_initial_delay: id("/liveness/profile/initial-delay")?,
             p_interval: id("/liveness/profile/interval")?,
+            p_round_timeout: id("/liveness/profile/round-timeout")?,
             p_down: id("/liveness/profile/probes-down-count")?,
             p_up: id("/liveness/profile/probes-up-count")?,
             p_active_pairs: id("/liveness/profile/active-pairs")?,
@@ -348,6 +350,7 @@ fn read_small_parts(schema: &Schema, ids: &ModelIds, tree: &DataTree) -> Result<
         let profile = Profile {
             initial_delay_ms: l.required(ids.p_initial_delay)?,
             interval_ms: l.required(ids.p_interval)?,
+            round_timeout_ms: l.required(ids.p_round_timeout)?,
             probes_down_count: l.required(ids.p_down)?,
             probes_up_count: l.required(ids.p_up)?,
             active_pairs: l.required(ids.p_active_pairs)?,

@@ -134,6 +134,7 @@ pub struct Profile {
     pub name: String,
     pub initial_delay_ms: u32,
     pub interval_ms: u32,
+    pub round_timeout_ms: u32,
     pub probes_down_count: u16,
     pub probes_up_count: u16,
     pub active_pairs: u16,

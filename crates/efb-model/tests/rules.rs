@@ -130,6 +130,34 @@ fn port_placement_errors() {
 }
 
 #[test]
+fn a_round_is_judged_within_its_interval_and_after_its_round_trip() {
+    let v = validator();
+    let base = site(&v);
+    let tree = with_lines(
+        &v,
+        &base,
+        "set liveness profile standard interval 10 round-timeout 11",
+    );
+    assert_one(
+        &errors(&v, &tree),
+        "profile[name='standard']/round-timeout",
+        "round-timeout 11 ms is longer than the interval 10 ms",
+    );
+    let tree = with_lines(
+        &v,
+        &base,
+        "set liveness profile standard interval 10 round-timeout 10",
+    );
+    assert!(errors(&v, &tree).is_empty());
+    let tree = with_lines(&v, &base, "set liveness profile standard round-timeout 2");
+    assert_one(
+        &warnings(&v, &tree),
+        "profile[name='standard']/round-timeout",
+        "healthy filters would lose rounds",
+    );
+}
+
+#[test]
 fn unit_rules() {
     let v = validator();
     let base = site(&v);

@@ -85,6 +85,13 @@ enum Inputs {
     },
 }
 
+/// Whether a compilation rebuilds the bucket tables liveness moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Buckets {
+    Follow,
+    Hold,
+}
+
 /// What a bucket table depends on: liveness only with `rebalance`.
 #[derive(Clone, Debug, PartialEq)]
 struct BucketInputs {
@@ -93,6 +100,12 @@ struct BucketInputs {
     pair_ids: Vec<u32>,
     /// Which pairs take traffic, when the table follows it (`rebalance`).
     live: Option<Vec<bool>>,
+}
+
+impl BucketInputs {
+    fn same_but_liveness(&self, other: &BucketInputs) -> bool {
+        self.unit == other.unit && self.id == other.id && self.pair_ids == other.pair_ids
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -201,6 +214,29 @@ impl Compiler {
         live: &LiveState,
         previous: &Compiled,
     ) -> Result<Compiled, CompileError> {
+        self.compile_with(config, live, previous, Buckets::Follow)
+    }
+
+    /// Compiles `config`, but with the bucket tables `previous` holds kept where only
+    /// liveness would move them: the first step of a liveness change of a `rebalance` unit.
+    /// The dead pair's one `pair_down` entry then bypasses its buckets at once; building and
+    /// writing the thousands of moved buckets is the second step (a plain compile).
+    pub fn compile_bypass_first(
+        &self,
+        config: &Config,
+        live: &LiveState,
+        previous: &Compiled,
+    ) -> Result<Compiled, CompileError> {
+        self.compile_with(config, live, previous, Buckets::Hold)
+    }
+
+    fn compile_with(
+        &self,
+        config: &Config,
+        live: &LiveState,
+        previous: &Compiled,
+        buckets: Buckets,
+    ) -> Result<Compiled, CompileError> {
         let ids = previous.ids.assign(config)?;
         let builder = Builder { index: &self.index };
         let mut groups = previous.groups.clone();
@@ -238,10 +274,19 @@ impl Compiler {
         }
         for unit in config.units.values() {
             let inputs = self.unit_inputs(config, unit, &ids, live)?;
-            put(
-                Group::Buckets(unit.name.clone()),
-                Inputs::Buckets(Box::new(inputs.buckets())),
-            )?;
+            let group = Group::Buckets(unit.name.clone());
+            let table = inputs.buckets();
+            let held = buckets == Buckets::Hold
+                && previous
+                    .groups
+                    .get(&group)
+                    .is_some_and(|old| match &old.inputs {
+                        Inputs::Buckets(held) => held.same_but_liveness(&table),
+                        _ => false,
+                    });
+            if !held {
+                put(group, Inputs::Buckets(Box::new(table)))?;
+            }
             put(
                 Group::Unit(unit.name.clone()),
                 Inputs::Unit(Box::new(inputs)),
@@ -536,6 +581,12 @@ fn buckets(b: &Builder, u: &BucketInputs) -> Result<Vec<Desired>, CompileError> 
         Some(live) => bucket_table(layout, live, true),
         None => bucket_table(layout, &vec![true; u.pair_ids.len()], false),
     };
+    let shape = b.exact_shape(
+        t::BUCKETS,
+        &[f::UNIT_ID, f::BUCKET],
+        a::TO_PAIR,
+        &[f::PAIR_ID, f::CORE],
+    )?;
     let mut out = Vec::with_capacity(table.len());
     for (bucket, slot) in table.into_iter().enumerate() {
         let slot = slot.unwrap_or(bucket % layout.slots());
@@ -544,19 +595,10 @@ fn buckets(b: &Builder, u: &BucketInputs) -> Result<Vec<Desired>, CompileError> 
             continue;
         };
         out.push(Desired {
-            entry: b.entry(
-                t::BUCKETS,
-                &[
-                    (f::UNIT_ID, Criterion::Exact(uid)),
-                    (f::BUCKET, Criterion::Exact(bucket as u128)),
-                ],
-                0,
-                a::TO_PAIR,
-                &[
-                    (f::PAIR_ID, u128::from(*pair_id)),
-                    (f::CORE, u128::from(core)),
-                ],
-            )?,
+            entry: shape.entry(
+                &[uid, bucket as u128],
+                &[u128::from(*pair_id), u128::from(core)],
+            ),
             source: source.clone(),
         });
     }

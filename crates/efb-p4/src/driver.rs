@@ -46,6 +46,24 @@ pub struct DriverSettings {
     pub batch: usize,
 }
 
+/// What a liveness change wrote: first the bypass of the pairs found down (their pair and
+/// unit entries), acknowledged at `bypass_acked`, then the buckets of `rebalance` units.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LivenessWrites {
+    pub bypass: usize,
+    /// None when the chip was not written (not connected).
+    pub bypass_acked: Option<std::time::Instant>,
+    pub rebalance: usize,
+}
+
+/// How much of a change one programming writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Whole,
+    /// All but the buckets only liveness moved (see [`Compiler::compile_bypass_first`]).
+    BypassFirst,
+}
+
 /// What `show` tells about the chip.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DriverStatus {
@@ -154,6 +172,7 @@ pub struct Driver {
     packet_out_port: Option<u32>,
     stop: Arc<tokio::sync::Notify>,
     counts: Arc<Counts>,
+    platform: crate::platform::Platform,
 }
 
 impl Driver {
@@ -175,6 +194,7 @@ impl Driver {
         let cookie = cookie_of(&p4info, &device_config);
         let saved = load_state(&settings.state_file)?;
         let counts = Arc::new(Counts::default());
+        let platform = crate::platform::Platform::new(&settings.target);
         let inner = Inner {
             compiler: Compiler { index, ports },
             tables,
@@ -201,6 +221,7 @@ impl Driver {
             packet_out_port,
             stop: Arc::new(tokio::sync::Notify::new()),
             counts,
+            platform,
         };
         let task = driver.clone();
         let stop = driver.stop.clone();
@@ -437,18 +458,27 @@ impl Driver {
         })
     }
 
-    /// Takes the pairs liveness found down into account. Unlike [`Driver::set_live`] the
-    /// state is kept when the chip cannot be written: it is what is true, and the next
+    /// Takes the pairs liveness found down into account, in two steps: the bypass (pair and
+    /// unit entries), then the buckets `rebalance` units move. Unlike [`Driver::set_live`]
+    /// the state is kept when the chip cannot be written: it is what is true, and the next
     /// reconcile programs it.
-    pub fn set_liveness(&self, live: LiveState) -> Result<usize, ChipError> {
+    pub fn set_liveness(&self, live: LiveState) -> Result<LivenessWrites, ChipError> {
         let result = self.runtime.block_on(async {
             let mut inner = self.inner.lock().await;
             inner.live = live;
+            let mut writes = LivenessWrites::default();
             if inner.conn.as_ref().is_none_or(|c| !c.is_primary()) {
-                return Ok(0);
+                return Ok(writes);
             }
             let config = inner.config.clone();
-            inner.program(&config, false).await
+            writes.bypass = inner
+                .program_with(&config, false, Step::BypassFirst)
+                .await?;
+            writes.bypass_acked = Some(std::time::Instant::now());
+            if config.units.values().any(|u| u.rebalance) {
+                writes.rebalance = inner.program(&config, false).await?;
+            }
+            Ok(writes)
         });
         if result.is_err() {
             self.set_status(|s| {
@@ -497,20 +527,15 @@ impl Driver {
 
     /// Port counters by device port (`None` when the platform does not serve them).
     pub fn port_counters(&self) -> Option<BTreeMap<u32, crate::platform::PortCounters>> {
-        let target = self
-            .runtime
-            .block_on(async { self.inner.lock().await.settings.target.clone() });
-        let counters = self
-            .runtime
-            .block_on(crate::platform::port_counters(&target))?;
+        let counters = self.runtime.block_on(self.platform.port_counters())?;
         Some(counters.into_iter().map(|c| (c.device_port, c)).collect())
     }
 
     /// Which device ports are up, from inside the runtime (liveness asks when a pair goes
-    /// down, to say whether a port or the filter is to blame).
+    /// down, to say whether a port or the filter is to blame). Never waits for a write to
+    /// the chip.
     pub async fn port_states(&self) -> Option<BTreeMap<u32, bool>> {
-        let target = self.inner.lock().await.settings.target.clone();
-        let counters = crate::platform::port_counters(&target).await?;
+        let counters = self.platform.port_counters().await?;
         Some(
             counters
                 .into_iter()
@@ -635,10 +660,23 @@ impl Inner {
         config: &Arc<Config>,
         offline_ok: bool,
     ) -> Result<usize, ChipError> {
-        let compiled = self
-            .compiler
-            .compile(config, &self.live, &self.programmed)
-            .map_err(compile_error)?;
+        self.program_with(config, offline_ok, Step::Whole).await
+    }
+
+    async fn program_with(
+        &mut self,
+        config: &Arc<Config>,
+        offline_ok: bool,
+        step: Step,
+    ) -> Result<usize, ChipError> {
+        let compiled = match step {
+            Step::Whole => self.compiler.compile(config, &self.live, &self.programmed),
+            Step::BypassFirst => {
+                self.compiler
+                    .compile_bypass_first(config, &self.live, &self.programmed)
+            }
+        }
+        .map_err(compile_error)?;
         if self.conn.as_ref().is_none_or(|c| !c.is_primary()) {
             if offline_ok {
                 self.config = config.clone();
@@ -651,10 +689,17 @@ impl Inner {
         let plan = Plan::between(&self.tables, &self.programmed, &compiled);
         let written = plan.len();
         self.write_plan(&plan).await?;
-        self.programmed = compiled;
+        let replaced = std::mem::replace(&mut self.programmed, compiled);
+        // Freeing a replaced bucket table (thousands of entries) took 1.7 ms of a rebalance:
+        // done beside it.
+        tokio::task::spawn_blocking(move || drop(replaced));
         self.config = config.clone();
-        self.saved.ids = self.programmed.ids.clone();
-        self.save();
+        // Written (and synced) only when ids were allocated or freed: a liveness change
+        // allocates none, and its fsync cost the bypass 1 - 3 ms.
+        if self.saved.ids != self.programmed.ids {
+            self.saved.ids = self.programmed.ids.clone();
+            self.save();
+        }
         Ok(written)
     }
 

@@ -129,6 +129,107 @@ impl Builder<'_> {
     }
 }
 
+/// The shape of entries with exact keys, resolved through the P4Info once and filled with
+/// values many times: a bucket table's thousands of entries differ only in values, and
+/// building each by name cost 0.7 us of a rebalance's 8 192.
+#[derive(Clone, Debug)]
+pub struct ExactShape {
+    table_id: u32,
+    /// (field id, mask) in the order the fields were named.
+    fields: Vec<(u32, u128)>,
+    action_id: u32,
+    /// (parameter id, mask) in the order the parameters were named.
+    params: Vec<(u32, u128)>,
+}
+
+impl Builder<'_> {
+    /// The shape of `table`'s entries keyed by the exact `fields`, with `action` and its
+    /// `params`, as [`Builder::entry`] builds them.
+    pub fn exact_shape(
+        &self,
+        table: &str,
+        fields: &[&str],
+        action: &str,
+        params: &[&str],
+    ) -> Result<ExactShape, EntryError> {
+        let info = self.index.table_by_name(table)?;
+        let fields: Vec<(u32, u128)> = fields
+            .iter()
+            .map(|name| {
+                let field = info.field(name).ok_or_else(|| EntryError::NoField {
+                    table: table.to_string(),
+                    field: name.to_string(),
+                })?;
+                if field.kind != MatchKind::Exact {
+                    return Err(EntryError::Kind {
+                        table: table.to_string(),
+                        field: name.to_string(),
+                        kind: field.kind.as_str(),
+                    });
+                }
+                Ok((field.id, mask_of(field.bitwidth)))
+            })
+            .collect::<Result<_, EntryError>>()?;
+        let action_info = self.index.action_by_name(action)?;
+        let params: Vec<(u32, u128)> = params
+            .iter()
+            .map(|name| {
+                let p = action_info.param(name).ok_or_else(|| EntryError::NoParam {
+                    action: action.to_string(),
+                    param: name.to_string(),
+                })?;
+                Ok((p.id, mask_of(p.bitwidth)))
+            })
+            .collect::<Result<_, EntryError>>()?;
+        Ok(ExactShape {
+            table_id: info.id,
+            fields,
+            action_id: action_info.id,
+            params,
+        })
+    }
+}
+
+impl ExactShape {
+    /// The entry with these key values and parameter values (in the order of the names the
+    /// shape was made with).
+    pub fn entry(&self, keys: &[u128], params: &[u128]) -> p4::TableEntry {
+        let mut r#match: Vec<p4::FieldMatch> = self
+            .fields
+            .iter()
+            .zip(keys)
+            .map(|((id, mask), value)| p4::FieldMatch {
+                field_id: *id,
+                field_match_type: Some(FieldMatchType::Exact(p4::field_match::Exact {
+                    value: canonical(value & mask),
+                })),
+            })
+            .collect();
+        r#match.sort_by_key(|m| m.field_id);
+        let mut params: Vec<p4::action::Param> = self
+            .params
+            .iter()
+            .zip(params)
+            .map(|((id, mask), value)| p4::action::Param {
+                param_id: *id,
+                value: canonical(value & mask),
+            })
+            .collect();
+        params.sort_by_key(|p| p.param_id);
+        p4::TableEntry {
+            table_id: self.table_id,
+            r#match,
+            action: Some(p4::TableAction {
+                r#type: Some(p4::table_action::Type::Action(p4::Action {
+                    action_id: self.action_id,
+                    params,
+                })),
+            }),
+            ..Default::default()
+        }
+    }
+}
+
 fn mask_of(bitwidth: u32) -> u128 {
     if bitwidth >= 128 {
         u128::MAX
@@ -335,6 +436,47 @@ mod tests {
         assert_eq!(canonical(0x0102), vec![1, 2]);
         assert_eq!(normalize(&[0, 0, 7]), vec![7]);
         assert_eq!(normalize(&[0, 0]), vec![0]);
+    }
+
+    #[test]
+    fn a_shape_filled_is_the_entry_built_by_name() {
+        let index = efb_p4info::index().unwrap();
+        let b = Builder { index: &index };
+        let (t, f, a) = (
+            efb_p4info::names::tables::BUCKETS,
+            efb_p4info::names::fields::UNIT_ID,
+            efb_p4info::names::actions::TO_PAIR,
+        );
+        let (bucket, pair, core) = (
+            efb_p4info::names::fields::BUCKET,
+            efb_p4info::names::fields::PAIR_ID,
+            efb_p4info::names::fields::CORE,
+        );
+        let shape = b.exact_shape(t, &[f, bucket], a, &[pair, core]).unwrap();
+        for (unit, bucket_no, pair_id, core_no) in
+            [(3, 8191, 17, 31), (0, 0, 0, 0), (1, 256, 255, 1)]
+        {
+            let by_name = b
+                .entry(
+                    t,
+                    &[
+                        (f, Criterion::Exact(unit)),
+                        (bucket, Criterion::Exact(bucket_no)),
+                    ],
+                    0,
+                    a,
+                    &[(pair, pair_id), (core, core_no)],
+                )
+                .unwrap();
+            assert_eq!(
+                shape.entry(&[unit, bucket_no], &[pair_id, core_no]),
+                by_name
+            );
+        }
+        assert!(matches!(
+            b.exact_shape(t, &["no_such_field"], a, &[]),
+            Err(EntryError::NoField { .. })
+        ));
     }
 
     #[test]

@@ -12,5 +12,5 @@ pub mod plan;
 pub mod platform;
 
 pub use compile::{Compiled, Compiler, Desired, Group};
-pub use driver::{Driver, DriverCounts, DriverSettings, DriverStatus};
+pub use driver::{Driver, DriverCounts, DriverSettings, DriverStatus, LivenessWrites};
 pub use plan::{Op, Plan, Tables};

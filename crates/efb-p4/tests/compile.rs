@@ -270,6 +270,38 @@ fn a_dead_pair_is_one_write_and_rebalance_moves_only_its_buckets() {
         .count();
     assert!((17 * 30..=17 * 31).contains(&moved), "{moved}");
     assert!(plan.ops().all(|op| op.kind() == "modify"));
+
+    // In two steps: the bypass (the pair's one entry) without a bucket, then the buckets,
+    // ending where the one step ends.
+    let bypassed = f
+        .compiler
+        .compile_bypass_first(&rebalancing, &live, &before)
+        .unwrap();
+    assert_eq!(
+        Plan::between(&f.tables, &before, &bypassed).summary(&f.tables),
+        vec!["pairs: 1 modification"]
+    );
+    let rebalanced = f.compiler.compile(&rebalancing, &live, &bypassed).unwrap();
+    let second = Plan::between(&f.tables, &bypassed, &rebalanced);
+    assert_eq!(second.len(), moved);
+    assert!(Plan::between(&f.tables, &after, &rebalanced).is_empty());
+    // Buckets moved by more than liveness (the unit's cores) are not held back.
+    let grown = f.config(
+        &example("one-filter-site.json"),
+        "set ecofilter-balancer ecofilter-unit ef1 rebalance true\nset ecofilter-balancer ecofilter-unit ef1 cores 18",
+    );
+    let regrown = f
+        .compiler
+        .compile_bypass_first(&grown, &live, &before)
+        .unwrap();
+    assert!(
+        Plan::between(
+            &f.tables,
+            &regrown,
+            &f.compiler.compile(&grown, &live, &regrown).unwrap()
+        )
+        .is_empty()
+    );
 }
 
 #[test]

@@ -52,13 +52,15 @@ pub fn write(device: &Device, req: &p4::WriteRequest) -> Result<(), tonic::Statu
         .lock()
         .map_err(|_| tonic::Status::internal("arbitration state poisoned"))?
         .check_primary(&req.role, req.election_id.as_ref())?;
-    let mut state = device
+    let has_pipeline = device
         .state
-        .write()
-        .map_err(|_| tonic::Status::internal("state poisoned"))?;
-    let pipeline = state.pipeline.clone().ok_or_else(|| {
-        tonic::Status::failed_precondition("no forwarding pipeline config is set")
-    })?;
+        .read()
+        .map_err(|_| tonic::Status::internal("state poisoned"))?
+        .pipeline
+        .is_some();
+    if !has_pipeline {
+        return Err(no_pipeline());
+    }
     let atomic = match Atomicity::try_from(req.atomicity) {
         Ok(Atomicity::ContinueOnError) => false,
         Ok(_) if device.profile().is_stratum() => {
@@ -74,21 +76,51 @@ pub fn write(device: &Device, req: &p4::WriteRequest) -> Result<(), tonic::Statu
             )));
         }
     };
-    let mut batch = Batch {
-        index: &pipeline.index,
-        profile: device.profile(),
-        table_size_limit: device.options.table_size_limit,
-        state: &mut state,
-        undo: Vec::new(),
+    // An atomic batch holds the state for its whole length. Any other is applied a few
+    // updates at a time, letting packets through between, as a chip forwards while it is
+    // written: a 256-update batch held keep-alives back long enough (debug build) for
+    // healthy pairs to lose rounds during another pair's rebalance.
+    let per_lock = if atomic {
+        req.updates.len().max(1)
+    } else {
+        UPDATES_PER_LOCK
     };
-    let results = batch.apply_all(&req.updates, atomic);
-    state.refresh_peers();
+    let mut results = Vec::with_capacity(req.updates.len());
+    for chunk in req.updates.chunks(per_lock) {
+        let mut state = device
+            .state
+            .write()
+            .map_err(|_| tonic::Status::internal("state poisoned"))?;
+        // The index only: the pipeline's config holds the device config (megabytes), and
+        // a copy of it at every write cost a one-entry write 1.1 ms.
+        let index = state
+            .pipeline
+            .as_ref()
+            .map(|p| p.index.clone())
+            .ok_or_else(no_pipeline)?;
+        let mut batch = Batch {
+            index: &index,
+            profile: device.profile(),
+            table_size_limit: device.options.table_size_limit,
+            state: &mut state,
+            undo: Vec::new(),
+        };
+        results.extend(batch.apply_all(chunk, atomic));
+        state.refresh_peers();
+    }
     if results.iter().all(Result::is_ok) {
         Ok(())
     } else {
         Err(batch_status(&results, "Write"))
     }
 }
+
+fn no_pipeline() -> tonic::Status {
+    tonic::Status::failed_precondition("no forwarding pipeline config is set")
+}
+
+/// Updates of a non-atomic batch applied under one hold of the state.
+const UPDATES_PER_LOCK: usize = 16;
 
 struct Batch<'a> {
     index: &'a P4InfoIndex,

@@ -14,7 +14,7 @@ use efb_p4::Driver;
 use efb_p4info::PortMap;
 use p4runtime_proto::p4::v1::PacketIn;
 use tokio::sync::{mpsc, watch};
-use tracing::{error, info, warn};
+use tracing::{error, warn};
 
 use crate::chip;
 
@@ -56,6 +56,13 @@ impl Liveness {
         self.configs.send_replace(config);
     }
 
+    /// A better reason for a pair's last change, found after the verdict.
+    pub fn explain_change(&self, unit: &str, pair: &str, was: &str, reason: &str) {
+        if let Ok(mut engine) = self.engine.lock() {
+            engine.explain_change(unit, pair, was, reason);
+        }
+    }
+
     /// Every probed pair as it is now.
     pub fn pairs(&self) -> Vec<PairState> {
         self.engine
@@ -74,7 +81,7 @@ impl Task {
     pub fn spawn(
         self,
         driver: Driver,
-        changes: impl Fn(Vec<Change>) + Send + 'static,
+        changes: impl Fn(Verdicts) + Send + 'static,
         round_trips: impl Fn(Duration) + Send + 'static,
         stop: watch::Receiver<bool>,
     ) -> tokio::task::JoinHandle<()> {
@@ -84,7 +91,7 @@ impl Task {
     async fn run(
         mut self,
         driver: Driver,
-        changes: impl Fn(Vec<Change>),
+        changes: impl Fn(Verdicts),
         round_trips: impl Fn(Duration),
         mut stop: watch::Receiver<bool>,
     ) {
@@ -122,11 +129,12 @@ impl Task {
                 }
                 () = wake => {
                     let found = self.probe(&driver, &mut sent);
-                    if found.iter().any(|c| c.new == PairStatus::Down) {
-                        self.blame_ports(&driver, &found);
-                    }
                     if !found.is_empty() {
-                        changes(found);
+                        let went_down = found.iter().any(|c| c.new == PairStatus::Down);
+                        changes(Verdicts {
+                            ports: went_down.then(|| Self::ask_ports(&driver)),
+                            changes: found,
+                        });
                     }
                 }
             }
@@ -161,38 +169,18 @@ impl Task {
         found
     }
 
-    /// Keep-alives lost because a port went down are the port's fault, not the filter's:
-    /// the pair's reason says so once the chip has said which ports are down. Asked beside
-    /// the verdict, not before it: the bypass must not wait for the answer (it took 40 ms
-    /// at p50 on a loaded target).
-    fn blame_ports(&self, driver: &Driver, found: &[Change]) {
-        let (driver, engine) = (driver.clone(), self.engine.clone());
-        let down: Vec<Change> = found
-            .iter()
-            .filter(|c| c.new == PairStatus::Down)
-            .cloned()
-            .collect();
+    /// Asks the chip which ports are up, beside the verdict: the bypass must not wait for
+    /// the answer.
+    fn ask_ports(driver: &Driver) -> std::sync::mpsc::Receiver<BTreeMap<u32, bool>> {
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        let driver = driver.clone();
         tokio::spawn(async move {
-            let asked = tokio::time::timeout(PORT_STATES_WAIT, driver.port_states()).await;
-            let Ok(Some(up)) = asked else {
-                return;
-            };
-            let mut engine = engine.lock().unwrap_or_else(|p| p.into_inner());
-            for change in down {
-                let ports: Vec<&str> = change
-                    .ports
-                    .iter()
-                    .filter(|(_, device)| up.get(device) == Some(&false))
-                    .map(|(name, _)| name.as_str())
-                    .collect();
-                if ports.is_empty() {
-                    continue;
-                }
-                let reason = format!("port {} down: {}", ports.join(" and "), change.reason);
-                info!(unit = %change.unit, pair = %change.pair, %reason, "a pair's port is down");
-                engine.explain_change(&change.unit, &change.pair, &change.reason, &reason);
+            if let Ok(Some(up)) = tokio::time::timeout(PORT_ANSWER_WAIT, driver.port_states()).await
+            {
+                let _ = answer.send(up);
             }
         });
+        answered
     }
 
     async fn resync(&mut self, driver: &Driver) {
@@ -216,8 +204,51 @@ fn round_trip(sent: &HashMap<u8, (u32, Instant)>, frame: &[u8]) -> Option<Durati
     (*seq == ka.seq).then(|| at.elapsed())
 }
 
-/// How long the chip may take to say which ports are down.
-const PORT_STATES_WAIT: Duration = Duration::from_secs(2);
+/// How long the owner waits, after programming the chip, for the answer to which ports are
+/// down, before it logs the verdicts without it.
+const PORT_ANSWER_WAIT: Duration = Duration::from_millis(100);
+
+/// Status changes found together, and, when a pair went down, the chip's coming answer to
+/// which ports are up.
+pub struct Verdicts {
+    pub changes: Vec<Change>,
+    pub ports: Option<std::sync::mpsc::Receiver<BTreeMap<u32, bool>>>,
+}
+
+impl Verdicts {
+    /// Keep-alives lost because a port went down are the port's fault, not the filter's:
+    /// each such pair's reason says so ("port p9-0 down: 3 consecutive keep-alives lost
+    /// ..."), once the chip has answered. Returns (unit, pair, reason before, reason now)
+    /// of every reason changed.
+    pub fn blame_ports(&mut self) -> Vec<(String, String, String, String)> {
+        let Some(up) = self
+            .ports
+            .take()
+            .and_then(|answer| answer.recv_timeout(PORT_ANSWER_WAIT).ok())
+        else {
+            return Vec::new();
+        };
+        let mut blamed = Vec::new();
+        for change in &mut self.changes {
+            if change.new != PairStatus::Down {
+                continue;
+            }
+            let ports: Vec<&str> = change
+                .ports
+                .iter()
+                .filter(|(_, device)| up.get(device) == Some(&false))
+                .map(|(name, _)| name.as_str())
+                .collect();
+            if ports.is_empty() {
+                continue;
+            }
+            let reason = format!("port {} down: {}", ports.join(" and "), change.reason);
+            let was = std::mem::replace(&mut change.reason, reason.clone());
+            blamed.push((change.unit.clone(), change.pair.clone(), was, reason));
+        }
+        blamed
+    }
+}
 
 /// Completes when `stop` turns true (or its sender is gone).
 async fn stopped(stop: &mut watch::Receiver<bool>) {

@@ -17,7 +17,7 @@ use efb_datastore::{
     LoadMode, LoadOutcome, Opener, SessionId, SessionInfo, SessionLimits,
 };
 use efb_gnmi::backend::{Pending, Snapshot};
-use efb_liveness::{Change, PairState};
+use efb_liveness::PairState;
 use efb_model::Config;
 use efb_yang::{DataTree, Schema};
 use tokio::sync::broadcast;
@@ -26,7 +26,7 @@ use tracing::{error, info};
 use crate::baselines::Baselines;
 use crate::chip::{self, Wanted};
 use crate::events::{self, ConfirmTimeout, Event, Events, Origin, Rollback};
-use crate::liveness::Liveness;
+use crate::liveness::{Liveness, Verdicts};
 use crate::metrics::Instruments;
 use crate::state::Known;
 
@@ -495,8 +495,8 @@ impl Owner {
 
     /// Hands pair liveness changes to the owner without waiting for it: probing must never
     /// wait for a commit. Changes are applied in the order they were handed.
-    pub fn liveness_changed(&self, changes: Vec<Change>) -> Result<(), OwnerGone> {
-        let job: Job = Box::new(move |state| state.liveness_changed(changes));
+    pub fn liveness_changed(&self, verdicts: Verdicts) -> Result<(), OwnerGone> {
+        let job: Job = Box::new(move |state| state.liveness_changed(verdicts));
         self.queue.send(job).map_err(|_| OwnerGone)
     }
 }

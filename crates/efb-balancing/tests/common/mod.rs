@@ -33,6 +33,7 @@ pub fn profile(name: &str, active_pairs: u16) -> Profile {
         name: name.to_string(),
         initial_delay_ms: 8000,
         interval_ms: 100,
+        round_timeout_ms: 5,
         probes_down_count: 5,
         probes_up_count: 5,
         active_pairs,

@@ -3,6 +3,7 @@
 //! and the lookups that read it.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use efb_balancing::{BalancingError, BypassMode, Lookup, Session};
 use efb_liveness::{Change, PairStatus};
@@ -12,7 +13,7 @@ use efb_datastore::ChipError;
 
 use super::OwnerState;
 use crate::events::{self, Event};
-use crate::liveness;
+use crate::liveness::{self, Verdicts};
 
 /// Why a bypass mode was not set; nothing changed.
 #[derive(Debug, thiserror::Error)]
@@ -118,18 +119,29 @@ impl OwnerState {
         })
     }
 
-    /// Pairs whose liveness changed: logged, the live state updated, the chip programmed
-    /// (only the entries the change touches), the units whose status follows logged too.
-    pub fn liveness_changed(&mut self, changes: Vec<Change>) {
+    /// Pairs whose liveness changed: the live state updated, the chip programmed (only the
+    /// entries the change touches; the bypass first), then logged with the port to blame
+    /// if a port went down, and the units whose status follows logged too.
+    pub fn liveness_changed(&mut self, mut verdicts: Verdicts) {
         let config = self.running_config();
         let before = liveness::unit_statuses(&config, &self.live);
-        for c in &changes {
+        for c in &verdicts.changes {
             let key = (c.unit.clone(), c.pair.clone());
             if c.new.is_live() {
                 self.live.down_pairs.remove(&key);
             } else {
                 self.live.down_pairs.insert(key);
             }
+        }
+        self.state_version += 1;
+        self.program_liveness(&verdicts.changes);
+        for (unit, pair, was, reason) in verdicts.blame_ports() {
+            info!(unit = %unit, pair = %pair, %reason, "a pair's port is down");
+            if let Some(liveness) = &self.liveness {
+                liveness.explain_change(&unit, &pair, &was, &reason);
+            }
+        }
+        for c in &verdicts.changes {
             self.events.emit(Event::Liveness(events::Liveness {
                 unit: c.unit.clone(),
                 pair: c.pair.clone(),
@@ -138,28 +150,39 @@ impl OwnerState {
                 reason: c.reason.clone(),
             }));
         }
-        self.state_version += 1;
-        if let Some(driver) = &self.driver {
-            match driver.set_liveness(self.live.clone()) {
-                Ok(written) => {
-                    // From the verdict to the chip's acknowledgement: how long traffic still
-                    // went to a dead filter after liveness knew.
-                    let latency = changes.first().map(|c| c.at.elapsed()).unwrap_or_default();
-                    info!(
-                        written,
-                        verdict_to_chip_us = latency.as_micros() as u64,
-                        "liveness programmed"
-                    );
-                }
-                Err(e) => self.events.emit(Event::chip_refusal("liveness change", &e)),
-            }
-        }
-        let reason = match changes.as_slice() {
+        let reason = match verdicts.changes.as_slice() {
             [one] => format!("pair {} {}", one.pair, one.new.as_str()),
             many => format!("{} pairs changed", many.len()),
         };
         let after = liveness::unit_statuses(&config, &self.live);
         self.unit_changes(&before, &after, &reason);
+    }
+
+    /// Writes the live state to the chip, and logs how long after the verdict the bypass
+    /// (and the rebalance, if any) was acknowledged: how long traffic still went to a dead
+    /// filter after liveness knew.
+    fn program_liveness(&self, changes: &[Change]) {
+        let Some(driver) = &self.driver else {
+            return;
+        };
+        match driver.set_liveness(self.live.clone()) {
+            Ok(writes) => {
+                let verdict = changes.first().map(|c| c.at);
+                let since = |at: Option<Instant>| match (verdict, at) {
+                    (Some(v), Some(at)) => at.saturating_duration_since(v).as_micros() as u64,
+                    _ => 0,
+                };
+                let rebalanced = (writes.rebalance > 0).then(Instant::now);
+                info!(
+                    written = writes.bypass + writes.rebalance,
+                    rebalanced = writes.rebalance,
+                    verdict_to_chip_us = since(writes.bypass_acked),
+                    verdict_to_rebalance_us = since(rebalanced),
+                    "liveness programmed"
+                );
+            }
+            Err(e) => self.events.emit(Event::chip_refusal("liveness change", &e)),
+        }
     }
 
     /// An event for every unit whose status differs between `before` and `after`.
