@@ -78,8 +78,8 @@ pub fn write(device: &Device, req: &p4::WriteRequest) -> Result<(), tonic::Statu
     };
     // An atomic batch holds the state for its whole length. Any other is applied a few
     // updates at a time, letting packets through between, as a chip forwards while it is
-    // written: a 256-update batch held keep-alives back long enough (debug build) for
-    // healthy pairs to lose rounds during another pair's rebalance.
+    // written (held for a whole 256-update batch, the state kept keep-alives waiting for
+    // its length).
     let per_lock = if atomic {
         req.updates.len().max(1)
     } else {
