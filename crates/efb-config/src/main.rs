@@ -62,8 +62,8 @@ enum Command {
         src: IpAddr,
         #[arg(long)]
         dst: IpAddr,
-        /// IP protocol number (6 TCP, 17 UDP...).
-        #[arg(long)]
+        /// IP protocol: a number (6, 17...) or a name (tcp, udp...), as the shell takes it.
+        #[arg(long, value_parser = protocol)]
         proto: u8,
         #[arg(long, default_value_t = 0)]
         src_port: u16,
@@ -421,4 +421,14 @@ fn live_state(config: &Config, down: &[String]) -> Result<LiveState> {
         live.down_pairs.extend(matches);
     }
     Ok(live)
+}
+
+/// A protocol number or name, as the shell takes it.
+fn protocol(word: &str) -> Result<u8, String> {
+    efb_model::protocols::number(word).ok_or_else(|| {
+        format!(
+            "{word:?} is not a protocol: {}",
+            efb_model::protocols::ACCEPTED
+        )
+    })
 }

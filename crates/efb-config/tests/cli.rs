@@ -164,6 +164,18 @@ fn lookup_says_where_a_session_goes() {
     assert_eq!(found["pair"], "f1-te7-te8");
     assert_eq!(found["core"], 4);
     assert_eq!(found["software-bypass"], false);
+    // The protocol by name, as the shell takes it, gives the same answer.
+    let mut by_name = args.to_vec();
+    by_name[7] = "TCP";
+    let named: serde_json::Value = serde_json::from_str(&run(&by_name).1).unwrap();
+    assert_eq!(named, found);
+    by_name[7] = "tcpx";
+    let (code, _, err) = run(&by_name);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("\"tcpx\" is not a protocol") && err.contains("tcp, udp"),
+        "{err}"
+    );
     // The reverse direction lands on the same pair and core.
     let reverse = [
         "lookup",

@@ -3,6 +3,7 @@
 //! validation a commit runs: libyang, then the rules ([`validation`]).
 
 pub mod paths;
+pub mod protocols;
 pub mod read;
 pub mod rules;
 pub mod types;
