@@ -10,8 +10,6 @@ use crate::types::*;
 
 /// The link id travels in one byte of the balancer's header, with one bit kept.
 pub const MAX_LINKS: usize = 127;
-/// The core travels in one byte of the balancer's header.
-pub const MAX_CORES: u16 = 255;
 /// Bytes the balancer adds on the way to a filter.
 pub const HEADER_BYTES: u16 = 4;
 /// Same-priority flows are compared pairwise; past this many in one priority the check
@@ -186,15 +184,6 @@ fn parity(config: &Config, f: &mut Findings, path: &str, port: &str, lan: bool) 
 fn check_units(config: &Config, f: &mut Findings) {
     for unit in config.units.values() {
         let base = paths::unit(&unit.name);
-        if unit.cores > MAX_CORES {
-            f.error(
-                format!("{base}/cores"),
-                format!(
-                    "{} cores; the balancer's header carries a core number up to {MAX_CORES}",
-                    unit.cores
-                ),
-            );
-        }
         if !unit.cores_set && !unit.pairs.is_empty() {
             f.warning(
                 format!("{base}/cores"),

@@ -173,12 +173,19 @@ fn unit_rules() {
         "ecofilter-unit[name='ef1']/liveness-profile",
         "one failed pair bypasses the whole unit",
     );
-    let tree = with_lines(
-        &v,
-        &base,
+    // The type says what the header can carry, so `set`, `?` and commit agree.
+    let mut tree = base.clone();
+    let refused = setlines::apply_lines(
+        v.schema(),
+        &mut tree,
         "set ecofilter-balancer ecofilter-unit ef1 cores 256",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        refused.contains("cores") && refused.contains("1..255"),
+        "{refused}"
     );
-    assert_one(&errors(&v, &tree), "ef1']/cores", "up to 255");
     let tree = with_lines(
         &v,
         &base,
@@ -316,7 +323,7 @@ fn a_change_is_checked_like_the_whole_configuration() {
         "set ecofilter-balancer flow new match dst-port 9-1",
         "set ecofilter-balancer flow to-filters priority 7",
         "delete ecofilter-balancer flow bgp-to",
-        "set ecofilter-balancer ecofilter-unit ef1 cores 256",
+        "set ecofilter-balancer ecofilter-unit ef1 cores 255",
         "delete ecofilter-balancer ecofilter-unit ef1",
     ];
     for change in changes {
