@@ -793,6 +793,17 @@ fn refusals_speak_the_shells_words_and_commit_check_tells_the_consequences() {
     let (_, _, err) = daemon.cli(&["-c", "set ports port p2 mtu abc"], "");
     assert!(err.contains("\"abc\" is not an integer"), "{err}");
     assert!(!err.contains("uint16"), "{err}");
+    // The header carries the core in one byte: refused when typed, as `?` says, not only
+    // by the commit.
+    let (code, _, err) = daemon.cli(
+        &["-c", "set ecofilter-balancer ecofilter-unit ef1 cores 256"],
+        "",
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("cores \"256\" is out of range; expected an integer in 1..255"),
+        "{err}"
+    );
 
     let (code, out, err) = daemon.cli(&[], "edit\ndelete ports port p1\ncommit check\n");
     assert_ne!(code, 0);
