@@ -31,6 +31,8 @@ efb_log "starting efbd (log: datastore/efbd.log)"
 "$bin/efbd" --gnmi-users examples/users.demo.toml --gnmi-listen 127.0.0.1:9339 >"$logs/efbd.out" 2>"$logs/efbd.log" &
 EFB_PIDS+=($!)
 efb_wait_for "${EFB_PIDS[-1]}" "$logs/efbd.out" "management API on" "$logs/efbd.log"
+# Where efbd listens, and the certificate gNMI clients must trust.
+sed 's/^efbd: /  /' "$logs/efbd.out"
 
 # Commits program the chip: wait for the driver to connect and reconcile first.
 for _ in $(seq 1 100); do

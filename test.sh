@@ -21,5 +21,5 @@ EFB_BENCH_QUICK=1 cargo bench --workspace --quiet
 
 # The soak times optimised binaries, as users run them: the bench profile (release's
 # settings) reuses what the benchmarks just built.
-efb_log "liveness soak: pairs die and return at 10 ms for ${EFB_SOAK_SECONDS:=120} s"
+efb_log "liveness soak: pairs die and return at 10 ms for ${EFB_SOAK_SECONDS:=60} s"
 EFB_SOAK_SECONDS="$EFB_SOAK_SECONDS" cargo test --profile bench --quiet -p efb-tests --test liveness soak

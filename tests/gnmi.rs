@@ -59,6 +59,11 @@ fn pygnmi_capabilities_get_and_set_over_tls() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = site(dir.path(), &[]);
     assert!(daemon.gnmi_tls, "TLS is the default");
+    // The clients trust the certificate whose path efbd printed on standard output.
+    assert_eq!(
+        daemon.gnmi_cert.as_deref(),
+        Some(daemon.datastore.join("gnmi-cert.pem").as_path())
+    );
     clients(&daemon, "read_write");
     assert!(daemon.stop());
 }

@@ -59,18 +59,26 @@ fn rollback_one_past_history_is_refused_and_the_candidate_kept() {
     commits(&daemon, 5);
     let (code, out, _) = daemon.cli(&["-c", "show system commit"], "");
     assert_eq!(code, 0);
-    assert!(out.lines().any(|l| l.starts_with("4 ")), "{out}");
-    assert!(!out.lines().any(|l| l.starts_with("5 ")), "{out}");
+    // Id first, then how many commits back: ids 1 to 5, rollback 4 to 0.
+    let rollbacks: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(rollbacks, ["0", "1", "2", "3", "4"], "{out}");
 
     let (code, _, err) = daemon.cli(&[], "edit\nrollback 5\n");
     assert_eq!(code, 1);
     assert!(
-        err.contains("rollback 5: no such commit; history holds 5 commits: rollback 0 (the running configuration) to rollback 4"),
+        err.contains("rollback 5: history goes back 4 commits: rollback 0 (commit 5) to rollback 4 (commit 1); commit 5 (its id) is rollback 0"),
         "{err}"
     );
     let (code, out, err) = daemon.cli(&[], "edit\nrollback 4\nshow | compare\ndiscard\n");
     assert_eq!(code, 0, "the oldest listed commit loads: {out}{err}");
-    assert!(out.contains("1600 (was 1604)"), "{out}");
+    assert!(
+        out.contains("[edit ports port p1]\n-   mtu 1604;\n+   mtu 1600;"),
+        "{out}"
+    );
 
     // A candidate with changes keeps them when the rollback is refused.
     let rt = runtime();

@@ -7,6 +7,7 @@ pub mod chip_io;
 pub mod figures;
 pub mod gnmi_io;
 pub mod mgmt_io;
+pub mod terminal;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -90,6 +91,8 @@ pub struct Daemon {
     pub gnmi: Option<String>,
     /// Whether gNMI runs over TLS.
     pub gnmi_tls: bool,
+    /// The certificate gNMI clients must trust, as efbd prints it.
+    pub gnmi_cert: Option<PathBuf>,
     /// The metrics address (`--metrics-listen`; without it, efbd serves no metrics:
     /// parallel tests would all want 9464).
     pub metrics: Option<String>,
@@ -143,7 +146,8 @@ impl Daemon {
             .strip_prefix("efbd: management API on unix:")
             .unwrap_or_else(|| panic!("unexpected first line from efbd: {line:?}"))
             .to_string();
-        // Second line: `efbd: gNMI on ADDR (TLS|plaintext)` or `efbd: gNMI off`.
+        // Second line: `efbd: gNMI on ADDR (TLS); certificate PATH`, `efbd: gNMI on ADDR
+        // (plaintext)` or `efbd: gNMI off`.
         let mut second = String::new();
         reader
             .read_line(&mut second)
@@ -152,7 +156,13 @@ impl Daemon {
             .trim()
             .strip_prefix("efbd: gNMI on ")
             .and_then(|rest| rest.split_once(' '))
-            .map(|(addr, mode)| (addr.to_string(), mode == "(TLS)"));
+            .map(|(addr, mode)| (addr.to_string(), mode.to_string()));
+        let gnmi_cert = gnmi.as_ref().and_then(|(_, mode)| {
+            let path = mode.strip_prefix("(TLS); certificate ")?;
+            Some(PathBuf::from(
+                path.trim_end_matches(" (self-signed, made now)"),
+            ))
+        });
         // Third, with TCP on: `efbd: management API on ADDR (TLS)`.
         let tcp = extra.contains(&"--mgmt-listen").then(|| {
             let mut third = String::new();
@@ -175,7 +185,10 @@ impl Daemon {
             address,
             tcp,
             metrics,
-            gnmi_tls: gnmi.as_ref().is_some_and(|(_, tls)| *tls),
+            gnmi_tls: gnmi
+                .as_ref()
+                .is_some_and(|(_, mode)| mode.starts_with("(TLS)")),
+            gnmi_cert,
             gnmi: gnmi.map(|(addr, _)| addr),
             datastore: datastore.to_path_buf(),
         }
@@ -217,10 +230,8 @@ impl Daemon {
             .args(["--mgmt", &self.address])
             .arg("--cli")
             .arg(binary("efb-cli"));
-        if self.gnmi_tls {
-            command
-                .arg("--cert")
-                .arg(self.datastore.join("gnmi-cert.pem"));
+        if let Some(cert) = &self.gnmi_cert {
+            command.arg("--cert").arg(cert);
         }
         let out = command.output().expect("python runs");
         let stdout = String::from_utf8_lossy(&out.stdout);

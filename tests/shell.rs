@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use efb_tests::terminal::{shell_on_screen, site_daemon};
 use efb_tests::{Daemon, binary, one_filter_site_lines};
 use rexpect::session::{PtySession, spawn_command};
 
@@ -69,10 +70,12 @@ fn configure_the_one_filter_site_from_scratch_and_find_it_after_a_restart() {
     for line in &lines {
         quiet(&mut sh, line);
     }
+    // Junos's hierarchical compare: the place, then what comes, whole.
+    run(&mut sh, "show | compare", "[edit]\r\n+   ports {\r\n");
     run(
         &mut sh,
-        "show | compare",
-        "+ /ecofilter-balancer:ecofilter-balancer/flow[name='to-filters']",
+        "show | compare | match to-filters",
+        "+       flow to-filters {",
     );
     run(&mut sh, "show | compare | count", "Count:");
     run(&mut sh, "commit check", "configuration check succeeds");
@@ -229,11 +232,13 @@ fn two_shells_commit_different_paths_and_the_second_of_a_conflict_is_refused() {
         "set ecofilter-balancer flow multicast-v4 priority 202",
     );
     run(&mut a, "commit", "commit complete");
+    // The refusal names the place in the shell's words, not as a data path.
     let said = run(
         &mut b,
         "commit",
-        "/ecofilter-balancer:ecofilter-balancer/flow[name='multicast-v4']/priority",
+        "the same configuration:\r\necofilter-balancer flow multicast-v4 priority\r\n",
     );
+    assert!(!said.contains("[name="), "{said}");
     // The shells run under the test's own account (an admin), which records "ACCOUNT as ann".
     assert!(
         said.contains("commit refused") && said.contains(" as ann"),
@@ -280,7 +285,7 @@ fn mistakes_get_one_clear_error_and_change_nothing() {
     run(
         &mut sh,
         "show system commit 2",
-        "commit 2: no such commit in history (history is empty)",
+        "show system commit 2: no commit has id 2; history is empty",
     );
     run(
         &mut sh,
@@ -290,7 +295,7 @@ fn mistakes_get_one_clear_error_and_change_nothing() {
     run(
         &mut sh,
         "show system commit last",
-        "\"last\" is not a rollback number",
+        "show system commit: \"last\" is not a commit id; history is empty",
     );
     configure(&mut sh);
     run(
@@ -396,9 +401,10 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
     // A file of set lines ending in commit configures the site.
     let (code, out, err) = daemon.cli(&[], &format!("{site}\ncommit comment \"site\"\n"));
     assert_eq!(code, 0, "{out}{err}");
-    // What a commit of the history changed, by its rollback number.
-    let (code, out, err) = daemon.cli(&["-c", "show system commit 0"], "");
+    // What a commit of the history changed, by its id.
+    let (code, out, err) = daemon.cli(&["-c", "show system commit 1"], "");
     assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("# commit 1 by "), "{out}");
     assert!(
         out.contains("set ecofilter-balancer flow to-filters"),
         "{out}"
@@ -490,29 +496,6 @@ fn scripts_run_commands_and_exit_with_a_meaningful_status() {
     assert!(out.contains("bypass mode bypass"), "{out}");
 }
 
-/// A shell on a terminal of `rows` lines (set with stty before efb-cli starts, as a
-/// terminal window would), waiting at its first prompt.
-fn shell_on_screen(daemon: &Daemon, home: &Path, rows: u16) -> PtySession {
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(format!("stty rows {rows} cols 120 && exec \"$0\" \"$@\""))
-        .arg(binary("efb-cli"))
-        .args(["--connect", &daemon.address, "--user", "pat"])
-        .env("EFB_CLI_HISTORY", home.join("history-pat"))
-        .env("TERM", "xterm");
-    let mut session = spawn_command(command, Some(30_000)).expect("efb-cli in a terminal");
-    session.exp_string("efb> ").expect("operational prompt");
-    session
-}
-
-/// A daemon running the one-filter example site.
-fn site_daemon(dir: &Path) -> Daemon {
-    let daemon = Daemon::start(&dir.join("datastore"), &[]);
-    efb_tests::chip_io::configure(&daemon, "");
-    daemon
-}
-
 #[test]
 fn output_longer_than_the_screen_waits_at_more() {
     let dir = tempfile::tempdir().unwrap();
@@ -579,7 +562,7 @@ fn lists_come_as_people_count_flows_as_the_chip_matches() {
         expected
     );
     assert_eq!(
-        ports("show system commit 0", "set ports port "),
+        ports("show system commit 1", "set ports port "),
         expected,
         "what a commit changed"
     );
@@ -772,6 +755,255 @@ fn tab_and_question_mark_list_names_as_people_count_and_protocols_by_name() {
         "help show ports",
         "show ports [NAME...] [statistics]",
     );
+}
+
+/// A commit has one name, its id, from `commit complete` to `show system commit ID`;
+/// `rollback N` counts back from running and says which commit it loaded; a number of the
+/// other kind gets an error naming both.
+#[test]
+fn commits_are_named_by_id_and_rollback_counts_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    for mtu in [9000, 9100] {
+        let (code, out, err) = daemon.cli(
+            &[],
+            &format!("set ports port p2 mtu {mtu}\ncommit comment \"mtu {mtu}\"\n"),
+        );
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let (_, out, _) = daemon.cli(&[], "set ports port p2 mtu 9200\ncommit\n");
+    assert!(out.contains("commit complete (commit 4)"), "{out}");
+    // The id the commit printed is the one `show system commit` takes.
+    let (code, out, err) = daemon.cli(&["-c", "show system commit 3"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("# commit 3 by "), "{out}");
+    assert!(out.contains("\"mtu 9100\""), "{out}");
+    assert!(out.contains("set ports port p2 mtu 9100"), "{out}");
+    // `?` offers the ids, each with how many commits back it is.
+    let (_, out, _) = daemon.cli(&["-c", "show system commit ?"], "");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("3 ") && l.contains("rollback 1:")),
+        "{out}"
+    );
+    // A rollback number where an id is wanted, and the other way round.
+    let (code, _, err) = daemon.cli(&["-c", "show system commit 0"], "");
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("no commit has id 0; history holds commits 1 to 4")
+            && err.contains("rollback 0 (commits back from running) is commit 4"),
+        "{err}"
+    );
+    let (code, _, err) = daemon.cli(&[], "rollback 4\n");
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("rollback 4: history goes back 3 commits")
+            && err.contains("commit 4 (its id) is rollback 0"),
+        "{err}"
+    );
+    // rollback 2 is commit 2, and the shell says so.
+    let (code, out, err) = daemon.cli(&[], "rollback 2\nshow | compare | display set\ndiscard\n");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("load complete: rollback 2, commit 2 by ") && out.contains("\"mtu 9000\""),
+        "{out}"
+    );
+    assert!(out.contains("set ports port p2 mtu 9000"), "{out}");
+}
+
+/// One commit, one count of changes: the set / delete lines `show | compare | display set`
+/// lists, said alike by commit check, the commit, the audit, `show log` and the metrics
+/// (a new flow is several path-level changes and one history record, but its lines).
+#[test]
+fn a_commit_has_one_count_of_changes_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--metrics-listen", "127.0.0.1:0"],
+    );
+    efb_tests::chip_io::configure(&daemon, "");
+    let committed = || {
+        let metrics = daemon.metrics.as_deref().unwrap();
+        let (_, text) = efb_tests::http_get(metrics, "/metrics").unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("efb_committed_changes_total "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("{text}"))
+    };
+    let before = committed();
+    let change = "set ecofilter-balancer flow dns priority 300\n\
+                  set ecofilter-balancer flow dns match ip-proto udp dst-port 53\n\
+                  set ecofilter-balancer flow dns action bypass\n\
+                  set ports port p2 description uplink\n";
+    let (_, lines, _) = daemon.cli(
+        &[],
+        &format!("{change}show | compare | display set\ndiscard\n"),
+    );
+    let listed = lines
+        .lines()
+        .filter(|l| l.starts_with("set ") || l.starts_with("delete "))
+        .count();
+    assert_eq!(listed, 5, "{lines}");
+    let (code, out, err) = daemon.cli(&[], &format!("{change}commit check\ncommit\n"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("\n5 changes:\n"), "{out}");
+    assert!(
+        out.contains("commit complete (commit 2): 5 changes"),
+        "{out}"
+    );
+    let (_, log, _) = daemon.cli(&["-c", "show log commit"], "");
+    assert!(log.contains("id=2 ") && log.contains("changes=5"), "{log}");
+    let (_, audit, _) = daemon.cli(&["-c", "show system audit"], "");
+    assert!(audit.contains("commit 2, 5 changes"), "{audit}");
+    assert_eq!(committed() - before, 5);
+}
+
+/// `show | compare` as Junos shows it, and its set and JSON forms; a warning is said in
+/// words, once, and `commit check` lists it again when asked.
+#[test]
+fn compare_is_hierarchical_and_warnings_are_told_once_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let change = "set ports port p2 mtu 9000\n\
+                  set ecofilter-balancer flow bgp-to priority 320\n\
+                  set ecofilter-balancer flow dns priority 300\n\
+                  set ecofilter-balancer flow dns match ip-proto udp dst-port 53\n\
+                  set ecofilter-balancer flow dns action bypass\n\
+                  delete ecofilter-balancer flow multicast-v6\n";
+    let (code, out, err) = daemon.cli(&[], &format!("{change}show | compare\ndiscard\n"));
+    assert_eq!(code, 0, "{err}");
+    for part in [
+        "[edit ports port p2]\n+   mtu 9000;\n",
+        "[edit ecofilter-balancer flow bgp-to]\n-   priority 310;\n+   priority 320;\n",
+        "[edit ecofilter-balancer]\n+   flow dns {\n+       priority 300;\n",
+        "-   flow multicast-v6 {\n-       priority 200;\n",
+    ] {
+        assert!(out.contains(part), "{part}\nnot in\n{out}");
+    }
+    assert!(
+        !out.contains("/ecofilter-balancer:"),
+        "no data paths: {out}"
+    );
+    let (_, out, _) = daemon.cli(
+        &[],
+        &format!("{change}show | compare | display set\ndiscard\n"),
+    );
+    assert!(
+        out.contains("delete ecofilter-balancer flow multicast-v6\n")
+            && out.contains("set ports port p2 mtu 9000\n"),
+        "{out}"
+    );
+    let (_, out, _) = daemon.cli(
+        &[],
+        &format!("{change}show | compare | display json\ndiscard\n"),
+    );
+    // The JSON, then what discard says.
+    let json: serde_json::Value = serde_json::Deserializer::from_str(&out)
+        .into_iter()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("{out}"));
+    let changes = json["changes"].as_array().unwrap();
+    assert!(
+        changes.iter().any(|c| c["operation"] == "set"
+            && c["words"] == "ecofilter-balancer flow bgp-to priority"
+            && c["value"] == "320"
+            && c["was"] == "310"),
+        "{json}"
+    );
+    assert!(
+        changes
+            .iter()
+            .any(|c| c["operation"] == "delete"
+                && c["words"] == "ecofilter-balancer flow multicast-v6"),
+        "{json}"
+    );
+
+    // A warning, in words, at the commit that brought it.
+    let (code, out, err) = daemon.cli(
+        &[],
+        "set ecofilter-balancer balancing-method dst-ip\ncommit\n",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "warning: ecofilter-balancer balancing-method: dst-ip is not session-symmetric"
+        ),
+        "{out}"
+    );
+    // Not at the next commit, which only says it still holds; commit check lists it.
+    let (_, out, _) = daemon.cli(&[], "set ports port p2 mtu 9000\ncommit\n");
+    assert!(!out.contains("warning: ecofilter-balancer"), "{out}");
+    assert!(
+        out.contains("1 warning told at an earlier commit still holds (commit check lists them)"),
+        "{out}"
+    );
+    let (_, out, _) = daemon.cli(&[], "set ports port p2 mtu 9100\ncommit check\ndiscard\n");
+    assert!(
+        out.contains("warning: ecofilter-balancer balancing-method: dst-ip"),
+        "{out}"
+    );
+}
+
+/// `commit check` says which traffic a flow change sends elsewhere, and what removing a
+/// pair does to the unit's sessions, in the shell's words.
+#[test]
+fn commit_check_forecasts_flow_and_pair_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let (code, out, err) = daemon.cli(
+        &[],
+        "set ecofilter-balancer flow dns priority 400\n\
+         set ecofilter-balancer flow dns match ip-proto udp dst-port 53\n\
+         set ecofilter-balancer flow dns action bypass\n\
+         commit check\ndiscard\n",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let dns = out
+        .lines()
+        .find(|l| l.starts_with("traffic: flow dns added (priority 400, udp dst-port 53"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        dns.contains("goes to bypass instead of unit ef1") && dns.contains("lose filtering"),
+        "{dns}"
+    );
+    let (code, out, err) = daemon.cli(
+        &[],
+        "delete ecofilter-balancer ecofilter-unit ef1 pair f1-te15-te16\ncommit check\ndiscard\n",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.lines().any(
+            |l| l.starts_with("traffic: unit ef1: pair f1-te15-te16 removed; its ")
+                && l.contains("go to the other pairs")
+        ),
+        "{out}"
+    );
+}
+
+/// `?` ending a line that came from `-c` or a script lists what the key would, and runs
+/// nothing.
+#[test]
+fn question_mark_through_dash_c_and_scripts_lists_what_may_come_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let (code, out, err) = daemon.cli(&["-c", "show system ?"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("Possible completions:"), "{out}");
+    assert!(out.contains("commit"), "{out}");
+    // Names come live from the daemon, counted as people count.
+    let (code, out, _) = daemon.cli(&["-c", "show ports p1?"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("p10-0") && !out.contains("p2 "), "{out}");
+    // A script's configuration command is answered as configuration mode would, and the
+    // candidate is left as it was.
+    let (code, out, err) = daemon.cli(&[], "set ports port p2 mtu ?\n");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1500..10240"), "{out}");
+    // Inside quotes `?` is a character like any other.
+    let (code, _, err) = daemon.cli(&["-c", "show ports \"p2?\""], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("p2?"), "{err}");
 }
 
 /// Refusals in the shell's words, not libyang's: a value out of range, a deleted port that a

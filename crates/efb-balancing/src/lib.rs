@@ -4,6 +4,9 @@
 
 mod config_hash;
 mod error;
+#[cfg(test)]
+mod fixtures;
+mod forecast;
 mod key;
 mod layout;
 mod liveness;
@@ -13,6 +16,7 @@ mod moves;
 
 pub use config_hash::{config_hash, config_hash_text};
 pub use error::BalancingError;
+pub use forecast::flow_consequences;
 pub use key::{Session, has_ports, session_hash, session_key};
 pub use layout::{UnitLayout, bucket_table};
 pub use liveness::{BypassMode, LiveState, unit_active};

@@ -30,8 +30,13 @@ pub fn select_flow<'a>(
     best
 }
 
-fn outranks(a: &Flow, b: &Flow) -> bool {
-    (a.priority, std::cmp::Reverse(&a.name)) > (b.priority, std::cmp::Reverse(&b.name))
+/// The order in which flows win: priority, then the first name in byte order.
+pub(crate) fn rank(flow: &Flow) -> (u32, std::cmp::Reverse<&str>) {
+    (flow.priority, std::cmp::Reverse(flow.name.as_str()))
+}
+
+pub(crate) fn outranks(a: &Flow, b: &Flow) -> bool {
+    rank(a) > rank(b)
 }
 
 pub fn flow_matches(flow: &Flow, s: &Session) -> bool {

@@ -59,7 +59,7 @@ fn same_balancing(old: &Unit, new: &Unit) -> bool {
 }
 
 /// Where each bucket sends its sessions: (pair name, core); none when the unit has no slot.
-fn destinations(unit: &Unit, live: &LiveState) -> Vec<Option<(String, u16)>> {
+pub(crate) fn destinations(unit: &Unit, live: &LiveState) -> Vec<Option<(String, u16)>> {
     let layout = UnitLayout::of(unit);
     if layout.slots() == 0 {
         return Vec::new();
@@ -132,25 +132,9 @@ fn on(flag: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use efb_model::Pair;
 
     fn unit(pairs: usize, cores: u16) -> Unit {
-        Unit {
-            name: "dpi-1".into(),
-            cores,
-            cores_set: true,
-            liveness_profile: None,
-            rebalance: false,
-            pairs: (0..pairs)
-                .map(|i| Pair {
-                    name: format!("p{i}"),
-                    lan_port: format!("l{i}"),
-                    wan_port: format!("w{i}"),
-                    description: None,
-                })
-                .collect(),
-            description: None,
-        }
+        crate::fixtures::unit("dpi-1", pairs, cores)
     }
 
     fn config(u: Unit) -> Config {

@@ -49,9 +49,13 @@ pub fn consequences(reply: &CommitReply, mood: Mood) -> Vec<String> {
             reply.config_hash_before, reply.config_hash_after
         ));
     }
-    if reply.moves.is_empty() {
-        lines.push("traffic: no bucket moves; sessions stay on their filter cores".into());
+    if reply.moves.is_empty() && reply.consequences.is_empty() {
+        lines.push(
+            "traffic: no bucket moves, no traffic to another destination; sessions stay on their filter cores"
+                .into(),
+        );
     }
+    lines.extend(reply.consequences.iter().map(|c| format!("traffic: {c}")));
     for m in &reply.moves {
         let percent = match (m.moved * 100).checked_div(m.buckets) {
             Some(0) if m.moved > 0 => 1,
@@ -73,12 +77,20 @@ pub fn consequences(reply: &CommitReply, mood: Mood) -> Vec<String> {
     lines
 }
 
+/// `1 change`, `2 033 changes`: the set / delete lines, as efbd counts them everywhere.
+pub fn counted_changes(total: u64) -> String {
+    format!(
+        "{} change{}",
+        grouped(total as usize),
+        if total == 1 { "" } else { "s" }
+    )
+}
+
 fn changes(reply: &CommitReply) -> Vec<String> {
     let total = reply.change_lines_total as usize;
     let mut lines = vec![format!(
-        "{} change{}{}",
-        grouped(total),
-        if total == 1 { "" } else { "s" },
+        "{}{}",
+        counted_changes(reply.changes),
         if total == 0 { "" } else { ":" }
     )];
     if total <= LISTED_CHANGES {

@@ -65,11 +65,22 @@ impl Completion {
 pub trait KeySource {
     fn keys(&self, list_path: &str, prefix: &str) -> Vec<String>;
 
-    /// The commits history holds, newest first (`rollback` takes their numbers): for each,
-    /// what `rollback ?` says of it (time, user, comment). None when not known.
-    fn history(&self) -> Option<Vec<(usize, String)>> {
+    /// The commits history holds, newest first (`rollback` takes how many back,
+    /// `show system commit` their ids): for each, what `?` says of it (time, user,
+    /// comment). None when not known.
+    fn history(&self) -> Option<Vec<Commit>> {
         None
     }
+}
+
+/// A commit of history as `?` offers it.
+#[derive(Clone, Debug)]
+pub struct Commit {
+    /// How many commits back from running (`rollback N`).
+    pub rollback: usize,
+    pub id: u64,
+    /// Time, user, kind, comment.
+    pub said: String,
 }
 
 /// `load merge|override|set ` is followed by a file or `terminal`.
@@ -292,6 +303,7 @@ impl Completer<'_> {
         match command.builtin.as_deref() {
             Some("show-configuration") => self.paths(Verb::Delete, rest),
             Some("help") => help_topics(rest),
+            Some("history") if rest.is_empty() => self.commit_ids(),
             Some("screen-length") if rest.is_empty() => vec![Candidate::placeholder(
                 "<lines>",
                 "Lines a page holds; 0: no paging",
@@ -332,15 +344,20 @@ impl Completer<'_> {
         }
     }
 
-    /// The numbers `rollback` takes, those `show system commit` lists, each with its time,
-    /// user and comment (as Junos's `rollback ?`).
+    /// The numbers `rollback` takes, each with its commit's id, time, user and comment
+    /// (as Junos's `rollback ?`).
     fn rollback_numbers(&self) -> Vec<Candidate> {
         match self.keys.history() {
             Some(mut commits) if !commits.is_empty() => {
-                commits.sort_by_key(|(n, _)| *n);
+                commits.sort_by_key(|c| c.rollback);
                 commits
                     .into_iter()
-                    .map(|(n, said)| Candidate::word(n.to_string(), said))
+                    .map(|c| {
+                        Candidate::word(
+                            c.rollback.to_string(),
+                            format!("commit {}: {}", c.id, c.said),
+                        )
+                    })
                     .collect()
             }
             Some(_) => vec![Candidate::placeholder(
@@ -349,9 +366,27 @@ impl Completer<'_> {
             )],
             None => vec![Candidate::placeholder(
                 "<number>",
-                "Commit to load: 0 is running, 1 the one before...",
+                "How many commits back: 0 is running, 1 the one before...",
             )],
         }
+    }
+
+    /// The ids `show system commit` takes, newest first, each with what it was.
+    fn commit_ids(&self) -> Vec<Candidate> {
+        let Some(commits) = self.keys.history() else {
+            return vec![Candidate::placeholder("<id>", "A commit's id")];
+        };
+        let mut ids: Vec<Candidate> = commits
+            .into_iter()
+            .map(|c| {
+                Candidate::word(
+                    c.id.to_string(),
+                    format!("rollback {}: {}", c.rollback, c.said),
+                )
+            })
+            .collect();
+        ids.extend(end());
+        ids
     }
 
     /// The commands of the edit hierarchy; their paths start at the place.
@@ -810,11 +845,15 @@ mod tests {
         fn keys(&self, _list_path: &str, _prefix: &str) -> Vec<String> {
             Vec::new()
         }
-        fn history(&self) -> Option<Vec<(usize, String)>> {
+        fn history(&self) -> Option<Vec<Commit>> {
             Some(
                 (0..self.0)
                     .rev()
-                    .map(|n| (n, format!("commit by user{n}")))
+                    .map(|n| Commit {
+                        rollback: n,
+                        id: (10 + self.0 - n) as u64,
+                        said: format!("by user{n}"),
+                    })
                     .collect(),
             )
         }
@@ -840,9 +879,9 @@ mod tests {
         assert_eq!(
             offered(3),
             vec![
-                "0 commit by user0",
-                "1 commit by user1",
-                "2 commit by user2"
+                "0 commit 13: by user0",
+                "1 commit 12: by user1",
+                "2 commit 11: by user2"
             ]
         );
         assert_eq!(

@@ -21,6 +21,7 @@ mod clear;
 mod hierarchy;
 mod log;
 mod monitor;
+mod numbering;
 mod pipes;
 mod system;
 
@@ -46,6 +47,17 @@ impl From<ClientError> for ShellError {
 }
 
 type Result<T> = std::result::Result<T, ShellError>;
+
+/// Commands of configuration mode that a script may type in operational mode: they enter
+/// configuration mode by themselves.
+const CONFIGURATION_COMMANDS: [&str; 5] = ["set", "delete", "commit", "rollback", "load"];
+
+/// The line before a `?` that ends it outside quotes, if it does.
+fn asks_help(line: &str) -> Option<&str> {
+    let before = line.trim_end().strip_suffix('?')?;
+    let open_quotes = before.chars().filter(|c| *c == '"').count() % 2 == 1;
+    (!open_quotes).then_some(before)
+}
 
 fn fail<T>(message: impl Into<String>) -> Result<T> {
     Err(ShellError(message.into()))
@@ -166,6 +178,10 @@ impl Shell {
     }
 
     fn execute_line(&mut self, line: &str) -> Result<Flow> {
+        if let Some(before) = asks_help(line) {
+            self.question(before).iter().for_each(|l| println!("{l}"));
+            return Ok(Flow::Continue);
+        }
         let (command, mut stages) = split_pipes(line)?;
         let words = setlines::split_words(&command).map_err(ShellError)?;
         if words.is_empty() {
@@ -210,6 +226,30 @@ impl Shell {
         Ok(flow)
     }
 
+    /// `?` at the end of a line that did not come from the keyboard (`-c`, a script, a
+    /// paste): the same list the key shows, for the line before it. A script's
+    /// configuration command is answered from configuration mode, as it would run there.
+    fn question(&self, before: &str) -> Vec<String> {
+        let first = before.split_whitespace().next().unwrap_or_default();
+        let mode = match self.mode {
+            Mode::Operational if self.scripted && CONFIGURATION_COMMANDS.contains(&first) => {
+                Mode::Configuration
+            }
+            mode => mode,
+        };
+        let keys = DaemonKeys {
+            client: self.client.clone(),
+            mode: Arc::new(Mutex::new(mode)),
+        };
+        let completer = crate::complete::Completer {
+            schema: self.schema,
+            grammar: &self.grammar,
+            keys: &keys,
+        };
+        let found = completer.complete_at(mode, &self.place_words(), before);
+        crate::complete::help_lines(&found)
+    }
+
     /// Lines a screen shows when output is paged: none in scripts, when standard output is
     /// no terminal, or after `set cli screen-length 0`.
     fn screen_length(&self) -> Option<usize> {
@@ -228,11 +268,7 @@ impl Shell {
     fn operational(&mut self, words: &[String], line: &str) -> Result<(Output, Flow)> {
         // `set cli ...` sets the shell, not the configuration (as in Junos).
         let shell_setting = words.get(1).is_some_and(|w| w == "cli");
-        if matches!(
-            words[0].as_str(),
-            "set" | "delete" | "commit" | "rollback" | "load"
-        ) && !shell_setting
-        {
+        if CONFIGURATION_COMMANDS.contains(&words[0].as_str()) && !shell_setting {
             if self.scripted {
                 self.mode = Mode::Configuration;
                 return self.configuration(words, line);
@@ -739,7 +775,19 @@ impl Shell {
         })?;
         let mut lines = Vec::new();
         for w in &reply.warnings {
-            lines.push(format!("warning: {}: {}", w.path, w.message));
+            let said = format!("{}: {}", w.path, w.message);
+            lines.push(format!(
+                "warning: {}",
+                setlines::paths_in_words(self.schema, &said)
+            ));
+        }
+        if reply.earlier_warnings > 0 {
+            let n = reply.earlier_warnings;
+            lines.push(format!(
+                "{n} warning{} told at an earlier commit still hold{} (commit check lists them)",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "s" } else { "" }
+            ));
         }
         if request.check {
             lines.extend(
@@ -764,7 +812,11 @@ impl Shell {
                 lines.push("nothing to commit: the candidate is the running configuration".into());
             }
         } else {
-            lines.push(format!("commit complete (commit {})", reply.commit_id));
+            lines.push(format!(
+                "commit complete (commit {}): {}",
+                reply.commit_id,
+                commit_report::counted_changes(reply.changes)
+            ));
         }
         if reply.confirm_deadline_unix_ms != 0 {
             lines.push(format!(
@@ -780,19 +832,23 @@ impl Shell {
         Ok((Output::lines(lines), Flow::Continue))
     }
 
+    /// `rollback N`: the configuration N commits back into the candidate; the shell says
+    /// which commit that is.
     fn rollback(&mut self, rest: &[String]) -> Result<Output> {
-        let index = match rest {
-            [] => 0,
-            [n] => n.parse::<u32>().map_err(|_| {
-                ShellError(format!(
-                    "rollback {n}: expected a commit number (0 is running, 1 the one before...)"
-                ))
-            })?,
-            _ => return fail("rollback takes one number"),
+        let history = numbering::Numbering::new(self.client().history()?);
+        let (index, commit) = match rest {
+            [] => (0, history.by_rollback("0").ok()),
+            [n] if n == "0" => (0, history.by_rollback(n).ok()),
+            [n] => {
+                let commit = history.by_rollback(n)?;
+                (commit.index, Some(commit))
+            }
+            _ => return fail("rollback takes one number: how many commits back (0 is running)"),
         };
         self.client().rollback(index)?;
+        let which = commit.map_or_else(String::new, |c| format!(", {}", numbering::described(c)));
         Ok(Output::lines(vec![format!(
-            "load complete: rollback {index} is in the candidate (show | compare to review)"
+            "load complete: rollback {index}{which}, is in the candidate (show | compare to review)"
         )]))
     }
 
@@ -854,11 +910,31 @@ impl Shell {
 
     /// `show | compare`: the candidate's changes, path by path (`| display set`: as lines
     /// that make them).
+    /// `show | compare`: Junos's hierarchical form; `| display set` the set / delete lines
+    /// that make the change, `| display json` one object per change.
     fn compare(&mut self, pipes: &mut Vec<Pipe>, rollback: Option<u32>) -> Result<Output> {
         let as_set = pipes.iter().any(|p| matches!(p, Pipe::DisplaySet));
         pipes.retain(|p| !matches!(p, Pipe::DisplaySet));
-        let format = if as_set { Format::Set } else { Format::Paths };
-        Ok(Output::lines(self.client().compare(format, rollback)?))
+        if as_set {
+            return Ok(Output::lines(self.client().compare(Format::Set, rollback)?));
+        }
+        if !pipes.iter().any(|p| matches!(p, Pipe::DisplayJson)) {
+            return Ok(Output::lines(
+                self.client().compare(Format::Hierarchy, rollback)?,
+            ));
+        }
+        let changes = self
+            .client()
+            .compare(Format::Json, rollback)?
+            .iter()
+            .map(|line| serde_json::from_str::<Json>(line))
+            .collect::<std::result::Result<Vec<Json>, _>>()
+            .map_err(|e| ShellError(format!("efbd's compare in JSON: {e}")))?;
+        // The lines are replaced by the data's: `| display json` is among the pipes.
+        Ok(Output::facts(
+            Vec::new(),
+            serde_json::json!({ "changes": changes }),
+        ))
     }
 
     /// Leaves cleanly: the session and its candidate go away.
@@ -1034,13 +1110,17 @@ impl KeySource for DaemonKeys {
             .unwrap_or_default()
     }
 
-    fn history(&self) -> Option<Vec<(usize, String)>> {
+    fn history(&self) -> Option<Vec<crate::complete::Commit>> {
         let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
         let commits = client.history().ok()?;
         Some(
             commits
                 .iter()
-                .map(|c| (c.index as usize, system::rollback_help(c)))
+                .map(|c| crate::complete::Commit {
+                    rollback: c.index as usize,
+                    id: c.id,
+                    said: system::rollback_help(c),
+                })
                 .collect(),
         )
     }

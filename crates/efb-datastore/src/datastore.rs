@@ -400,16 +400,20 @@ impl Datastore {
         Ok(diff::diff(self.schema(), &s.base, &s.candidate))
     }
 
-    /// The candidate's changes against the configuration of commit `index` of history
-    /// (`show | compare rollback N`).
-    pub fn compare_with_commit(
+    /// What `show | compare` compares: the configuration the session's edits were made on
+    /// (or, with `rollback`, that of commit `rollback` of history), and its candidate.
+    /// Snapshots, free to keep.
+    pub fn compared(
         &self,
         session: SessionId,
-        index: usize,
-    ) -> Result<Vec<Change>, DatastoreError> {
-        let candidate = &self.session(session)?.candidate;
-        let then = self.configuration_at(index)?;
-        Ok(diff::diff(self.schema(), &then, candidate))
+        rollback: Option<usize>,
+    ) -> Result<(DataTree, DataTree), DatastoreError> {
+        let s = self.session(session)?;
+        let base = match rollback {
+            Some(index) => self.configuration_at(index)?,
+            None => s.base.clone(),
+        };
+        Ok((base, s.candidate.clone()))
     }
 
     /// `compare` as `set` / `delete` lines.

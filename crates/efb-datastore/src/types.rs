@@ -130,6 +130,8 @@ pub struct CommitOutcome {
     schema: Arc<Schema>,
     /// The typed configurations before and after, once the candidate was found valid.
     configs: Option<(Arc<Config>, Arc<Config>)>,
+    /// The path-level changes, once asked for (the reply and the event both need them).
+    changes: std::sync::OnceLock<Vec<Change>>,
 }
 
 impl CommitOutcome {
@@ -150,6 +152,7 @@ impl CommitOutcome {
             after,
             schema,
             configs: None,
+            changes: std::sync::OnceLock::new(),
         }
     }
 
@@ -163,10 +166,16 @@ impl CommitOutcome {
         self.configs.as_ref().map(|(b, a)| (&**b, &**a))
     }
 
-    /// The path-level changes, worked out when asked for: a commit of 100 000 new flows
-    /// need not list 700 000 changes nobody reads.
-    pub fn changes(&self) -> Vec<Change> {
-        diff::diff(&self.schema, &self.before, &self.after)
+    /// The path-level changes, worked out when first asked for: a commit of 100 000 new
+    /// flows need not list 700 000 changes nobody reads.
+    pub fn changes(&self) -> &[Change] {
+        self.changes
+            .get_or_init(|| diff::diff(&self.schema, &self.before, &self.after))
+    }
+
+    /// How many changes: the `set` / `delete` lines `show | compare` lists for them.
+    pub fn change_count(&self) -> usize {
+        efb_yang::setlines::change_count(self.changes())
     }
 
     pub fn has_changes(&self) -> bool {

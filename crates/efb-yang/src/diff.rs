@@ -122,11 +122,7 @@ impl Walk<'_> {
         if old.ptr_eq(new) {
             return;
         }
-        let mut ids: Vec<SchemaId> = old.children().map(|(id, _)| id).collect();
-        ids.extend(new.children().map(|(id, _)| id));
-        ids.sort();
-        ids.dedup();
-        for id in ids {
+        for id in old.child_ids_with(new) {
             self.path.segments.push(Segment::new(id));
             match (old.get(id), new.get(id)) {
                 (Some(_), None) => self.delete_here(),

@@ -9,6 +9,7 @@
 //! - [`setlines`]: the shell's `set` / `delete` lines, both ways.
 //! - [`validate`]: libyang validation of a whole tree or of the part a change touches.
 
+pub mod compare;
 pub mod diff;
 pub mod explain;
 pub mod input;

@@ -46,17 +46,31 @@ pub fn render_changes(schema: &Schema, changes: &[Change]) -> Vec<String> {
                 lines.push(line);
             }
             Change::Create { path } => {
-                // An entry whose content follows is created by the content's lines.
-                let has_content = changes
-                    .get(i + 1)
-                    .is_some_and(|next| path.contains(next.path()) && next.path() != path);
-                if !has_content {
+                if !created_by_its_content(changes, i) {
                     lines.push(format!("set {}", words(schema, path)));
                 }
             }
         }
     }
     lines
+}
+
+/// How many changes there are: the lines [`render_changes`] gives, counted without writing
+/// them. The one count the shell, the audit, `show log` and the metrics all say.
+pub fn change_count(changes: &[Change]) -> usize {
+    (0..changes.len())
+        .filter(|i| !created_by_its_content(changes, *i))
+        .count()
+}
+
+/// An entry whose content follows is created by the content's lines, not one of its own.
+fn created_by_its_content(changes: &[Change], i: usize) -> bool {
+    let Some(Change::Create { path }) = changes.get(i) else {
+        return false;
+    };
+    changes
+        .get(i + 1)
+        .is_some_and(|next| path.contains(next.path()) && next.path() != path)
 }
 
 /// Changes summarised by list and by leaf outside lists, for a change too long to read line
@@ -144,19 +158,24 @@ pub fn words(schema: &Schema, path: &DataPath) -> String {
 }
 
 /// A message with the libyang paths that start its lines (`  /ecofilter-balancer:ports/
-/// port[name='p2']/mtu: ...`) written as the words a shell user types (`  ports port p2
-/// mtu: ...`). Lines that do not start with a path of this schema are kept as they are.
+/// port[name='p2']/mtu: ...`), or are the whole line (a list of paths), written as the
+/// words a shell user types (`  ports port p2 mtu: ...`). Lines that do not start with a
+/// path of this schema are kept as they are.
 pub fn paths_in_words(schema: &Schema, message: &str) -> String {
     message
         .split('\n')
         .map(|line| {
             let body = line.trim_start();
             let indent = &line[..line.len() - body.len()];
-            let Some((path, rest)) = body.split_once(": ").filter(|_| body.starts_with('/')) else {
+            if !body.starts_with('/') {
                 return line.to_string();
+            }
+            let (path, rest) = match body.split_once(": ") {
+                Some((path, rest)) => (path, format!(": {rest}")),
+                None => (body, String::new()),
             };
             match DataPath::parse(schema, path) {
-                Ok(parsed) => format!("{indent}{}: {rest}", words(schema, &parsed)),
+                Ok(parsed) => format!("{indent}{}{rest}", words(schema, &parsed)),
                 Err(_) => line.to_string(),
             }
         })

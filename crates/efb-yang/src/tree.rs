@@ -219,6 +219,16 @@ impl Inner {
         self.children.iter().map(|(id, c)| (*id, c))
     }
 
+    /// The children's ids of this node and `other`, in schema order, each once: what two
+    /// trees walked side by side visit.
+    pub fn child_ids_with(&self, other: &Inner) -> Vec<SchemaId> {
+        let mut ids: Vec<SchemaId> = self.children().map(|(id, _)| id).collect();
+        ids.extend(other.children().map(|(id, _)| id));
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     pub fn get(&self, id: SchemaId) -> Option<&Child> {
         self.position(id).ok().map(|i| &self.children[i].1)
     }

@@ -345,6 +345,10 @@ fn diff_gives_path_level_changes_and_replays() {
             .any(|l| l == "delete ecofilter-balancer flow multicast-v6"),
         "{lines:#?}"
     );
+    // A new entry with content is created by its content's lines: fewer lines than
+    // path-level changes, and the count says the lines.
+    assert!(lines.len() < changes.len());
+    assert_eq!(setlines::change_count(&changes), lines.len());
     // Deletes first: applying them in order gives the new tree.
     let mut replayed = old.clone();
     diff::apply(&schema, &mut replayed, &changes).unwrap();
@@ -626,4 +630,43 @@ fn completion_knows_what_may_come_next() {
         )
         .is_err()
     );
+}
+
+/// Junos's `show | compare`: headers name the place, `-` and `+` lines what went and came,
+/// an entry added or removed whole with what it holds.
+#[test]
+fn compare_is_hierarchical_as_junos_shows_it() {
+    let schema = schema();
+    let old = json::from_json(&schema, &example("one-filter-site.json"), Check::Complete).unwrap();
+    let mut new = old.clone();
+    setlines::apply_lines(
+        &schema,
+        &mut new,
+        "set ecofilter-balancer flow bgp-to priority 320\n\
+         delete ecofilter-balancer flow multicast-v6\n\
+         set ecofilter-balancer flow dns priority 300\n\
+         set ecofilter-balancer flow dns match ip-proto 17 dst-port 53\n\
+         set ecofilter-balancer flow dns action bypass\n\
+         set ports port p2 description \"new uplink\"",
+    )
+    .unwrap();
+    let lines = efb_yang::compare::hierarchical(&schema, &old, &new);
+    let text = lines.join("\n");
+    let expected_parts = [
+        "[edit ports port p2]\n-   description \"link l1 LAN (to subscribers)\";\n+   description \"new uplink\";",
+        "[edit ecofilter-balancer flow bgp-to]\n-   priority 310;\n+   priority 320;",
+        "[edit ecofilter-balancer]\n+   flow dns {\n+       priority 300;\n+       match {\n+           ip-proto 17;\n+           dst-port 53;\n+       }\n+       action {\n+           bypass;\n+       }\n+   }",
+        "-   flow multicast-v6 {",
+    ];
+    for part in expected_parts {
+        assert!(text.contains(part), "{part}\nnot in\n{text}");
+    }
+    // Removed before added under one header; every line is a header or signed.
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("[edit") || l.starts_with("- ") || l.starts_with("+ ")),
+        "{text}"
+    );
+    assert!(efb_yang::compare::hierarchical(&schema, &old, &old).is_empty());
 }

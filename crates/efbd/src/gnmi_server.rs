@@ -29,18 +29,28 @@ pub struct Server {
 }
 
 impl Server {
-    /// The line efbd prints: `efbd: gNMI on ADDR (TLS)` or `(plaintext)`.
+    /// The line efbd prints: `efbd: gNMI on ADDR (TLS); certificate PATH` or
+    /// `(plaintext)`. Clients must trust that certificate, so the path is told where the
+    /// engineer looks, not only in the log.
     pub fn banner(&self) -> String {
         let address = self
             .listener
             .local_addr()
             .map_or_else(|_| "?".to_string(), |a| a.to_string());
-        let mode = if self.config.tls.is_some() {
-            "TLS"
-        } else {
-            "plaintext"
-        };
-        format!("efbd: gNMI on {address} ({mode})")
+        match &self.config.tls {
+            Some(identity) => {
+                let made = if identity.generated {
+                    " (self-signed, made now)"
+                } else {
+                    ""
+                };
+                format!(
+                    "efbd: gNMI on {address} (TLS); certificate {}{made}",
+                    identity.cert_path.display()
+                )
+            }
+            None => format!("efbd: gNMI on {address} (plaintext)"),
+        }
     }
 
     /// The server's open connections and subscriptions (metrics).

@@ -17,7 +17,7 @@ use efb_liveness::{PairState, PairStatus};
 use efb_metrics::prometheus_client::collector::Collector;
 use efb_metrics::prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use efb_metrics::prometheus_client::metrics::MetricType;
-use efb_metrics::prometheus_client::metrics::counter::ConstCounter;
+use efb_metrics::prometheus_client::metrics::counter::{ConstCounter, Counter};
 use efb_metrics::prometheus_client::metrics::histogram::Histogram;
 use efb_metrics::prometheus_client::registry::{Registry, Unit};
 use efb_metrics::{Labels, Scraped, Values};
@@ -95,6 +95,7 @@ const ROUND_TRIP_BUCKETS: [f64; 12] = [
 pub struct Instruments {
     registry: Arc<Registry>,
     commits: Arc<Commits>,
+    committed_changes: Counter,
     commit_duration: Histogram,
     validation_duration: Histogram,
     keepalive_round_trip: Histogram,
@@ -115,6 +116,13 @@ impl Instruments {
         let keepalive_round_trip = Histogram::new(ROUND_TRIP_BUCKETS);
         let mut registry = Registry::default();
         registry.register_collector(Box::new(commits.clone()));
+        let committed_changes = Counter::default();
+        registry.register(
+            "efb_committed_changes",
+            "Changes committed, counted as the shell counts them: the set / delete lines of \
+             show | compare (commits, and the rollbacks of unconfirmed commits)",
+            committed_changes.clone(),
+        );
         registry.register_with_unit(
             "efb_commit_duration",
             "Time a commit took in the configuration owner, validation and chip programming \
@@ -139,6 +147,7 @@ impl Instruments {
         Instruments {
             registry: Arc::new(registry),
             commits,
+            committed_changes,
             commit_duration,
             validation_duration,
             keepalive_round_trip,
@@ -151,6 +160,11 @@ impl Instruments {
         // `Origin::ALL` lists the origins in their declaration order.
         self.commits.0[origin as usize][result_of(error)].fetch_add(1, Ordering::Relaxed);
         self.commit_duration.observe(took.as_secs_f64());
+    }
+
+    /// A new running configuration came with `changes` changes.
+    pub fn changes_committed(&self, changes: usize) {
+        self.committed_changes.inc_by(changes as u64);
     }
 
     /// What liveness calls with each returned keep-alive's round trip.
@@ -522,8 +536,10 @@ mod tests {
         let storage = DatastoreError::Storage("disk".into());
         instruments.commit_finished(Origin::Shell, Some(&storage), Duration::from_millis(1));
         (instruments.validation_observer())(Duration::from_millis(2));
+        instruments.changes_committed(56);
         let text = efb_metrics::render(std::slice::from_ref(&instruments.registry), false).unwrap();
         for line in [
+            "efb_committed_changes_total 56",
             "efb_commits_total{origin=\"gnmi\",result=\"ok\"} 1",
             "efb_commits_total{origin=\"shell\",result=\"refused\"} 1",
             "efb_commits_total{origin=\"shell\",result=\"failed\"} 1",

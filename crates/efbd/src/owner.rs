@@ -6,6 +6,7 @@
 //! through its methods, named after what a client asks for; this module imports none of
 //! them.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -19,7 +20,7 @@ use efb_datastore::{
 use efb_gnmi::backend::{Pending, Snapshot};
 use efb_liveness::PairState;
 use efb_model::Config;
-use efb_yang::{DataTree, Schema};
+use efb_yang::{DataTree, Problem, Schema};
 use tokio::sync::broadcast;
 use tracing::{error, info};
 
@@ -57,6 +58,9 @@ pub struct OwnerState {
     events: Events,
     /// Commits counted and timed, for the metrics.
     instruments: Instruments,
+    /// The running configuration's warnings, told when it was committed: a commit tells
+    /// only the warnings its change brought, not every one still true.
+    told_warnings: HashSet<Problem>,
 }
 
 /// The daemon as `show system status` tells it.
@@ -101,6 +105,7 @@ impl OwnerState {
             baselines: known.baselines,
             events,
             instruments: Instruments::default(),
+            told_warnings: HashSet::new(),
         }
     }
 
@@ -197,15 +202,13 @@ impl OwnerState {
 
     /// What the session's candidate changes against running.
     /// The candidate's changes: since it started, or against commit `rollback` of history.
-    pub fn compare(
+    /// The two configurations `show | compare` compares (`rollback`: against that commit).
+    pub fn compared(
         &self,
         session: SessionId,
         rollback: Option<usize>,
-    ) -> Result<Vec<efb_yang::Change>, DatastoreError> {
-        match rollback {
-            Some(index) => self.datastore.compare_with_commit(session, index),
-            None => self.datastore.compare(session),
-        }
+    ) -> Result<(DataTree, DataTree), DatastoreError> {
+        self.datastore.compared(session, rollback)
     }
 
     pub fn candidate(&self, session: SessionId) -> Result<DataTree, DatastoreError> {
@@ -228,6 +231,20 @@ impl OwnerState {
         }
         self.committed(&result, Origin::Shell);
         result
+    }
+
+    /// Each warning is told once: a commit's outcome keeps the warnings no earlier commit
+    /// told; returns how many it left out (still true, told before). A check keeps all: it
+    /// was asked.
+    pub fn tell_warnings_once(&mut self, outcome: &mut CommitOutcome) -> usize {
+        if outcome.commit_id.is_none() {
+            return 0;
+        }
+        let now: HashSet<Problem> = outcome.warnings.iter().cloned().collect();
+        let told = std::mem::replace(&mut self.told_warnings, now);
+        let all = outcome.warnings.len();
+        outcome.warnings.retain(|w| !told.contains(w));
+        all - outcome.warnings.len()
     }
 
     /// What a commit (or a check) does to the sessions flowing now, with today's liveness.
@@ -261,6 +278,10 @@ impl OwnerState {
         ds.close_session(session);
         self.count_commit(Origin::Gnmi, started, result.as_ref().err());
         self.committed(&result, Origin::Gnmi);
+        let mut result = result;
+        if let Ok(outcome) = &mut result {
+            self.tell_warnings_once(outcome);
+        }
         result
     }
 
@@ -341,16 +362,18 @@ impl OwnerState {
     }
 
     /// The commit `outcome` made, from the history's record of it; none for a check or
-    /// a commit of nothing.
+    /// a commit of nothing. Its changes are counted in the metrics here, where every new
+    /// running configuration passes.
     fn commit_event(&self, outcome: &CommitOutcome, origin: Origin) -> Option<events::Commit> {
         let id = outcome.commit_id?;
+        self.instruments.changes_committed(outcome.change_count());
         let info = self.datastore.history().into_iter().find(|c| c.id == id)?;
         Some(events::Commit {
             id,
             user: info.user,
             origin,
             comment: info.comment.unwrap_or_default(),
-            changes: info.records,
+            changes: outcome.change_count(),
             hash: efb_balancing::config_hash(&self.running_config()),
         })
     }

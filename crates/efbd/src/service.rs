@@ -549,15 +549,18 @@ impl Management for Service {
             Format::as_str_name,
         )?;
         let rollback = request.rollback.map(|n| n as usize);
-        let changes = self
+        let (base, candidate) = self
             .run_in(&caller, "Compare", session, move |s| {
-                ds(s.compare(session, rollback))
+                ds(s.compared(session, rollback))
             })
             .await?;
         let schema = &self.schema;
+        let changes = || efb_yang::diff::diff(schema, &base, &candidate);
         let lines = match format {
-            Format::Paths => changes.iter().map(|c| c.describe(schema)).collect(),
-            _ => setlines::render_changes(schema, &changes),
+            Format::Hierarchy => efb_yang::compare::hierarchical(schema, &base, &candidate),
+            Format::Paths => changes().iter().map(|c| c.describe(schema)).collect(),
+            Format::Json => changes().iter().map(|c| change_json(schema, c)).collect(),
+            Format::Set => setlines::render_changes(schema, &changes()),
         };
         ok(Lines { lines })
     }
@@ -868,26 +871,33 @@ impl Service {
             check_only: request.check_only,
             offline: request.offline,
         };
-        let (outcome, moves) = self
+        let (outcome, moves, earlier_warnings) = self
             .run_in(caller, "Commit", session, move |s| {
-                let outcome = ds(s.commit(session, ds_request))?;
+                let mut outcome = ds(s.commit(session, ds_request))?;
+                let earlier = s.tell_warnings_once(&mut outcome);
                 let moves = s.bucket_moves(&outcome);
-                Ok((outcome, moves))
+                Ok((outcome, moves, earlier))
             })
             .await?;
+        let consequences = outcome
+            .configs()
+            .map(|(b, a)| efb_balancing::flow_consequences(b, a))
+            .unwrap_or_default();
         let (config_hash_before, config_hash_after) = outcome
             .configs()
             .map(|(b, a)| (config_hash(b), config_hash(a)))
             .unwrap_or_default();
         let changes = outcome.changes();
-        let change_summary = setlines::summarise(&self.schema, &changes);
-        let mut change_lines = setlines::render_changes(&self.schema, &changes);
+        let change_summary = setlines::summarise(&self.schema, changes);
+        let mut change_lines = setlines::render_changes(&self.schema, changes);
         let change_lines_total = change_lines.len() as u64;
         change_lines.truncate(MAX_CHANGE_LINES);
         Ok(CommitReply {
             commit_id: outcome.commit_id.unwrap_or(0),
+            changes: outcome.change_count() as u64,
+            consequences,
+            earlier_warnings: earlier_warnings as u32,
             warnings: outcome.warnings.into_iter().map(problem).collect(),
-            changes: changes.len() as u64,
             change_lines,
             change_lines_total,
             confirm_deadline_unix_ms: unix_ms(outcome.confirm_deadline),
@@ -1068,7 +1078,30 @@ type Which = efb_mgmt_proto::v1::Datastore;
 const LOAD_MODES: [ProtoLoadMode; 2] = [ProtoLoadMode::Merge, ProtoLoadMode::Override];
 const LOAD_FORMATS: [Format; 2] = [Format::Json, Format::Set];
 /// Compare's default (JSON) gives `set` / `delete` lines, as the proto says.
-const COMPARE_FORMATS: [Format; 3] = [Format::Json, Format::Set, Format::Paths];
+const COMPARE_FORMATS: [Format; 4] = [Format::Json, Format::Set, Format::Paths, Format::Hierarchy];
+
+/// One change as a JSON object on its line (`show | compare | display json`): what was
+/// done, where (libyang's path and the shell's words), the value and the one it replaced.
+fn change_json(schema: &Schema, change: &efb_yang::Change) -> String {
+    use efb_yang::Change;
+    let path = change.path();
+    let mut object = serde_json::json!({
+        "path": path.display(schema).to_string(),
+        "words": setlines::words(schema, path),
+    });
+    match change {
+        Change::Create { .. } => object["operation"] = "create".into(),
+        Change::Delete { .. } => object["operation"] = "delete".into(),
+        Change::Set { old, new, .. } => {
+            object["operation"] = "set".into();
+            object["value"] = new.as_str().into();
+            if let Some(old) = old {
+                object["was"] = old.as_str().into();
+            }
+        }
+    }
+    object.to_string()
+}
 const GET_FORMATS: [Format; 2] = [Format::Json, Format::Set];
 const COUNTED: [Counted; 2] = [Counted::Ports, Counted::Flows];
 const DATASTORES: [Which; 4] = [

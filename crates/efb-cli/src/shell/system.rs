@@ -3,31 +3,32 @@
 
 use serde_json::Value as Json;
 
+use super::numbering::{self, Numbering};
 use super::{Flow, Output, Result, Shell, ShellError, unix_ms_text};
 
 impl Shell {
-    /// The changes of one commit of the history, by its rollback number.
-    pub(super) fn commit_changes(&mut self, number: &str) -> Result<(Output, Flow)> {
-        let index: u32 = number.parse().map_err(|_| {
-            ShellError(format!(
-                "show system commit: \"{number}\" is not a rollback number (0 is the last \
-                 commit; show system commit lists them)"
-            ))
-        })?;
-        let changes = self.client().commit_changes(index)?;
-        let data = serde_json::json!({ "rollback": index, "changes": changes });
-        let mut lines = changes;
-        if lines.is_empty() {
-            lines.push(format!("commit {index} changed nothing"));
+    /// `show system commit ID`: what that commit changed.
+    pub(super) fn commit_changes(&mut self, id: &str) -> Result<(Output, Flow)> {
+        let history = Numbering::new(self.client().history()?);
+        let commit = history.by_id("show system commit", id)?;
+        let changes = self.client().commit_changes(commit.index)?;
+        let data = serde_json::json!({
+            "id": commit.id, "rollback": commit.index, "changes": changes
+        });
+        // The changes as set lines that could be typed again, under a line naming the commit.
+        let mut lines = vec![format!("# {}", numbering::described(commit))];
+        if changes.is_empty() {
+            lines.push("# it changed nothing".to_string());
         }
+        lines.extend(changes.iter().cloned());
         Ok((Output::facts(lines, data), Flow::Continue))
     }
 
     pub(super) fn history(&mut self) -> Result<Output> {
         let commits = self.client().history()?;
         let mut rows = vec![vec![
-            "#".to_string(),
-            "Id".into(),
+            "Id".to_string(),
+            "Rollback".into(),
             "Time".into(),
             "User".into(),
             "Kind".into(),
@@ -40,8 +41,8 @@ impl Shell {
                 c.kind.clone()
             };
             rows.push(vec![
-                c.index.to_string(),
                 c.id.to_string(),
+                c.index.to_string(),
                 c.time.clone(),
                 c.user.clone(),
                 kind,

@@ -1,0 +1,991 @@
+//! What a change does to traffic, told in the shell's words before the commit: which traffic
+//! goes to another destination (a unit, bypass, drop) because flows were added, removed or
+//! changed, and what removing units or pairs takes away. [`crate::bucket_moves`] counts the
+//! sessions that move inside a unit; operators run `commit check` to learn, beyond that,
+//! which traffic goes somewhere else altogether.
+
+use std::fmt::Display;
+use std::sync::Arc;
+
+use efb_model::protocols::PROTOCOLS;
+use efb_model::rules::flows_overlap;
+use efb_model::{Action, Config, Flow, FlowMatch, MacMatch, PortRange, Prefix, Unit};
+
+use crate::liveness::LiveState;
+use crate::matching::{outranks, rank};
+use crate::moves::destinations;
+
+/// Flow changes told one by one. Each costs a pass over every flow, and a change loaded by
+/// automation (thousands of flows) is read better in `show | compare` than here.
+const TOLD_FLOWS: usize = 20;
+/// Names listed before "and N more", so that a sentence stays about one line.
+const NAMED: usize = 2;
+
+/// One consequence of a change, told in the shell's words, one sentence: flows added,
+/// removed or changed first (the first few by name, then how many more), then units
+/// removed, then pairs removed from or added to units that stay.
+pub fn flow_consequences(before: &Config, after: &Config) -> Vec<String> {
+    let mut out = flows(before, after);
+    out.extend(removed_units(before, after));
+    out.extend(pair_changes(before, after));
+    out
+}
+
+// ---- Flows -------------------------------------------------------------------------------
+
+enum Change<'a> {
+    Added(&'a Flow),
+    Removed(&'a Flow),
+    Changed(&'a Flow, &'a Flow),
+}
+
+fn flows(before: &Config, after: &Config) -> Vec<String> {
+    let changes = flow_changes(before, after);
+    let mut out: Vec<String> = changes
+        .iter()
+        .take(TOLD_FLOWS)
+        .flat_map(|c| match c {
+            Change::Added(f) => added(before, after, f).into_iter().collect(),
+            Change::Removed(f) => removed(before, after, f).into_iter().collect(),
+            Change::Changed(old, new) => changed(before, after, old, new),
+        })
+        .collect();
+    let untold = changes.len().saturating_sub(TOLD_FLOWS);
+    if untold > 0 {
+        out.push(format!(
+            "{} more flow{} added, removed or changed: their consequences are not told one by one",
+            grouped(untold),
+            if untold == 1 { "" } else { "s" }
+        ));
+    }
+    out
+}
+
+/// Flows added, removed or changed, by name.
+fn flow_changes<'a>(before: &'a Config, after: &'a Config) -> Vec<Change<'a>> {
+    let gone = before
+        .flows
+        .iter()
+        .filter(|(name, _)| !after.flows.contains_key(name.as_str()))
+        .map(|(_, f)| Change::Removed(f));
+    let rest = after
+        .flows
+        .iter()
+        .filter_map(|(name, new)| match before.flows.get(name.as_str()) {
+            None => Some(Change::Added(new)),
+            Some(old) if differs(old, new) => Some(Change::Changed(old, new)),
+            Some(_) => None,
+        });
+    let mut changes: Vec<Change> = gone.chain(rest).collect();
+    changes.sort_by(|a, b| subject(a).cmp(subject(b)));
+    changes
+}
+
+fn subject<'a>(change: &Change<'a>) -> &'a str {
+    match change {
+        Change::Added(f) | Change::Removed(f) | Change::Changed(_, f) => &f.name,
+    }
+}
+
+/// What decides where traffic goes; a description is not a consequence. Most flows of a
+/// large configuration are shared with the last one, hence the pointer test first.
+fn differs(old: &Arc<Flow>, new: &Arc<Flow>) -> bool {
+    !Arc::ptr_eq(old, new)
+        && (old.priority != new.priority
+            || sorted_links(old) != sorted_links(new)
+            || old.matches != new.matches
+            || old.action != new.action)
+}
+
+fn sorted_links(flow: &Flow) -> Vec<&str> {
+    let mut links: Vec<&str> = flow.links.iter().map(String::as_str).collect();
+    links.sort_unstable();
+    links
+}
+
+fn added(before: &Config, after: &Config, flow: &Flow) -> Option<String> {
+    let except = above(after, flow);
+    if shadowed(&except, flow) {
+        return None;
+    }
+    let head = format!("flow {} added ({})", flow.name, describe(flow));
+    let from = fallback(before, flow, None);
+    taken(&head, "that traffic", &except, &flow.action, from)
+}
+
+fn removed(before: &Config, after: &Config, flow: &Flow) -> Option<String> {
+    let except = above(before, flow);
+    if shadowed(&except, flow) {
+        return None;
+    }
+    let head = format!("flow {} removed ({})", flow.name, describe(flow));
+    let to = fallback(after, flow, None);
+    given(&head, "that traffic", &except, &flow.action, to)
+}
+
+/// A changed flow is at most three consequences: traffic it keeps under another action,
+/// traffic it now takes from other flows, traffic it leaves to them.
+fn changed(before: &Config, after: &Config, old: &Flow, new: &Flow) -> Vec<String> {
+    let words = differences(old, new);
+    let head = if words.is_empty() {
+        format!("flow {} changed", new.name)
+    } else {
+        format!("flow {} changed ({})", new.name, words.join(", "))
+    };
+    let (new_above, old_above) = (above(after, new), above(before, old));
+    let (takes, gives) = (!shadowed(&new_above, new), !shadowed(&old_above, old));
+    let mut out = Vec::new();
+    if takes && gives && old.action != new.action && flows_overlap(old, new) {
+        let what = if words.is_empty() {
+            "its traffic now"
+        } else {
+            "traffic it still matches now"
+        };
+        let from = Ways::single(&old.action);
+        out.extend(taken(&head, what, &new_above, &new.action, from));
+    }
+    if takes {
+        let from = fallback(before, new, Some(old));
+        out.extend(taken(
+            &head,
+            "newly matched traffic",
+            &new_above,
+            &new.action,
+            from,
+        ));
+    }
+    if gives {
+        let to = fallback(after, old, Some(new));
+        out.extend(given(
+            &head,
+            "traffic no longer matched",
+            &old_above,
+            &old.action,
+            to,
+        ));
+    }
+    out
+}
+
+// ---- Which flows share traffic -------------------------------------------------------------
+
+/// The flows of `config` that outrank `flow` where they overlap it, best first: they keep
+/// that traffic whatever `flow` does.
+fn above<'a>(config: &'a Config, flow: &Flow) -> Vec<&'a Flow> {
+    let mut found: Vec<&Flow> = config
+        .flows
+        .values()
+        .map(Arc::as_ref)
+        .filter(|g| g.name != flow.name && outranks(g, flow) && flows_overlap(flow, g))
+        .collect();
+    found.sort_by(|a, b| rank(b).cmp(&rank(a)));
+    found
+}
+
+/// A flow wholly under a better one never gets a packet, so changing it changes nothing.
+fn shadowed(above: &[&Flow], flow: &Flow) -> bool {
+    above.iter().any(|h| covers(h, flow))
+}
+
+/// Where the traffic `flow` matches goes in `config` when `flow` does not take it: the
+/// overlapping flows it outranks, best first, down to the first that takes all of it, else
+/// bypass. `kept` is the flow's other version: traffic that was (or stays) the flow's own
+/// below it did not come from, nor goes to, anywhere else.
+fn fallback<'a>(config: &'a Config, flow: &Flow, kept: Option<&Flow>) -> Ways<'a> {
+    let inside = kept.is_some_and(|k| covers(k, flow));
+    let mut lower: Vec<&Flow> = config
+        .flows
+        .values()
+        .map(Arc::as_ref)
+        .filter(|g| g.name != flow.name && outranks(flow, g))
+        .filter(|g| !(inside && kept.is_some_and(|k| outranks(k, g))))
+        .filter(|g| flows_overlap(flow, g))
+        .collect();
+    lower.sort_by(|a, b| rank(b).cmp(&rank(a)));
+    let mut ways = Ways::default();
+    for g in lower {
+        ways.add(&g.action, &g.name);
+        if covers(g, flow) {
+            return ways;
+        }
+    }
+    ways.unmatched = !inside;
+    ways
+}
+
+/// True when every packet `inner` matches, `outer` matches too. Only sure answers are
+/// true: a wrong "covers" would hide traffic, a wrong "does not" only names a flow too many.
+fn covers(outer: &Flow, inner: &Flow) -> bool {
+    let links = outer.links.is_empty()
+        || (!inner.links.is_empty() && inner.links.iter().all(|l| outer.links.contains(l)));
+    links && match_covers(&outer.matches, &inner.matches)
+}
+
+fn match_covers(o: &FlowMatch, i: &FlowMatch) -> bool {
+    fn within<T>(o: &Option<T>, i: &Option<T>, holds: impl Fn(&T, &T) -> bool) -> bool {
+        match (o, i) {
+            (None, _) => true,
+            (Some(o), Some(i)) => holds(o, i),
+            (Some(_), None) => false,
+        }
+    }
+    fn same<T: PartialEq>(o: &T, i: &T) -> bool {
+        o == i
+    }
+    (0..3).all(|k| within(&o.vlan_tags[k], &i.vlan_tags[k], same))
+        && within(&o.vlan_depth, &i.vlan_depth, same)
+        && within(&o.mpls_depth, &i.mpls_depth, same)
+        && within(&o.src_ipv4, &i.src_ipv4, prefix_within)
+        && within(&o.dst_ipv4, &i.dst_ipv4, prefix_within)
+        && within(&o.src_ipv6, &i.src_ipv6, prefix_within)
+        && within(&o.dst_ipv6, &i.dst_ipv6, prefix_within)
+        && within(&o.ip_proto, &i.ip_proto, same)
+        && within(&o.src_port, &i.src_port, port_within)
+        && within(&o.dst_port, &i.dst_port, port_within)
+        && within(&o.src_mac, &i.src_mac, mac_within)
+        && within(&o.dst_mac, &i.dst_mac, mac_within)
+        && within(&o.packet_type, &i.packet_type, same)
+        && within(&o.llc_dsap, &i.llc_dsap, same)
+        && within(&o.llc_ssap, &i.llc_ssap, same)
+}
+
+fn prefix_within(o: &Prefix, i: &Prefix) -> bool {
+    o.len <= i.len && o.contains(i.addr)
+}
+
+fn port_within(o: &PortRange, i: &PortRange) -> bool {
+    o.lo <= i.lo && i.hi <= o.hi
+}
+
+/// Every bit the outer match compares, the inner one compares too, to the same value.
+fn mac_within(o: &MacMatch, i: &MacMatch) -> bool {
+    (0..6).all(|k| o.mask[k] & !i.mask[k] == 0 && (o.addr[k] ^ i.addr[k]) & o.mask[k] == 0)
+}
+
+// ---- Destinations --------------------------------------------------------------------------
+
+/// Where some traffic goes, by destination in the order first met, with the flows that send
+/// it there; `unmatched` when part of it meets no flow at all (so is bypassed).
+#[derive(Default)]
+struct Ways<'a> {
+    groups: Vec<(&'a Action, Vec<&'a str>)>,
+    unmatched: bool,
+}
+
+impl<'a> Ways<'a> {
+    fn single(action: &'a Action) -> Ways<'a> {
+        Ways {
+            groups: vec![(action, Vec::new())],
+            unmatched: false,
+        }
+    }
+
+    fn add(&mut self, action: &'a Action, flow: &'a str) {
+        match self.groups.iter_mut().find(|(a, _)| *a == action) {
+            Some((_, flows)) => flows.push(flow),
+            None => self.groups.push((action, vec![flow])),
+        }
+    }
+
+    /// Traffic already going to `action` does not change destination.
+    fn without(mut self, action: &Action) -> Ways<'a> {
+        self.groups.retain(|(a, _)| *a != action);
+        self.unmatched &= *action != Action::Bypass;
+        self
+    }
+
+    fn actions(&self) -> Vec<&Action> {
+        let mut out: Vec<&Action> = self.groups.iter().map(|(a, _)| *a).collect();
+        if self.unmatched && !out.contains(&&Action::Bypass) {
+            out.push(&Action::Bypass);
+        }
+        out
+    }
+
+    fn is_empty(&self) -> bool {
+        self.groups.is_empty() && !self.unmatched
+    }
+
+    /// `unit ef1 (flow web) or bypass (flow rest or no flow)`.
+    fn render(&self) -> String {
+        let mut parts: Vec<String> = self.groups.iter().map(|g| self.group(g)).collect();
+        if self.unmatched && !self.groups.iter().any(|(a, _)| **a == Action::Bypass) {
+            parts.push("bypass".into());
+        }
+        parts.join(" or ")
+    }
+
+    fn group(&self, (action, flows): &(&Action, Vec<&str>)) -> String {
+        let mut names = Vec::new();
+        if !flows.is_empty() {
+            names.push(flow_names(flows));
+        }
+        if self.unmatched && **action == Action::Bypass {
+            names.push("no flow".into());
+        }
+        if names.is_empty() {
+            destination(action)
+        } else {
+            format!("{} ({})", destination(action), names.join(" or "))
+        }
+    }
+}
+
+fn destination(action: &Action) -> String {
+    match action {
+        Action::Bypass => "bypass".into(),
+        Action::Drop => "drop".into(),
+        Action::ToUnit(unit) => format!("unit {unit}"),
+    }
+}
+
+/// Traffic a flow takes: it now goes to `to`, and went where `from` says.
+fn taken(head: &str, what: &str, except: &[&Flow], to: &Action, from: Ways) -> Option<String> {
+    let from = from.without(to);
+    if from.is_empty() {
+        return None;
+    }
+    let turns: Vec<(&Action, &Action)> = from.actions().into_iter().map(|a| (a, to)).collect();
+    Some(sentence(
+        head,
+        what,
+        except,
+        &destination(to),
+        &from.render(),
+        &turns,
+    ))
+}
+
+/// Traffic a flow gives up: it went to `from`, and now goes where `to` says.
+fn given(head: &str, what: &str, except: &[&Flow], from: &Action, to: Ways) -> Option<String> {
+    let to = to.without(from);
+    if to.is_empty() {
+        return None;
+    }
+    let turns: Vec<(&Action, &Action)> = to.actions().into_iter().map(|a| (from, a)).collect();
+    Some(sentence(
+        head,
+        what,
+        except,
+        &to.render(),
+        &destination(from),
+        &turns,
+    ))
+}
+
+fn sentence(
+    head: &str,
+    what: &str,
+    except: &[&Flow],
+    to: &str,
+    instead_of: &str,
+    turns: &[(&Action, &Action)],
+) -> String {
+    format!(
+        "{head}: {what} goes to {to} instead of {instead_of}{}; its sessions {}",
+        exceptions(except),
+        sessions(turns)
+    )
+}
+
+/// `, except where flow bgp (priority 300) matches`: those packets stay where they are.
+fn exceptions(except: &[&Flow]) -> String {
+    let Some(first) = except.first() else {
+        return String::new();
+    };
+    let named: Vec<String> = except
+        .iter()
+        .take(NAMED)
+        .map(|f| format!("{} (priority {})", f.name, f.priority))
+        .collect();
+    let more = more(except.len(), NAMED);
+    if except.len() == 1 {
+        format!(
+            ", except where flow {} (priority {}) matches",
+            first.name, first.priority
+        )
+    } else {
+        format!(", except where flows {}{more} match", named.join(", "))
+    }
+}
+
+/// What a change of destination does to the sessions flowing now, each said once.
+fn sessions(turns: &[(&Action, &Action)]) -> String {
+    let says = |(old, new): &(&Action, &Action)| match (old, new) {
+        (_, Action::ToUnit(_)) => 0,
+        (Action::ToUnit(_), Action::Bypass) => 1,
+        (_, Action::Drop) => 2,
+        _ => 3,
+    };
+    const WORDS: [&str; 4] = [
+        "meet filter cores that have not seen them",
+        "lose filtering",
+        "are dropped",
+        "are no longer dropped",
+    ];
+    let mut kinds: Vec<usize> = turns.iter().map(says).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let words: Vec<&str> = kinds
+        .iter()
+        .filter_map(|k| WORDS.get(*k).copied())
+        .collect();
+    words.join(" or ")
+}
+
+// ---- Flows in words --------------------------------------------------------------------------
+
+/// `priority 200, udp dst-port 53, every link`.
+fn describe(flow: &Flow) -> String {
+    let criteria: Vec<String> = leaves(&flow.matches)
+        .into_iter()
+        .filter_map(|(leaf, value)| {
+            let value = value?;
+            // The shell takes `udp` for `ip-proto 17`; a bare name reads as it is typed.
+            Some(if leaf == "ip-proto" && is_protocol_name(&value) {
+                value
+            } else {
+                format!("{leaf} {value}")
+            })
+        })
+        .collect();
+    let criteria = if criteria.is_empty() {
+        "all traffic".to_string()
+    } else {
+        criteria.join(" ")
+    };
+    format!(
+        "priority {}, {criteria}, {}",
+        flow.priority,
+        links(flow, true)
+    )
+}
+
+/// `priority 100 -> 300`, `links every link -> l1`, `dst-port 53 -> 53-54`.
+fn differences(old: &Flow, new: &Flow) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.priority != new.priority {
+        out.push(format!("priority {} -> {}", old.priority, new.priority));
+    }
+    if sorted_links(old) != sorted_links(new) {
+        out.push(format!(
+            "links {} -> {}",
+            links(old, false),
+            links(new, false)
+        ));
+    }
+    let pairs = leaves(&old.matches).into_iter().zip(leaves(&new.matches));
+    for ((leaf, was), (_, will)) in pairs.filter(|((_, a), (_, b))| a != b) {
+        let any = || "any".to_string();
+        out.push(format!(
+            "{leaf} {} -> {}",
+            was.unwrap_or_else(any),
+            will.unwrap_or_else(any)
+        ));
+    }
+    out
+}
+
+/// `every link`, `link l1`, `links l1, l2` (`l1, l2` without the leading word).
+fn links(flow: &Flow, word: bool) -> String {
+    let names = sorted_links(flow);
+    let list = format!(
+        "{}{}",
+        names.iter().take(3).copied().collect::<Vec<_>>().join(", "),
+        more(names.len(), 3)
+    );
+    match (names.len(), word) {
+        (0, _) => "every link".into(),
+        (_, false) => list,
+        (1, true) => format!("link {list}"),
+        _ => format!("links {list}"),
+    }
+}
+
+/// A match's criteria under their YANG leaf names, in the model's order; `None` when absent.
+fn leaves(m: &FlowMatch) -> [(&'static str, Option<String>); 17] {
+    [
+        ("vlan0-tag", shown(&m.vlan_tags[0])),
+        ("vlan1-tag", shown(&m.vlan_tags[1])),
+        ("vlan2-tag", shown(&m.vlan_tags[2])),
+        ("vlan-depth", shown(&m.vlan_depth)),
+        ("mpls-depth", shown(&m.mpls_depth)),
+        ("src-ipv4", shown(&m.src_ipv4)),
+        ("dst-ipv4", shown(&m.dst_ipv4)),
+        ("src-ipv6", shown(&m.src_ipv6)),
+        ("dst-ipv6", shown(&m.dst_ipv6)),
+        ("ip-proto", m.ip_proto.map(protocol)),
+        ("src-port", m.src_port.map(port_range)),
+        ("dst-port", m.dst_port.map(port_range)),
+        ("src-mac", m.src_mac.map(mac)),
+        ("dst-mac", m.dst_mac.map(mac)),
+        ("packet-type", shown(&m.packet_type)),
+        ("llc-dsap", shown(&m.llc_dsap)),
+        ("llc-ssap", shown(&m.llc_ssap)),
+    ]
+}
+
+fn shown<T: Display>(value: &Option<T>) -> Option<String> {
+    value.as_ref().map(T::to_string)
+}
+
+fn protocol(number: u8) -> String {
+    PROTOCOLS
+        .iter()
+        .find(|(_, n, _)| *n == number)
+        .map_or_else(|| number.to_string(), |(name, _, _)| (*name).to_string())
+}
+
+fn is_protocol_name(word: &str) -> bool {
+    PROTOCOLS.iter().any(|(name, _, _)| *name == word)
+}
+
+fn port_range(range: PortRange) -> String {
+    if range.lo == range.hi {
+        range.lo.to_string()
+    } else {
+        format!("{}-{}", range.lo, range.hi)
+    }
+}
+
+/// `00:11:22:33:44:55`, with `/mask` when not every bit is compared.
+fn mac(m: MacMatch) -> String {
+    let hex = |bytes: [u8; 6]| {
+        let parts: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        parts.join(":")
+    };
+    if m.mask == [0xff; 6] {
+        hex(m.addr)
+    } else {
+        format!("{}/{}", hex(m.addr), hex(m.mask))
+    }
+}
+
+// ---- Units and pairs ---------------------------------------------------------------------
+
+fn removed_units(before: &Config, after: &Config) -> Vec<String> {
+    before
+        .units
+        .values()
+        .filter(|u| !after.units.contains_key(&u.name))
+        .map(|u| removed_unit(before, u))
+        .collect()
+}
+
+/// The flows that fed the unit had to go or change with it; the flow sentences say where
+/// their traffic goes, this one only names them.
+fn removed_unit(before: &Config, unit: &Unit) -> String {
+    let buckets = destinations(unit, &LiveState::all_up()).len();
+    let mut out = format!(
+        "unit {} removed: its {} and {} are gone",
+        unit.name,
+        counted(unit.pairs.len(), "pair"),
+        counted(buckets, "bucket")
+    );
+    let senders: Vec<&str> = before
+        .flows
+        .values()
+        .filter(|f| matches!(&f.action, Action::ToUnit(u) if *u == unit.name))
+        .map(|f| f.name.as_str())
+        .collect();
+    if !senders.is_empty() {
+        out.push_str(&format!("; {} sent traffic to it", flow_names(&senders)));
+    }
+    out
+}
+
+fn pair_changes(before: &Config, after: &Config) -> Vec<String> {
+    after
+        .units
+        .values()
+        .filter_map(|new| Some((before.units.get(&new.name)?, new)))
+        .flat_map(|(old, new)| unit_pairs(old, new))
+        .collect()
+}
+
+/// Pairs removed from or added to a unit that stays, with the share of buckets each one
+/// gave up or takes (with every pair live: the forecast cannot know tomorrow's liveness).
+fn unit_pairs(old: &Unit, new: &Unit) -> Vec<String> {
+    let has = |unit: &Unit, name: &str| unit.pairs.iter().any(|p| p.name == name);
+    let gone: Vec<&str> = names(old).filter(|p| !has(new, p)).collect();
+    let came: Vec<&str> = names(new).filter(|p| !has(old, p)).collect();
+    let live = LiveState::all_up();
+    let mut out = Vec::new();
+    // A bucket table holds up to 65 536 entries: made only for units whose pairs changed.
+    if !gone.is_empty() {
+        let table = destinations(old, &live);
+        let to = if new.pairs.is_empty() {
+            "no pair is left to take them"
+        } else {
+            "go to the other pairs"
+        };
+        for pair in gone {
+            let share = share(&table, pair);
+            out.push(format!(
+                "unit {}: pair {pair} removed; its {share} {to}",
+                new.name
+            ));
+        }
+    }
+    if !came.is_empty() {
+        let table = destinations(new, &live);
+        let from = if old.pairs.is_empty() {
+            ""
+        } else {
+            " from the other pairs"
+        };
+        for pair in came {
+            let share = share(&table, pair);
+            out.push(format!(
+                "unit {}: pair {pair} added; it takes {share}{from}",
+                new.name
+            ));
+        }
+    }
+    out
+}
+
+fn names(unit: &Unit) -> impl Iterator<Item = &str> {
+    unit.pairs.iter().map(|p| p.name.as_str())
+}
+
+/// `256 of 1 024 buckets (25 %)`: the buckets of the table that send to `pair`.
+fn share(table: &[Option<(String, u16)>], pair: &str) -> String {
+    let mine = table
+        .iter()
+        .filter(|d| d.as_ref().is_some_and(|(p, _)| p == pair))
+        .count();
+    let percent = match (mine * 100).checked_div(table.len()) {
+        Some(0) if mine > 0 => 1,
+        Some(p) => p,
+        None => 0,
+    };
+    format!(
+        "{} of {} buckets ({percent} %)",
+        grouped(mine),
+        grouped(table.len())
+    )
+}
+
+// ---- Words ---------------------------------------------------------------------------------
+
+/// `flow dns`, `flows dns, web`, `flows a, b and 3 more`.
+fn flow_names(names: &[&str]) -> String {
+    let listed: Vec<&str> = names.iter().take(NAMED).copied().collect();
+    let word = if names.len() == 1 { "flow" } else { "flows" };
+    format!("{word} {}{}", listed.join(", "), more(names.len(), NAMED))
+}
+
+fn more(total: usize, listed: usize) -> String {
+    match total.saturating_sub(listed) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    }
+}
+
+/// `1 pair`, `1 024 buckets`.
+fn counted(n: usize, noun: &str) -> String {
+    format!("{} {noun}{}", grouped(n), if n == 1 { "" } else { "s" })
+}
+
+/// Thousands apart with a space, as the shell's commit report prints them.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::unit;
+
+    fn flow(name: &str, priority: u32, matches: FlowMatch, action: Action) -> Flow {
+        Flow {
+            name: name.into(),
+            priority,
+            links: Vec::new(),
+            matches,
+            action,
+            description: None,
+        }
+    }
+
+    fn to(unit: &str) -> Action {
+        Action::ToUnit(unit.into())
+    }
+
+    fn udp(lo: u16, hi: u16) -> FlowMatch {
+        FlowMatch {
+            ip_proto: Some(17),
+            dst_port: Some(PortRange { lo, hi }),
+            ..FlowMatch::default()
+        }
+    }
+
+    fn net(prefix: &str) -> FlowMatch {
+        FlowMatch {
+            dst_ipv4: Prefix::parse(prefix),
+            ..FlowMatch::default()
+        }
+    }
+
+    /// Units ef1 and ef2 (2 pairs, 8 cores each) and the flows given.
+    fn config(flows: &[&Flow]) -> Config {
+        let mut c = Config::default();
+        for u in [unit("ef1", 2, 8), unit("ef2", 2, 8)] {
+            c.units.insert(u.name.clone(), u);
+        }
+        for f in flows {
+            c.flows.insert(f.name.clone(), Arc::new((*f).clone()));
+        }
+        c
+    }
+
+    #[test]
+    fn an_added_flow_takes_its_traffic_from_no_flow() {
+        let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+        assert_eq!(
+            flow_consequences(&config(&[]), &config(&[&dns])),
+            [
+                "flow dns added (priority 200, udp dst-port 53, every link): that traffic goes to \
+              unit ef2 instead of bypass; its sessions meet filter cores that have not seen them"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_added_flow_over_a_lower_bypass_flow_names_it() {
+        // `web` overlaps part of dns's traffic and `all` the rest; `rest` is below the
+        // catch-all and never saw any of it.
+        let web = flow("web", 100, net("192.0.2.0/24"), to("ef1"));
+        let all = flow("all", 10, FlowMatch::default(), Action::Bypass);
+        let rest = flow("rest", 5, FlowMatch::default(), Action::Drop);
+        let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+        assert_eq!(
+            flow_consequences(
+                &config(&[&web, &all, &rest]),
+                &config(&[&web, &all, &rest, &dns])
+            ),
+            [
+                "flow dns added (priority 200, udp dst-port 53, every link): that traffic goes to \
+              unit ef2 instead of unit ef1 (flow web) or bypass (flow all); its sessions meet \
+              filter cores that have not seen them"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_higher_overlapping_flow_keeps_its_traffic_and_is_named() {
+        let mgmt = flow("mgmt", 300, net("10.0.0.0/8"), Action::Bypass);
+        let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+        assert_eq!(
+            flow_consequences(&config(&[&mgmt]), &config(&[&mgmt, &dns])),
+            [
+                "flow dns added (priority 200, udp dst-port 53, every link): that traffic goes to \
+              unit ef2 instead of bypass, except where flow mgmt (priority 300) matches; its \
+              sessions meet filter cores that have not seen them"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_flow_wholly_under_a_higher_one_changes_nothing() {
+        let all = flow("all", 300, FlowMatch::default(), to("ef1"));
+        let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+        assert!(flow_consequences(&config(&[&all]), &config(&[&all, &dns])).is_empty());
+    }
+
+    #[test]
+    fn a_bypass_flow_where_no_flow_matched_changes_nothing() {
+        let bgp = flow("bgp", 500, udp(179, 179), Action::Bypass);
+        assert!(flow_consequences(&config(&[]), &config(&[&bgp])).is_empty());
+    }
+
+    #[test]
+    fn a_removed_flow_leaves_its_traffic_to_the_flow_below() {
+        let all = flow("all", 10, FlowMatch::default(), to("ef1"));
+        let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+        assert_eq!(
+            flow_consequences(&config(&[&all, &dns]), &config(&[&all])),
+            [
+                "flow dns removed (priority 200, udp dst-port 53, every link): that traffic goes \
+              to unit ef1 (flow all) instead of unit ef2; its sessions meet filter cores that \
+              have not seen them"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_changed_action_says_where_the_traffic_goes_now() {
+        let web = flow("web", 100, net("192.0.2.0/24"), to("ef1"));
+        let bypassed = flow("web", 100, net("192.0.2.0/24"), Action::Bypass);
+        assert_eq!(
+            flow_consequences(&config(&[&web]), &config(&[&bypassed])),
+            [
+                "flow web changed: its traffic now goes to bypass instead of unit ef1; its sessions \
+              lose filtering"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_wider_match_takes_traffic_and_a_narrower_one_gives_it_back() {
+        let all = flow("all", 10, FlowMatch::default(), to("ef1"));
+        let narrow = flow("dns", 200, udp(53, 53), to("ef2"));
+        let wide = flow("dns", 200, udp(53, 54), to("ef2"));
+        assert_eq!(
+            flow_consequences(&config(&[&all, &narrow]), &config(&[&all, &wide])),
+            [
+                "flow dns changed (dst-port 53 -> 53-54): newly matched traffic goes to unit ef2 \
+              instead of unit ef1 (flow all); its sessions meet filter cores that have not seen \
+              them"
+            ]
+        );
+        assert_eq!(
+            flow_consequences(&config(&[&all, &wide]), &config(&[&all, &narrow])),
+            [
+                "flow dns changed (dst-port 53-54 -> 53): traffic no longer matched goes to unit \
+              ef1 (flow all) instead of unit ef2; its sessions meet filter cores that have not \
+              seen them"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_raised_priority_takes_only_from_the_flows_it_passes() {
+        // `mgmt` sits between the old and the new priority; `all` stays below both, so what
+        // dns takes comes from mgmt alone, and no traffic came from no flow.
+        let all = flow("all", 10, FlowMatch::default(), to("ef1"));
+        let mgmt = flow("mgmt", 250, net("10.0.0.0/8"), Action::Drop);
+        let low = flow("dns", 200, udp(53, 53), to("ef2"));
+        let mut high = low.clone();
+        high.priority = 300;
+        assert_eq!(
+            flow_consequences(
+                &config(&[&all, &mgmt, &low]),
+                &config(&[&all, &mgmt, &high])
+            ),
+            [
+                "flow dns changed (priority 200 -> 300): newly matched traffic goes to unit ef2 \
+              instead of drop (flow mgmt); its sessions meet filter cores that have not seen \
+              them"
+            ]
+        );
+    }
+
+    #[test]
+    fn changed_links_are_told_in_words() {
+        let everywhere = flow("dns", 200, udp(53, 53), to("ef2"));
+        let mut one = everywhere.clone();
+        one.links = vec!["l1".into()];
+        assert_eq!(
+            flow_consequences(&config(&[&everywhere]), &config(&[&one])),
+            [
+                "flow dns changed (links every link -> l1): traffic no longer matched goes to \
+              bypass instead of unit ef2; its sessions lose filtering"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_description_is_not_a_consequence() {
+        let web = flow("web", 100, net("192.0.2.0/24"), to("ef1"));
+        let mut described = web.clone();
+        described.description = Some("the web farm".into());
+        assert!(flow_consequences(&config(&[&web]), &config(&[&described])).is_empty());
+    }
+
+    #[test]
+    fn a_removed_unit_names_its_size_and_the_flows_that_fed_it() {
+        let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+        let before = config(&[&dns]);
+        let mut after = config(&[]);
+        after.units.remove("ef2");
+        assert_eq!(
+            flow_consequences(&before, &after),
+            [
+                "flow dns removed (priority 200, udp dst-port 53, every link): that traffic goes \
+                 to bypass instead of unit ef2; its sessions lose filtering",
+                "unit ef2 removed: its 2 pairs and 256 buckets are gone; flow dns sent traffic \
+                 to it",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_removed_pair_gives_its_share_of_buckets_to_the_others() {
+        let mut before = Config::default();
+        before.units.insert("ef1".into(), unit("ef1", 4, 16));
+        let mut after = Config::default();
+        let mut three = unit("ef1", 4, 16);
+        three.pairs.remove(3);
+        after.units.insert("ef1".into(), three);
+        assert_eq!(
+            flow_consequences(&before, &after),
+            ["unit ef1: pair p3 removed; its 256 of 1 024 buckets (25 %) go to the other pairs"]
+        );
+        assert_eq!(
+            flow_consequences(&after, &before),
+            ["unit ef1: pair p3 added; it takes 256 of 1 024 buckets (25 %) from the other pairs"]
+        );
+    }
+
+    #[test]
+    fn a_removed_middle_pair_counts_its_own_buckets() {
+        // 3 pairs x 5 cores: 15 slots, 256 buckets; the middle pair has slots 5-9, so
+        // buckets b with b mod 15 in 5..10: 17 full rounds of 5 plus 256 - 255 = 1 left over
+        // (bucket 255 is slot 0).
+        let mut before = Config::default();
+        before.units.insert("ef1".into(), unit("ef1", 3, 5));
+        let mut after = Config::default();
+        let mut two = unit("ef1", 3, 5);
+        two.pairs.remove(1);
+        after.units.insert("ef1".into(), two);
+        assert_eq!(
+            flow_consequences(&before, &after),
+            ["unit ef1: pair p1 removed; its 85 of 256 buckets (33 %) go to the other pairs"]
+        );
+    }
+
+    #[test]
+    fn a_flow_is_described_with_its_leaves() {
+        let mut f = flow("voice", 7, udp(5060, 5061), Action::Drop);
+        f.matches.vlan_tags[0] = Some(100);
+        f.matches.src_ipv4 = Prefix::parse("10.0.0.0/8");
+        f.matches.ip_proto = Some(99);
+        f.links = vec!["l2".into(), "l1".into()];
+        assert_eq!(
+            describe(&f),
+            "priority 7, vlan0-tag 100 src-ipv4 10.0.0.0/8 ip-proto 99 dst-port 5060-5061, \
+             links l1, l2"
+        );
+    }
+
+    #[test]
+    fn many_flow_changes_are_summed_up() {
+        let flows: Vec<Flow> = (0..TOLD_FLOWS + 3)
+            .map(|i| {
+                flow(
+                    &format!("f{i:02}"),
+                    100,
+                    udp(1000 + i as u16, 1000 + i as u16),
+                    to("ef1"),
+                )
+            })
+            .collect();
+        let refs: Vec<&Flow> = flows.iter().collect();
+        let told = flow_consequences(&config(&[]), &config(&refs));
+        assert_eq!(told.len(), TOLD_FLOWS + 1);
+        assert_eq!(
+            told[TOLD_FLOWS],
+            "3 more flows added, removed or changed: their consequences are not told one by one"
+        );
+    }
+}
