@@ -54,6 +54,8 @@ pub struct LivenessWrites {
     /// None when the chip was not written (not connected).
     pub bypass_acked: Option<std::time::Instant>,
     pub rebalance: usize,
+    /// None when no rebalancing unit's buckets had to move.
+    pub rebalance_acked: Option<std::time::Instant>,
 }
 
 /// How much of a change one programming writes.
@@ -465,7 +467,7 @@ impl Driver {
     pub fn set_liveness(&self, live: LiveState) -> Result<LivenessWrites, ChipError> {
         let result = self.runtime.block_on(async {
             let mut inner = self.inner.lock().await;
-            inner.live = live;
+            let was = std::mem::replace(&mut inner.live, live);
             let mut writes = LivenessWrites::default();
             if inner.conn.as_ref().is_none_or(|c| !c.is_primary()) {
                 return Ok(writes);
@@ -475,8 +477,9 @@ impl Driver {
                 .program_with(&config, false, Step::BypassFirst)
                 .await?;
             writes.bypass_acked = Some(std::time::Instant::now());
-            if config.units.values().any(|u| u.rebalance) {
+            if rebalance_moves(&config, &was, &inner.live) {
                 writes.rebalance = inner.program(&config, false).await?;
+                writes.rebalance_acked = Some(std::time::Instant::now());
             }
             Ok(writes)
         });
@@ -974,12 +977,55 @@ fn save_state(path: &std::path::Path, saved: &Saved) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// Whether a liveness change moves buckets: some unit with rebalance on has a pair whose
+/// up-or-down changed, or its bypass mode changed (only then does the second write run).
+fn rebalance_moves(config: &Config, was: &LiveState, now: &LiveState) -> bool {
+    config.units.values().filter(|u| u.rebalance).any(|u| {
+        was.mode(&u.name) != now.mode(&u.name)
+            || u.pairs
+                .iter()
+                .any(|p| was.is_pair_up(&u.name, &p.name) != now.is_pair_up(&u.name, &p.name))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn only_a_rebalancing_units_liveness_change_rewrites_buckets() {
+        let unit = |name: &str, rebalance: bool| efb_model::Unit {
+            name: name.into(),
+            cores: 4,
+            cores_set: true,
+            liveness_profile: None,
+            rebalance,
+            pairs: vec![efb_model::Pair {
+                name: "p0".into(),
+                lan_port: format!("{name}-l"),
+                wan_port: format!("{name}-w"),
+                description: None,
+            }],
+            description: None,
+        };
+        let mut config = Config::default();
+        for u in [unit("moves", true), unit("holds", false)] {
+            config.units.insert(u.name.clone(), u);
+        }
+        let up = LiveState::all_up();
+        let down = |unit: &str| {
+            let mut live = LiveState::all_up();
+            live.down_pairs.insert((unit.into(), "p0".into()));
+            live
+        };
+        assert!(rebalance_moves(&config, &up, &down("moves")));
+        assert!(rebalance_moves(&config, &down("moves"), &up));
+        assert!(!rebalance_moves(&config, &up, &down("holds")));
+        assert!(!rebalance_moves(&config, &down("moves"), &down("moves")));
+    }
 
     #[test]
     fn the_state_file_is_never_written_or_read_through_a_link() {

@@ -172,12 +172,11 @@ impl OwnerState {
                     (Some(v), Some(at)) => at.saturating_duration_since(v).as_micros() as u64,
                     _ => 0,
                 };
-                let rebalanced = (writes.rebalance > 0).then(Instant::now);
                 info!(
                     written = writes.bypass + writes.rebalance,
                     rebalanced = writes.rebalance,
                     verdict_to_chip_us = since(writes.bypass_acked),
-                    verdict_to_rebalance_us = since(rebalanced),
+                    verdict_to_rebalance_us = since(writes.rebalance_acked),
                     "liveness programmed"
                 );
             }
