@@ -10,6 +10,7 @@ use std::sync::Arc;
 use efb_model::protocols::PROTOCOLS;
 use efb_model::rules::flows_overlap;
 use efb_model::{Action, Config, Flow, FlowMatch, MacMatch, PortRange, Prefix, Unit};
+use imbl::ordmap::DiffItem;
 
 use crate::liveness::LiveState;
 use crate::matching::{outranks, rank};
@@ -61,30 +62,21 @@ fn flows(before: &Config, after: &Config) -> Vec<String> {
     out
 }
 
-/// Flows added, removed or changed, by name.
+/// Flows added, removed or changed, by name. The maps' diff skips what both versions of
+/// the configuration share, so a one-flow change of 100 000 flows reads a few nodes.
 fn flow_changes<'a>(before: &'a Config, after: &'a Config) -> Vec<Change<'a>> {
-    let gone = before
+    before
         .flows
-        .iter()
-        .filter(|(name, _)| !after.flows.contains_key(name.as_str()))
-        .map(|(_, f)| Change::Removed(f));
-    let rest = after
-        .flows
-        .iter()
-        .filter_map(|(name, new)| match before.flows.get(name.as_str()) {
-            None => Some(Change::Added(new)),
-            Some(old) if differs(old, new) => Some(Change::Changed(old, new)),
-            Some(_) => None,
-        });
-    let mut changes: Vec<Change> = gone.chain(rest).collect();
-    changes.sort_by(|a, b| subject(a).cmp(subject(b)));
-    changes
-}
-
-fn subject<'a>(change: &Change<'a>) -> &'a str {
-    match change {
-        Change::Added(f) | Change::Removed(f) | Change::Changed(_, f) => &f.name,
-    }
+        .diff(&after.flows)
+        .filter_map(|item| match item {
+            DiffItem::Add(_, new) => Some(Change::Added(new)),
+            DiffItem::Remove(_, old) => Some(Change::Removed(old)),
+            DiffItem::Update {
+                old: (_, old),
+                new: (_, new),
+            } => differs(old, new).then(|| Change::Changed(old, new)),
+        })
+        .collect()
 }
 
 /// What decides where traffic goes; a description is not a consequence. Most flows of a

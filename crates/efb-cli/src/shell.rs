@@ -835,16 +835,19 @@ impl Shell {
     /// `rollback N`: the configuration N commits back into the candidate; the shell says
     /// which commit that is.
     fn rollback(&mut self, rest: &[String]) -> Result<Output> {
-        let history = numbering::Numbering::new(self.client().history()?);
-        let (index, commit) = match rest {
-            [] => (0, history.by_rollback("0").ok()),
-            [n] if n == "0" => (0, history.by_rollback(n).ok()),
-            [n] => {
-                let commit = history.by_rollback(n)?;
-                (commit.index, Some(commit))
-            }
+        let n = match rest {
+            [] => "0",
+            [n] => n.as_str(),
             _ => return fail("rollback takes one number: how many commits back (0 is running)"),
         };
+        let history = numbering::Numbering::new(self.client().history()?);
+        let commit = match history.by_rollback(n) {
+            Ok(commit) => Some(commit),
+            // Running, also with no history at all.
+            Err(_) if n == "0" => None,
+            Err(e) => return Err(e),
+        };
+        let index = commit.map_or(0, |c| c.index);
         self.client().rollback(index)?;
         let which = commit.map_or_else(String::new, |c| format!(", {}", numbering::described(c)));
         Ok(Output::lines(vec![format!(
@@ -908,8 +911,6 @@ impl Shell {
         Ok(input::from_text("terminal", text, &self.input_limit))
     }
 
-    /// `show | compare`: the candidate's changes, path by path (`| display set`: as lines
-    /// that make them).
     /// `show | compare`: Junos's hierarchical form; `| display set` the set / delete lines
     /// that make the change, `| display json` one object per change.
     fn compare(&mut self, pipes: &mut Vec<Pipe>, rollback: Option<u32>) -> Result<Output> {

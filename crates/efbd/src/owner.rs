@@ -200,9 +200,8 @@ impl OwnerState {
         self.datastore.rollback(session, index)
     }
 
-    /// What the session's candidate changes against running.
-    /// The candidate's changes: since it started, or against commit `rollback` of history.
-    /// The two configurations `show | compare` compares (`rollback`: against that commit).
+    /// The two configurations `show | compare` compares: what the session's candidate
+    /// started from (or, with `rollback`, that commit of history) and the candidate.
     pub fn compared(
         &self,
         session: SessionId,
