@@ -49,11 +49,15 @@ pub fn consequences(reply: &CommitReply, mood: Mood) -> Vec<String> {
             reply.config_hash_before, reply.config_hash_after
         ));
     }
-    if reply.moves.is_empty() && reply.consequences.is_empty() {
-        lines.push(
+    // Only a check works out where flows send traffic (a commit does not pay for it): a
+    // commit speaks of buckets alone.
+    match mood {
+        _ if !reply.moves.is_empty() || !reply.consequences.is_empty() => {}
+        Mood::Check => lines.push(
             "traffic: no bucket moves, no traffic to another destination; sessions stay on their filter cores"
                 .into(),
-        );
+        ),
+        Mood::Commit => lines.push("traffic: no bucket moves".into()),
     }
     lines.extend(reply.consequences.iter().map(|c| format!("traffic: {c}")));
     for m in &reply.moves {
@@ -100,4 +104,26 @@ fn changes(reply: &CommitReply) -> Vec<String> {
         lines.push("  (show | compare lists every line)".into());
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A commit does not work out where flows send traffic, so it claims nothing of it.
+    #[test]
+    fn only_a_check_says_no_traffic_goes_elsewhere() {
+        let reply = CommitReply {
+            config_hash_before: "a".into(),
+            config_hash_after: "a".into(),
+            ..CommitReply::default()
+        };
+        let check = consequences(&reply, Mood::Check);
+        let commit = consequences(&reply, Mood::Commit);
+        assert!(
+            check[1].contains("no traffic to another destination"),
+            "{check:?}"
+        );
+        assert_eq!(commit[1], "traffic: no bucket moves");
+    }
 }
