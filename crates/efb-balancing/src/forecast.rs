@@ -10,6 +10,7 @@ use std::sync::Arc;
 use efb_model::protocols::PROTOCOLS;
 use efb_model::rules::flows_overlap;
 use efb_model::{Action, Config, Flow, FlowMatch, MacMatch, PortRange, Prefix, Unit};
+use efb_table::grouped;
 use imbl::ordmap::DiffItem;
 
 use crate::liveness::LiveState;
@@ -678,19 +679,6 @@ fn more(total: usize, listed: usize) -> String {
 /// `1 pair`, `1 024 buckets`.
 fn counted(n: usize, noun: &str) -> String {
     format!("{} {noun}{}", grouped(n), if n == 1 { "" } else { "s" })
-}
-
-/// Thousands apart with a space, as the shell's commit report prints them.
-fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

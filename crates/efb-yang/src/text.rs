@@ -43,18 +43,7 @@ fn cut<'a>(text: &'a str, max: usize, what: &str) -> Cow<'a, str> {
     ))
 }
 
-/// `410000` as `410 000`: long numbers read at a glance.
-pub fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use efb_table::grouped;
 
 /// Problems one per line (each `prefix` first), the first [`LISTED_PROBLEMS`] of them, each
 /// line bounded, then how many more there are.
