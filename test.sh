@@ -16,10 +16,12 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 efb_log "tests"
 EFB_VENV="$EFB_ROOT/.venv" EFB_P4_VENV="$EFB_ROOT/.venv-p4" cargo test --workspace --lib --bins --tests "$@"
 
+# Everything below runs in the dev profile (opt-level 1, debug assertions on): one build for
+# the tests, the benchmarks' quick round and the soak. The benchmarks' figures come from
+# `cargo bench` (release) by hand; a second, optimised build of the workspace took 664 s
+# locally, and about twice that on CI.
 efb_log "benchmarks build and run one quick round"
-EFB_BENCH_QUICK=1 cargo bench --workspace --quiet
+EFB_BENCH_QUICK=1 cargo bench --workspace --profile dev --quiet
 
-# The soak times optimised binaries, as users run them: the bench profile (release's
-# settings) reuses what the benchmarks just built.
-efb_log "liveness soak: pairs die and return at 10 ms for ${EFB_SOAK_SECONDS:=60} s"
-EFB_SOAK_SECONDS="$EFB_SOAK_SECONDS" cargo test --profile bench --quiet -p efb-tests --test liveness soak
+efb_log "liveness soak: pairs die and return at 10 ms (down after 5) for ${EFB_SOAK_SECONDS:=60} s"
+EFB_SOAK_SECONDS="$EFB_SOAK_SECONDS" cargo test --quiet -p efb-tests --test liveness soak -- --ignored

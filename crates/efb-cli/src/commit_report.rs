@@ -12,7 +12,7 @@ const LISTED_CHANGES: usize = 20;
 /// The report of `commit check`.
 pub fn check(reply: &CommitReply) -> Vec<String> {
     let mut lines = vec![format!(
-        "configuration check succeeds ({} validated)",
+        "configuration check succeeds (validated: {})",
         reply.validation_scope
     )];
     lines.extend(changes(reply));

@@ -89,10 +89,14 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// Loads the site with `flows` flows, then commits one-flow changes; returns per-commit times.
-fn bench_size(schema: &Arc<Schema>, flows: usize, rounds: usize) -> (Duration, Vec<Duration>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut options = OpenOptions::new(dir.path());
+/// A datastore holding the site with `flows` flows, committed, and how long its load and
+/// validation took.
+fn loaded_site(
+    schema: &Arc<Schema>,
+    dir: &std::path::Path,
+    flows: usize,
+) -> (Datastore, u64, Duration) {
+    let mut options = OpenOptions::new(dir);
     options.boot_id = Some("bench".into());
     let mut ds = Datastore::open(schema.clone(), options).unwrap();
     let s = ds.open_session("bench");
@@ -128,24 +132,123 @@ fn bench_size(schema: &Arc<Schema>, flows: usize, rounds: usize) -> (Duration, V
     }
     assert!(check.warnings.is_empty(), "{:?}", check.warnings);
     ds.commit(s, CommitRequest::default()).unwrap();
+    (ds, s, load_and_validate)
+}
+
+/// Times the commits of `rounds` edits, `edit(round)` giving each one's set line; sorted.
+fn commit_times(
+    ds: &mut Datastore,
+    session: u64,
+    rounds: usize,
+    edit: impl Fn(usize) -> String,
+) -> Vec<Duration> {
     let mut times = Vec::with_capacity(rounds);
     for round in 0..rounds {
-        let flow = (round * 7919) % flows;
-        ds.edit_lines(
-            s,
-            &format!(
-                "set ecofilter-balancer flow flow{flow} match dst-port {}",
-                (round % 60000) + 2
-            ),
-        )
-        .unwrap();
+        ds.edit_lines(session, &edit(round)).unwrap();
         let start = Instant::now();
-        let outcome = ds.commit(s, CommitRequest::default()).unwrap();
+        let outcome = ds.commit(session, CommitRequest::default()).unwrap();
         times.push(start.elapsed());
         assert!(outcome.has_changes());
     }
     times.sort();
-    (load_and_validate, times)
+    times
+}
+
+/// A one-flow change (a flow's port) at `round`.
+fn flow_edit(flows: usize) -> impl Fn(usize) -> String {
+    move |round| {
+        let flow = (round * 7919) % flows;
+        format!(
+            "set ecofilter-balancer flow flow{flow} match dst-port {}",
+            (round % 60000) + 2
+        )
+    }
+}
+
+/// The set line of an edit at a round.
+type Edit = Box<dyn Fn(usize) -> String>;
+
+/// One leaf of each kind of configuration, changed at every round.
+fn kinds(flows: usize) -> Vec<(&'static str, Edit)> {
+    vec![
+        ("flow (match dst-port)", Box::new(flow_edit(flows))),
+        (
+            "port (description)",
+            Box::new(|r| format!("set ports port p{}-0 description \"d{r}\"", 1 + r % 32)),
+        ),
+        (
+            "link (description)",
+            Box::new(|r| {
+                format!(
+                    "set ecofilter-balancer link l{} description \"d{r}\"",
+                    r % LINKS
+                )
+            }),
+        ),
+        (
+            "unit (cores)",
+            Box::new(|r| {
+                format!(
+                    "set ecofilter-balancer ecofilter-unit u{} cores {}",
+                    r % UNITS,
+                    16 + r % 200
+                )
+            }),
+        ),
+        (
+            "pair (description)",
+            Box::new(|r| {
+                let u = r % UNITS;
+                format!(
+                    "set ecofilter-balancer ecofilter-unit u{u} pair u{u}-p0 description \"d{r}\""
+                )
+            }),
+        ),
+        (
+            "liveness profile (interval)",
+            Box::new(|r| format!("set liveness profile lp interval {}", 101 + r % 50)),
+        ),
+        (
+            "balancing method",
+            Box::new(|r| {
+                format!(
+                    "set ecofilter-balancer balancing-method {}",
+                    ["layer-4", "layer-3"][r % 2]
+                )
+            }),
+        ),
+    ]
+}
+
+fn row(what: &str, times: &[Duration], extra: &str) {
+    println!(
+        "{what:>28}  {:>10}  {:>10}  {:>10}  {extra}",
+        ms(percentile(times, 0.5)),
+        ms(percentile(times, 0.99)),
+        ms(*times.last().unwrap())
+    );
+}
+
+/// One-leaf commits of each kind against a one-flow commit, in the same run.
+fn bench_kinds(schema: &Arc<Schema>, flows: usize, rounds: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut ds, s, _) = loaded_site(schema, dir.path(), flows);
+    println!("\none-leaf commit by kind, {flows} flows ({rounds} commits each)");
+    println!(
+        "{:>28}  {:>10}  {:>10}  {:>10}  p50 / flow's",
+        "kind", "p50", "p99", "max"
+    );
+    let mut flow_p50 = None;
+    for (kind, edit) in kinds(flows) {
+        let times = commit_times(&mut ds, s, rounds, edit);
+        let p50 = percentile(&times, 0.5);
+        let base = *flow_p50.get_or_insert(p50);
+        row(
+            kind,
+            &times,
+            &format!("{:.2}x", p50.as_secs_f64() / base.as_secs_f64()),
+        );
+    }
 }
 
 fn main() {
@@ -172,7 +275,9 @@ fn main() {
         "flows", "load+valid.", "p50", "p99", "max"
     );
     for &(flows, rounds) in sizes {
-        let (load, times) = bench_size(&schema, flows, rounds);
+        let dir = tempfile::tempdir().unwrap();
+        let (mut ds, s, load) = loaded_site(&schema, dir.path(), flows);
+        let times = commit_times(&mut ds, s, rounds, flow_edit(flows));
         println!(
             "{flows:>8}  {:>12}  {:>10}  {:>10}  {:>10}",
             ms(load),
@@ -180,6 +285,16 @@ fn main() {
             ms(percentile(&times, 0.99)),
             ms(*times.last().unwrap())
         );
+    }
+    let kind_sizes: &[(usize, usize)] = if quick {
+        &[(100, 5)]
+    } else {
+        &[(2_048, 100), (10_000, 100)]
+    };
+    if chosen.is_none() {
+        for &(flows, rounds) in kind_sizes {
+            bench_kinds(&schema, flows, rounds);
+        }
     }
     println!("peak memory (VmHWM): {:.0} MiB", peak_rss_mib());
 }

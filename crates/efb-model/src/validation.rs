@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use efb_yang::diff::{self, RecordKey};
 use efb_yang::json;
-use efb_yang::validate::{self, Scope};
+use efb_yang::validate::{self, Named, Scope};
 use efb_yang::{DataTree, Problem, Schema};
 
 use crate::read::{self, ModelIds, ReadError};
@@ -89,7 +89,9 @@ impl Validator {
     }
 
     /// Validates `candidate`, a change of the valid configuration `base` (read from
-    /// `base_tree`). Flows the change did not touch are not checked again.
+    /// `base_tree`), in proportion to the change: libyang as [`validate::validate_change`]
+    /// says; our rules on everything but the flows, and on the flows the change touched or
+    /// that name a changed link or unit (the only way a rule on a flow looks outside it).
     pub fn validate_change(
         &self,
         base_tree: &DataTree,
@@ -102,12 +104,27 @@ impl Validator {
             Err(problems) => (problems, Scope::Full),
         };
         let read = read::update_config(&self.schema, &self.ids, base, candidate, &changed);
-        let names = changed_flows(&changed, &self.ids);
-        let flows = match (&names, scope) {
-            (Some(names), Scope::Entries(_)) => FlowScope::Only(names),
-            _ => FlowScope::All,
+        let names = self.flows_to_check(candidate, &changed);
+        let flows = match scope {
+            Scope::Entries(_) => FlowScope::Only(&names),
+            Scope::Full => FlowScope::All,
         };
         conclude(errors, read, scope, flows)
+    }
+
+    /// Names of the flows a change touched, and of those naming an entry it changed.
+    fn flows_to_check(&self, candidate: &DataTree, changed: &[RecordKey]) -> Vec<String> {
+        let mut entries = validate::changed_entries(&self.schema, changed);
+        let referring = validate::referrers(&self.schema, candidate, changed, Named::Changed);
+        for (list, keys) in referring {
+            entries.entry(list).or_default().extend(keys);
+        }
+        entries
+            .remove(&self.ids.flow_list())
+            .into_iter()
+            .flatten()
+            .filter_map(|keys| keys.first().map(|k| k.as_str().to_string()))
+            .collect()
     }
 }
 
@@ -157,17 +174,4 @@ fn with_libyang(mut validated: Validated, libyang: Vec<Problem>) -> Validated {
         validated.report.errors.extend(rules);
     }
     validated
-}
-
-/// Names of the flows among changed records; `None` when anything else changed too.
-fn changed_flows(changed: &[RecordKey], ids: &ModelIds) -> Option<Vec<String>> {
-    changed
-        .iter()
-        .map(|r| match r.entry() {
-            Some((list, keys)) if list == ids.flow_list() => {
-                keys.first().map(|k| k.as_str().to_string())
-            }
-            _ => None,
-        })
-        .collect()
 }

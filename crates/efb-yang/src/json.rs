@@ -503,6 +503,7 @@ impl Converter<'_> {
                 for child in node.children() {
                     self.add_node(&mut entry, &child);
                 }
+                entry.shrink();
                 parent.list_mut(schema, id).put(keys.into(), entry);
             }
             _ => {
@@ -510,6 +511,7 @@ impl Converter<'_> {
                 for child in node.children() {
                     self.add_node(&mut inner, &child);
                 }
+                inner.shrink();
                 if !inner.is_empty() {
                     parent.put(schema, id, Child::Container(inner));
                 }
@@ -623,6 +625,7 @@ fn trusted_object(
             trusted_member(schema, &mut inner, child, member)?;
         }
     }
+    inner.shrink();
     Ok(inner)
 }
 

@@ -405,8 +405,8 @@ impl Schema {
             references: Vec::new(),
             reaper: Reaper::start(),
         };
-        schema.independent = schema.find_independent_lists();
         schema.references = schema.find_references();
+        schema.independent = schema.find_independent_lists();
         Ok(schema)
     }
 
@@ -554,8 +554,10 @@ impl Schema {
     }
 
     /// Configuration lists whose entries can be validated one by one: nothing in the
-    /// schema refers into them (no leafref targets them, no must/when anywhere), and no
-    /// constraint spans their entries (no min/max-elements, no unique). For such a list, a
+    /// schema refers into them (no leafref targets them, no must/when anywhere), no
+    /// constraint spans their entries (no min/max-elements, no unique), and their own
+    /// references name entries of top-level lists (whose changes are records, so that
+    /// `validate::referrers` finds what a change affects). For such a list, a
     /// valid configuration changed only in some of its entries is valid exactly when the
     /// rest of the configuration plus those entries is. With 100 000 flows, that is what
     /// keeps a one-flow commit fast.
@@ -567,6 +569,13 @@ impl Schema {
     /// names a `ports port`): what a delete may leave dangling.
     pub fn references(&self) -> &[Reference] {
         &self.references
+    }
+
+    /// A list right under a top-level container (`ports port`, `ecofilter-balancer link`).
+    fn is_top_level_list(&self, id: SchemaId) -> bool {
+        self.node(id)
+            .parent
+            .is_some_and(|p| self.node(p).parent.is_none())
     }
 
     fn find_references(&self) -> Vec<Reference> {
@@ -605,11 +614,14 @@ impl Schema {
                     && n.config
                     && !n.bounded
                     && !n.user_ordered
-                    && n.parent.is_some_and(|p| self.node(p).parent.is_none())
+                    && self.is_top_level_list(n.id)
                     && self.roots.contains(&self.top(n.id))
                     && !targets
                         .iter()
                         .any(|t| within(t, &unprefixed(&n.schema_path)))
+                    && self.references.iter().all(|r| {
+                        !self.lineage(r.from).contains(&n.id) || self.is_top_level_list(r.to)
+                    })
             })
             .map(|n| n.id)
             .collect()

@@ -483,7 +483,8 @@ fn a_flow_change_is_validated_with_only_that_flow() {
         "{problems:?}"
     );
 
-    // Deleting the unit the flows refer to needs the whole configuration.
+    // Deleting the unit flows refer to brings those flows in (and no other), and their
+    // references are caught; changing a port brings in no flow at all.
     let mut candidate = running.clone();
     setlines::apply_lines(
         &schema,
@@ -498,6 +499,13 @@ fn a_flow_change_is_validated_with_only_that_flow() {
             .iter()
             .any(|p| p.path.contains("flow[name='to-filters']")),
         "{problems:?}"
+    );
+    let mut candidate = running.clone();
+    setlines::apply_lines(&schema, &mut candidate, "set ports port p1 mtu 9000").unwrap();
+    let changed = diff::changed_records(&schema, &running, &candidate);
+    assert_eq!(
+        validate::validate_change(&schema, &candidate, &changed),
+        Ok(Scope::Entries(0))
     );
 }
 

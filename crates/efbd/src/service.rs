@@ -905,10 +905,7 @@ impl Service {
             change_lines_total,
             confirm_deadline_unix_ms: unix_ms(outcome.confirm_deadline),
             confirmed_commit_id: outcome.confirmed.unwrap_or(0),
-            validation_scope: match outcome.scope {
-                Scope::Full => "the whole configuration".to_string(),
-                Scope::Entries(n) => format!("{n} changed entries"),
-            },
+            validation_scope: validation_scope(outcome.scope),
             chip: outcome.chip,
             config_hash_before,
             config_hash_after,
@@ -1167,6 +1164,17 @@ fn list_keys(
     ListKeysReply {
         keys: keys.into_iter().map(str::to_string).collect(),
         total,
+    }
+}
+
+/// What a commit validated, in words: flows the change does not concern are not validated
+/// again (see `efb_yang::validate::validate_change`).
+fn validation_scope(scope: Scope) -> String {
+    match scope {
+        Scope::Full => "the whole configuration".to_string(),
+        Scope::Entries(0) => "everything but the flows, none of which it concerns".to_string(),
+        Scope::Entries(1) => "everything but the flows, and the 1 flow it concerns".to_string(),
+        Scope::Entries(n) => format!("everything but the flows, and the {n} flows it concerns"),
     }
 }
 
