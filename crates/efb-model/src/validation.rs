@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use efb_yang::diff::{self, RecordKey};
+use efb_yang::diff;
 use efb_yang::json;
-use efb_yang::validate::{self, Named, Scope};
+use efb_yang::validate::{self, Affected, Scope};
 use efb_yang::{DataTree, Problem, Schema};
 
 use crate::read::{self, ModelIds, ReadError};
@@ -99,12 +99,14 @@ impl Validator {
         candidate: &DataTree,
     ) -> Validated {
         let changed = diff::changed_records(&self.schema, base_tree, candidate);
-        let (errors, scope) = match validate::validate_change(&self.schema, candidate, &changed) {
+        let affected = Affected::of(&self.schema, candidate, &changed);
+        let (errors, scope) = match validate::validate_affected(&self.schema, candidate, &affected)
+        {
             Ok(scope) => (Vec::new(), scope),
             Err(problems) => (problems, Scope::Full),
         };
         let read = read::update_config(&self.schema, &self.ids, base, candidate, &changed);
-        let names = self.flows_to_check(candidate, &changed);
+        let names = self.flows_to_check(&affected);
         let flows = match scope {
             Scope::Entries(_) => FlowScope::Only(&names),
             Scope::Full => FlowScope::All,
@@ -113,13 +115,9 @@ impl Validator {
     }
 
     /// Names of the flows a change touched, and of those naming an entry it changed.
-    fn flows_to_check(&self, candidate: &DataTree, changed: &[RecordKey]) -> Vec<String> {
-        let mut entries = validate::changed_entries(&self.schema, changed);
-        let referring = validate::referrers(&self.schema, candidate, changed, Named::Changed);
-        for (list, keys) in referring {
-            entries.entry(list).or_default().extend(keys);
-        }
-        entries
+    fn flows_to_check(&self, affected: &Affected) -> Vec<String> {
+        affected
+            .with_referrers(false)
             .remove(&self.ids.flow_list())
             .into_iter()
             .flatten()

@@ -557,7 +557,7 @@ impl Schema {
     /// schema refers into them (no leafref targets them, no must/when anywhere), no
     /// constraint spans their entries (no min/max-elements, no unique), and their own
     /// references name entries of top-level lists (whose changes are records, so that
-    /// `validate::referrers` finds what a change affects). For such a list, a
+    /// `validate::Affected` finds what a change affects). For such a list, a
     /// valid configuration changed only in some of its entries is valid exactly when the
     /// rest of the configuration plus those entries is. With 100 000 flows, that is what
     /// keeps a one-flow commit fast.

@@ -28,38 +28,140 @@ pub fn validate(schema: &Schema, tree: &DataTree) -> Result<(), Vec<Problem>> {
     Ok(())
 }
 
+/// Entries of independent lists, by list.
+pub type Entries = BTreeMap<SchemaId, BTreeSet<Keys>>;
+
+/// What a change affects among the entries of independent lists, found in one walk.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Affected {
+    /// Entries the change touched.
+    pub touched: Entries,
+    /// Entries whose references name an entry of another list the change touched: what
+    /// they refer to may now mean something else.
+    pub naming_changed: Entries,
+    /// Of those, the entries naming an entry the change removed: their reference no longer
+    /// names anything.
+    pub naming_removed: Entries,
+}
+
+impl Affected {
+    /// What a change of `changed` records affects in `candidate`.
+    pub fn of(schema: &Schema, candidate: &DataTree, changed: &[RecordKey]) -> Affected {
+        let mut affected = Affected {
+            touched: changed_entries(schema, changed),
+            ..Affected::default()
+        };
+        affected.find_referrers(schema, candidate, changed);
+        affected
+    }
+
+    /// The touched entries and those naming what the change touched (with `removed_only`,
+    /// naming what it removed).
+    pub fn with_referrers(&self, removed_only: bool) -> Entries {
+        let mut entries = self.touched.clone();
+        let referring = if removed_only {
+            &self.naming_removed
+        } else {
+            &self.naming_changed
+        };
+        for (list, keys) in referring {
+            entries
+                .entry(*list)
+                .or_default()
+                .extend(keys.iter().cloned());
+        }
+        entries
+    }
+
+    fn find_referrers(&mut self, schema: &Schema, candidate: &DataTree, changed: &[RecordKey]) {
+        let independent = schema.independent_lists();
+        // Changed entries of other lists, by list: key -> whether the change removed it.
+        let mut targets: BTreeMap<SchemaId, BTreeMap<&Value, bool>> = BTreeMap::new();
+        for record in changed {
+            let Some((list, [key])) = record.entry() else {
+                continue;
+            };
+            if independent.contains(&list) {
+                continue;
+            }
+            let removed = candidate
+                .root()
+                .container(schema.top(list))
+                .and_then(|top| top.list(list))
+                .is_none_or(|entries| entries.get(std::slice::from_ref(key)).is_none());
+            targets.entry(list).or_default().insert(key, removed);
+        }
+        if targets.is_empty() {
+            return;
+        }
+        for reference in schema.references() {
+            let Some(names) = targets.get(&reference.to) else {
+                continue;
+            };
+            let lineage = schema.lineage(reference.from);
+            let Some(at) = lineage.iter().position(|id| independent.contains(id)) else {
+                continue;
+            };
+            let Some(entries) = tree_list(candidate, &lineage[..=at]) else {
+                continue;
+            };
+            for (keys, entry) in entries.iter() {
+                let (mut names_changed, mut names_removed) = (false, false);
+                values_below(entry, &lineage[at + 1..], &mut |value| {
+                    if let Some(removed) = names.get(value) {
+                        names_changed = true;
+                        names_removed |= *removed;
+                    }
+                });
+                let list = lineage[at];
+                if names_changed {
+                    let found = self.naming_changed.entry(list).or_default();
+                    found.insert(keys.clone());
+                }
+                if names_removed {
+                    let found = self.naming_removed.entry(list).or_default();
+                    found.insert(keys.clone());
+                }
+            }
+        }
+    }
+}
+
 /// Validates `candidate`, which differs from a valid configuration only in `changed`
-/// records. libyang sees everything but the entries of independent lists, plus the changed
-/// entries of those lists and the entries whose references name an entry the change
-/// removed: in an independent list nothing else can turn invalid (no must or when, no
-/// constraint across entries, only references out of it). Without independent lists in the
-/// schema, the whole candidate.
+/// records (see [`validate_affected`]).
 pub fn validate_change(
     schema: &Schema,
     candidate: &DataTree,
     changed: &[RecordKey],
+) -> Result<Scope, Vec<Problem>> {
+    validate_affected(schema, candidate, &Affected::of(schema, candidate, changed))
+}
+
+/// Validates a changed candidate whose change `affected` describes. libyang sees
+/// everything but the entries of independent lists, plus the entries the change touched and
+/// those naming an entry it removed: in an independent list nothing else can turn invalid
+/// (no must or when, no constraint across entries, only references out of it). Without
+/// independent lists in the schema, the whole candidate.
+pub fn validate_affected(
+    schema: &Schema,
+    candidate: &DataTree,
+    affected: &Affected,
 ) -> Result<Scope, Vec<Problem>> {
     let independent = schema.independent_lists();
     if independent.is_empty() {
         validate(schema, candidate)?;
         return Ok(Scope::Full);
     }
-    let mut keep = changed_entries(schema, changed);
-    for (list, entries) in referrers(schema, candidate, changed, Named::Removed) {
-        keep.entry(list).or_default().extend(entries);
-    }
+    let keep = affected.with_referrers(true);
     let part = without_other_entries(schema, candidate, independent, &keep);
     validate(schema, &part)?;
     Ok(Scope::Entries(keep.values().map(BTreeSet::len).sum()))
 }
 
 /// The changed entries of independent lists, by list.
-pub fn changed_entries(
-    schema: &Schema,
-    changed: &[RecordKey],
-) -> BTreeMap<SchemaId, BTreeSet<Keys>> {
+fn changed_entries(schema: &Schema, changed: &[RecordKey]) -> Entries {
     let independent = schema.independent_lists();
-    let mut entries: BTreeMap<SchemaId, BTreeSet<Keys>> = BTreeMap::new();
+    let mut entries = Entries::new();
     for record in changed {
         if let Some((list, keys)) = record.entry()
             && independent.contains(&list)
@@ -71,68 +173,6 @@ pub fn changed_entries(
         }
     }
     entries
-}
-
-/// Which changed entries [`referrers`] looks for references to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Named {
-    /// Entries the change removed: a reference to one no longer names anything.
-    Removed,
-    /// Every changed entry: what refers to it may now mean something else.
-    Changed,
-}
-
-/// Entries of independent lists in `candidate` (by list) whose references name an entry of
-/// another list among `changed`.
-pub fn referrers(
-    schema: &Schema,
-    candidate: &DataTree,
-    changed: &[RecordKey],
-    named: Named,
-) -> BTreeMap<SchemaId, BTreeSet<Keys>> {
-    let independent = schema.independent_lists();
-    let mut targets: BTreeMap<SchemaId, BTreeSet<&Value>> = BTreeMap::new();
-    for record in changed {
-        let Some((list, [key])) = record.entry() else {
-            continue;
-        };
-        let removed = || {
-            candidate
-                .root()
-                .container(schema.top(list))
-                .and_then(|top| top.list(list))
-                .is_none_or(|entries| entries.get(std::slice::from_ref(key)).is_none())
-        };
-        if !independent.contains(&list) && (named == Named::Changed || removed()) {
-            targets.entry(list).or_default().insert(key);
-        }
-    }
-    let mut found: BTreeMap<SchemaId, BTreeSet<Keys>> = BTreeMap::new();
-    if targets.is_empty() {
-        return found;
-    }
-    for reference in schema.references() {
-        let Some(names) = targets.get(&reference.to) else {
-            continue;
-        };
-        let lineage = schema.lineage(reference.from);
-        let Some(at) = lineage.iter().position(|id| independent.contains(id)) else {
-            continue;
-        };
-        let Some(entries) = tree_list(candidate, &lineage[..=at]) else {
-            continue;
-        };
-        for (keys, entry) in entries.iter() {
-            let mut names_one = false;
-            values_below(entry, &lineage[at + 1..], &mut |value| {
-                names_one |= names.contains(value);
-            });
-            if names_one {
-                found.entry(lineage[at]).or_default().insert(keys.clone());
-            }
-        }
-    }
-    found
 }
 
 /// The list at the end of `lineage` (containers down from the top).
@@ -169,7 +209,7 @@ fn without_other_entries(
     schema: &Schema,
     tree: &DataTree,
     lists: &[SchemaId],
-    keep: &BTreeMap<SchemaId, BTreeSet<Keys>>,
+    keep: &Entries,
 ) -> DataTree {
     let mut part = tree.clone();
     for list_id in lists {
