@@ -79,6 +79,19 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// Runs a Python client scenario that prints a line per check and `done` at its end: its
+/// lines are the report, and a failed check fails the test.
+pub fn python_scenario(mut command: Command, scenario: &str) {
+    let out = command.output().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("\ndone"),
+        "{scenario} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A real efbd on a temporary (or given) datastore, its management API on the Unix socket
 /// in the datastore directory, gNMI on a port the system picks.
 pub struct Daemon {
@@ -233,14 +246,7 @@ impl Daemon {
         if let Some(cert) = &self.gnmi_cert {
             command.arg("--cert").arg(cert);
         }
-        let out = command.output().expect("python runs");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        println!("{stdout}");
-        assert!(
-            out.status.success() && stdout.contains("\ndone"),
-            "{scenario} failed:\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        python_scenario(command, scenario);
     }
 
     /// Runs `efb-cli` non-interactively against this daemon: stdin lines or `-c`.

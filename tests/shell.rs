@@ -604,10 +604,19 @@ fn lists_come_as_people_count_flows_as_the_chip_matches() {
         (code, err.trim()),
         (1, "error: show ports: no entry matches p99*")
     );
+    // A name of the board's convention says what the board has (tests/interfaces.rs).
     let (code, _, err) = daemon.cli(&["-c", "show ports p1 p77"], "");
     assert_eq!(
         (code, err.trim()),
-        (1, "error: show ports p77: no such entry")
+        (
+            1,
+            "error: p77 is not configured, and the board has no such port or lane: its physical ports are p1 to p32, their lanes pN-0 to pN-3 (show interfaces lists them)"
+        )
+    );
+    let (code, _, err) = daemon.cli(&["-c", "show ports p1 nope"], "");
+    assert_eq!(
+        (code, err.trim()),
+        (1, "error: show ports nope: no such entry")
     );
 }
 

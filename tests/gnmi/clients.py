@@ -107,8 +107,11 @@ def read_write():
     with client() as gc:
         caps = gc.capabilities()
         model = caps["supported_models"][0]
-        check(model["name"] == MODULE and model["version"] == "2026-11-30" and model["organization"],
+        check(model["name"] == MODULE and model["version"] == "2026-12-02" and model["organization"],
               "capabilities: the model, its organization and revision", caps)
+        others = {m["name"] for m in caps["supported_models"][1:]}
+        check(others == {"openconfig-interfaces", "openconfig-if-ethernet"},
+              "capabilities: then the OpenConfig interfaces models (the ports for collectors)", caps)
         check({"json", "json_ietf"} <= set(caps["supported_encodings"]), "capabilities: JSON and JSON_IETF", caps)
         check(caps["gnmi_version"] == "0.10.0", "capabilities: gNMI version 0.10.0", caps)
 

@@ -284,7 +284,11 @@ impl Completer<'_> {
                 .is_some_and(|w| command.switches.contains_key(w));
             let mut out = Vec::new();
             if !switched && let Some(arg) = &get.arg {
-                out.extend(self.list_keys(&get.path, arg, rest));
+                if command.is_inventory() {
+                    out.extend(self.interface_names(arg, rest));
+                } else {
+                    out.extend(self.list_keys(&get.path, arg, rest));
+                }
             }
             if !switched {
                 out.extend(
@@ -556,6 +560,29 @@ impl Completer<'_> {
         out
     }
 
+    /// Names for `show interfaces NAME...`: the board's physical ports (their numbers from
+    /// the model) and the configured ports, those not given yet.
+    fn interface_names(&self, arg: &str, given: &[String]) -> Vec<Candidate> {
+        let mut names: Vec<String> = board_numbers(self.schema)
+            .into_iter()
+            .map(|n| format!("p{n}"))
+            .collect();
+        names.extend(self.keys_at("/ecofilter-balancer:ports/port", ""));
+        names.sort_by(|a, b| efb_table::natural_cmp(a, b));
+        names.dedup();
+        let mut out = vec![Candidate::placeholder(
+            format!("<{}>", arg.to_lowercase()),
+            "Show only these: physical ports (p4: all its lanes), lanes (p4-2), configured ports, or patterns with *",
+        )];
+        out.extend(
+            names
+                .into_iter()
+                .filter(|n| !given.contains(n))
+                .map(|n| Candidate::word(n, "")),
+        );
+        out
+    }
+
     /// Keys from the daemon, as people count them (`show` lists them so too).
     fn keys_at(&self, list_path: &str, prefix: &str) -> Vec<String> {
         let mut keys = self.keys.keys(list_path, prefix);
@@ -608,6 +635,18 @@ impl Completer<'_> {
         }
         out
     }
+}
+
+/// The numbers of the board's physical ports: the range of `/board/port/number`.
+fn board_numbers(schema: &Schema) -> Vec<u32> {
+    let range = schema
+        .find("/board/port/number")
+        .and_then(|id| schema.node(id).leaf_type.as_ref()?.range.clone());
+    let bounds = range.as_deref().and_then(|r| {
+        let (low, high) = r.split_once("..")?;
+        Some((low.trim().parse().ok()?, high.trim().parse().ok()?))
+    });
+    bounds.map_or_else(Vec::new, |(low, high)| (low..=high).collect())
 }
 
 fn end() -> Vec<Candidate> {
@@ -838,6 +877,15 @@ mod tests {
         assert_eq!(conf("show | display "), vec!["json", "set"]);
         assert_eq!(conf("commit ").first().map(String::as_str), Some("check"));
         assert!(conf("set nonsense ").is_empty());
+        // The board's ports from the model, configured ones from the daemon, once each.
+        let interfaces = op("show interfaces ");
+        assert_eq!(interfaces[..3], ["p1", "p2", "p3"]);
+        assert!(
+            interfaces.contains(&"p32".to_string()) && !interfaces.contains(&"p33".to_string())
+        );
+        assert_eq!(interfaces.iter().filter(|w| *w == "p1").count(), 1);
+        assert!(interfaces.contains(&"statistics".to_string()));
+        assert!(!op("show interfaces p1 ").contains(&"p1".to_string()));
     }
 
     struct History(usize);

@@ -43,6 +43,14 @@ pub struct Command {
 /// The actions a command may take on the list its `get` reads.
 pub const ACTIONS: [&str; 2] = ["monitor", "clear-statistics"];
 
+/// Drawings the shell makes itself, not from a view of the grammar: one object's fields,
+/// JSON, one leaf's value, "ok".
+pub const DRAWINGS: [&str; 4] = ["fields", "json", "value", "done"];
+
+/// The port inventory's drawings (`show interfaces`): rows joined from the board and the
+/// configured ports, drawn by [`crate::view::interfaces`].
+pub const INVENTORY: [&str; 2] = ["interfaces", "interface-statistics"];
+
 /// "Continue? [yes,no]" before an operation, when parameter `leaf` is `value`. `says` names
 /// the effect; `{LEAF}` in it is that parameter's value, or `absent` when it is not given.
 #[derive(Debug, Deserialize, Clone)]
@@ -160,6 +168,13 @@ impl Command {
     pub fn words(&self) -> Vec<&str> {
         self.words.split_whitespace().collect()
     }
+
+    /// Whether it shows the port inventory (`show interfaces`).
+    pub fn is_inventory(&self) -> bool {
+        self.render
+            .as_deref()
+            .is_some_and(|r| INVENTORY.contains(&r))
+    }
 }
 
 impl Grammar {
@@ -191,10 +206,16 @@ impl Grammar {
                 )));
             }
             for view in command.render.iter().chain(command.switches.values()) {
-                if !["fields", "json", "value", "done"].contains(&view.as_str())
-                    && !grammar.views.contains_key(view)
-                {
+                let drawn_here = DRAWINGS.contains(&view.as_str());
+                let inventory = INVENTORY.contains(&view.as_str());
+                if !drawn_here && !inventory && !grammar.views.contains_key(view) {
                     return Err(GrammarError(format!("{}: no view {view}", command.words)));
+                }
+                if inventory && command.get.is_none() {
+                    return Err(GrammarError(format!(
+                        "{}: {view} draws the board: only a get command uses it",
+                        command.words
+                    )));
                 }
                 let draws_one_object = grammar
                     .views
@@ -301,5 +322,11 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("only an rpc command"), "{err}");
+        let err = Grammar::parse(
+            "[[command]]\nwords = \"show x\"\nhelp = \"h\"\nbuiltin = \"status\"\nrender = \"interfaces\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("only a get command"), "{err}");
     }
 }

@@ -19,6 +19,7 @@ use crate::{help, pager, protocol, view};
 
 mod clear;
 mod hierarchy;
+mod interfaces;
 mod log;
 mod monitor;
 mod numbering;
@@ -305,6 +306,8 @@ impl Shell {
             }
         } else if command.rpc.is_some() {
             self.run_rpc(&command, &rest)?
+        } else if command.is_inventory() {
+            self.show_interfaces(&command, &rest)?
         } else {
             self.run_get(&command, &rest)?
         };
@@ -454,7 +457,7 @@ impl Shell {
                     .unwrap_or_default();
                 if entries.is_empty() {
                     if let [name] = rest {
-                        return fail(format!("{} {name}: no such entry", command.words));
+                        return Err(self.no_such_entry(command, &at, name));
                     }
                     vec![format!(
                         "(no {} configured)",
@@ -512,12 +515,11 @@ impl Shell {
         let key_of = |entry: &Json| entry.get(&key).map(view::text).unwrap_or_default();
         for pattern in patterns {
             if !entries.iter().any(|e| wildcard_match(pattern, &key_of(e))) {
+                if !pattern.contains('*') {
+                    return Err(self.no_such_entry(command, list, pattern));
+                }
                 let shown = efb_yang::text::excerpt(pattern);
-                return fail(if pattern.contains('*') {
-                    format!("{}: no entry matches {shown}", command.words)
-                } else {
-                    format!("{} {shown}: no such entry", command.words)
-                });
+                return fail(format!("{}: no entry matches {shown}", command.words));
             }
         }
         entries.retain(|e| patterns.iter().any(|p| wildcard_match(p, &key_of(e))));

@@ -8,6 +8,8 @@ use serde_json::Value as Json;
 
 use crate::grammar::{Column, View};
 
+pub mod interfaces;
+
 /// What a state value the daemon does not know yet is shown as.
 pub const UNKNOWN: &str = "unknown";
 

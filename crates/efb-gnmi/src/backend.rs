@@ -95,6 +95,11 @@ pub fn pending_message(pending: &Pending) -> String {
 pub trait Backend: Send + Sync + 'static {
     fn schema(&self) -> Arc<Schema>;
 
+    /// The box's ports as OpenConfig interfaces (origin `openconfig`), if served.
+    fn interfaces(&self) -> Option<Arc<dyn efb_openconfig::Source>> {
+        None
+    }
+
     /// The latest snapshot.
     async fn snapshot(&self) -> Result<Arc<Snapshot>, BackendError>;
 

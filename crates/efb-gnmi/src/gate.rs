@@ -50,6 +50,10 @@ impl Backend for Gate {
         self.open()?.snapshot().await
     }
 
+    fn interfaces(&self) -> Option<Arc<dyn efb_openconfig::Source>> {
+        self.open().ok()?.interfaces()
+    }
+
     fn changes(&self) -> broadcast::Receiver<Arc<Snapshot>> {
         match self.open() {
             Ok(backend) => backend.changes(),

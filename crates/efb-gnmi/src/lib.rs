@@ -2,7 +2,8 @@
 //! extension) and Subscribe (ONCE, POLL, STREAM with ON_CHANGE, SAMPLE, TARGET_DEFINED)
 //! over the `ecofilter-balancer` model, in front of efbd's configuration owner.
 //!
-//! - [`backend`]: what the server needs from efbd (snapshots, changes, commit).
+//! - [`backend`]: what the server needs from efbd (snapshots, changes, commit, and the
+//!   ports as OpenConfig interfaces, to which `openconfig` routes those paths).
 //! - [`path`]: gNMI paths against the schema (origins, keys, wildcards).
 //! - [`encode`] / [`decode`]: JSON, JSON_IETF (RFC 7951) and PROTO scalars out of and
 //!   into data trees, driven by the schema; [`defaults`]: leaves at their YANG default.
@@ -31,6 +32,7 @@ pub mod guard;
 pub mod listen;
 mod login;
 mod message;
+mod openconfig;
 pub mod path;
 mod service;
 mod set;

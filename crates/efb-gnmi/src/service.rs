@@ -137,12 +137,16 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         let span = info_span!("gnmi", rpc = "Capabilities", user = %caller.user);
         let _entered = span.enter();
         let module = self.schema.module();
+        let mut supported_models = vec![ModelData {
+            name: module.name.clone(),
+            organization: module.organization.clone(),
+            version: module.revision.clone(),
+        }];
+        if self.backend.interfaces().is_some() {
+            supported_models.extend(efb_openconfig::server::models());
+        }
         Ok(Response::new(CapabilityResponse {
-            supported_models: vec![ModelData {
-                name: module.name.clone(),
-                organization: module.organization.clone(),
-                version: module.revision.clone(),
-            }],
+            supported_models,
             supported_encodings: vec![
                 gnmi::Encoding::Json as i32,
                 gnmi::Encoding::JsonIetf as i32,
@@ -168,10 +172,13 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         let span =
             info_span!("gnmi", rpc = "Set", user = %caller.user, role = caller.role.as_str());
         let what = crate::audit::describe_set(request.get_ref());
-        let result = crate::set::set(&self.set, &caller, request.into_inner())
-            .instrument(span)
-            .await
-            .map_err(errors::bounded);
+        let result = match crate::openconfig::refuse_set(request.get_ref()) {
+            Ok(()) => crate::set::set(&self.set, &caller, request.into_inner())
+                .instrument(span)
+                .await
+                .map_err(errors::bounded),
+            Err(refused) => Err(refused),
+        };
         self.config.audit.gnmi_set(&caller, what, &result);
         result
     }
@@ -195,6 +202,12 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
 
 impl GnmiService {
     async fn get(&self, request: GetRequest) -> Result<GetResponse, Status> {
+        let paths = request.path.iter().map(Some);
+        if let Some(interfaces) =
+            crate::openconfig::route(self.backend.as_ref(), request.prefix.as_ref(), paths)?
+        {
+            return efb_openconfig::server::get(interfaces.as_ref(), &request).await;
+        }
         let encoding = encoding(request.encoding)?;
         let filter = match get_request::DataType::try_from(request.r#type) {
             Ok(get_request::DataType::All) => Filter::All,

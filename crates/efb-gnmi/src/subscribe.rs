@@ -210,6 +210,16 @@ pub(crate) async fn start(
         }
     };
     check_read_extensions(&first.extension)?;
+    let paths = list.subscription.iter().map(|s| s.path.as_ref());
+    if let Some(interfaces) =
+        crate::openconfig::route(state.backend.as_ref(), list.prefix.as_ref(), paths)?
+    {
+        let first = SubscribeRequest {
+            request: Some(subscribe_request::Request::Subscribe(list)),
+            ..first
+        };
+        return interfaces_subscription(interfaces, first, inbound, slot, state.stop.clone());
+    }
     let mode = subscription_list::Mode::try_from(list.mode).map_err(|_| {
         Status::invalid_argument(format!("unknown subscription mode {}", list.mode))
     })?;
@@ -258,6 +268,36 @@ pub(crate) async fn start(
         .instrument(Span::current()),
     );
     Ok(ReceiverStream::new(responses))
+}
+
+/// An OpenConfig subscription, answered by efb-openconfig, counted like any other while
+/// it lasts, and ended like any other when efbd stops.
+fn interfaces_subscription(
+    interfaces: Arc<dyn efb_openconfig::Source>,
+    first: SubscribeRequest,
+    inbound: Streaming<SubscribeRequest>,
+    slot: Slot,
+    mut stop: watch::Receiver<bool>,
+) -> Result<ReceiverStream<Result<SubscribeResponse, Status>>, Status> {
+    let mut responses = efb_openconfig::subscribe::start(interfaces, first, inbound)?;
+    let (out, counted) = mpsc::channel(64);
+    tokio::spawn(async move {
+        let _slot = slot;
+        loop {
+            let response = tokio::select! {
+                response = futures::StreamExt::next(&mut responses) => response,
+                () = stopped(&mut stop) => Some(Err(Status::unavailable("efbd is stopping"))),
+            };
+            let Some(response) = response else {
+                return;
+            };
+            let last = response.is_err();
+            if out.send(response).await.is_err() || last {
+                return;
+            }
+        }
+    });
+    Ok(ReceiverStream::new(counted))
 }
 
 fn subscriptions(

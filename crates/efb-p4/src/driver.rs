@@ -158,6 +158,8 @@ struct Inner {
     live: LiveState,
     saved: Saved,
     counts: Arc<Counts>,
+    /// The platform's ports: `enabled false` in the configuration is their admin-status.
+    platform: crate::platform::Platform,
 }
 
 /// A handle on the driver; clones share it.
@@ -196,7 +198,7 @@ impl Driver {
         let cookie = cookie_of(&p4info, &device_config);
         let saved = load_state(&settings.state_file)?;
         let counts = Arc::new(Counts::default());
-        let platform = crate::platform::Platform::new(&settings.target);
+        let platform = crate::platform::Platform::start(&settings.target, ports.clone());
         let inner = Inner {
             compiler: Compiler { index, ports },
             tables,
@@ -210,6 +212,7 @@ impl Driver {
             saved,
             settings,
             counts: counts.clone(),
+            platform: platform.clone(),
         };
         let driver = Driver {
             runtime: tokio::runtime::Handle::current(),
@@ -534,17 +537,22 @@ impl Driver {
         Some(counters.into_iter().map(|c| (c.device_port, c)).collect())
     }
 
-    /// Which device ports are up, from inside the runtime (liveness asks when a pair goes
-    /// down, to say whether a port or the filter is to blame). Never waits for a write to
-    /// the chip.
+    /// Which device ports are up, as the platform's oper-status subscription last told
+    /// (liveness asks when a pair goes down, to say whether a port or the filter is to
+    /// blame). Asks nothing: never waits for the platform nor for a write to the chip.
     pub async fn port_states(&self) -> Option<BTreeMap<u32, bool>> {
-        let counters = self.platform.port_counters().await?;
-        Some(
-            counters
-                .into_iter()
-                .map(|c| (c.device_port, c.up))
-                .collect(),
-        )
+        self.platform.port_states().map(|states| (*states).clone())
+    }
+
+    /// The platform's interfaces by device port (state and counters, read now), or `None`
+    /// when the platform does not answer.
+    pub async fn chip_interfaces(&self) -> Option<BTreeMap<u32, efb_openconfig::Interface>> {
+        self.platform.interfaces().await
+    }
+
+    /// Port states from now on (None while the platform does not answer).
+    pub fn watch_port_states(&self) -> tokio::sync::watch::Receiver<crate::platform::PortStates> {
+        self.platform.watch_port_states()
     }
 
     /// Entries per flow, as compiled (what `entries` in the flow's state says); of the
@@ -649,6 +657,7 @@ impl Inner {
         let plan = Plan::reconcile(&self.tables, &actual, &compiled);
         let written = plan.len();
         self.write_plan(&plan).await?;
+        self.reconcile_admin_status(&config).await;
         let entries = compiled.len();
         self.saved.ids = compiled.ids.clone();
         self.programmed = compiled;
@@ -692,6 +701,7 @@ impl Inner {
         let plan = Plan::between(&self.tables, &self.programmed, &compiled);
         let written = plan.len();
         self.write_plan(&plan).await?;
+        self.follow_admin_status(config).await;
         let replaced = std::mem::replace(&mut self.programmed, compiled);
         // Freeing a replaced bucket table (thousands of entries) took 1.7 ms of a rebalance:
         // done beside it.
@@ -704,6 +714,44 @@ impl Inner {
             self.save();
         }
         Ok(written)
+    }
+
+    /// Makes every port's admin-status what the configuration says, from what the platform
+    /// reads now (a restarted chip, or ports set by someone else, are corrected).
+    async fn reconcile_admin_status(&self, config: &Config) {
+        let Some(chip) = self.platform.interfaces().await else {
+            warn!("the platform did not answer: ports' admin-status not reconciled");
+            return;
+        };
+        let chip: BTreeMap<u32, bool> = chip.iter().map(|(p, i)| (*p, i.enabled)).collect();
+        let disabled = crate::platform::disabled_ports(&self.compiler.ports, config);
+        self.set_admin_status(&crate::platform::admin_changes(&chip, &disabled))
+            .await;
+    }
+
+    /// Sets the admin-status of the ports whose `enabled` changed from the configuration
+    /// programmed last to `config`. Only then: a commit that touches no port asks nothing.
+    async fn follow_admin_status(&self, config: &Config) {
+        let ports = &self.compiler.ports;
+        let before = crate::platform::disabled_ports(ports, &self.config);
+        let after = crate::platform::disabled_ports(ports, config);
+        let changes: Vec<(u32, bool)> = before
+            .symmetric_difference(&after)
+            .map(|port| (*port, before.contains(port)))
+            .collect();
+        self.set_admin_status(&changes).await;
+    }
+
+    async fn set_admin_status(&self, changes: &[(u32, bool)]) {
+        if changes.is_empty() {
+            return;
+        }
+        match self.platform.set_enabled(changes).await {
+            Ok(()) => info!(?changes, "ports' admin-status set (device port, enabled)"),
+            // The entries are written and the configuration stands: the next reconcile
+            // sets what is missing.
+            Err(status) => warn!(%status, "the platform refused the ports' admin-status"),
+        }
     }
 
     fn unreachable(&self, message: &str) -> ChipError {

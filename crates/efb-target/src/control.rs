@@ -161,7 +161,7 @@ impl TargetControl for ControlService {
             .map(|(p, c)| pb::PortStatus {
                 device_port: p,
                 name: map.name_of(p).map(|n| n.to_string()).unwrap_or_default(),
-                up: c.up.load(Ordering::Relaxed),
+                up: c.oper_up(),
                 rx_frames: c.rx_frames.load(Ordering::Relaxed),
                 rx_bytes: c.rx_bytes.load(Ordering::Relaxed),
                 tx_frames: c.tx_frames.load(Ordering::Relaxed),

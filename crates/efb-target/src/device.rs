@@ -131,7 +131,7 @@ impl Device {
     /// A frame entering by `port` at chip time `rx_ns`: the program runs, its verdict is
     /// carried out.
     pub fn receive(&self, port: u32, frame: &[u8], rx_ns: u64) {
-        self.ports.count_rx(port, frame.len());
+        self.ports.count_rx(port, frame);
         let Ok(state) = self.state.read() else { return };
         // The CPU port has no link to be down.
         if port != self.ports.map().cpu_port() && !self.ports.is_up(port) {
@@ -198,6 +198,7 @@ impl Device {
             return self.ports.count_drop(ingress);
         }
         if !self.ports.is_up(port) {
+            self.ports.count_tx_drop(port);
             return self.dropped(state, ingress, drop_reasons::PORT_DOWN, frame.len());
         }
         self.ports.transmit(port, frame, time_ns);

@@ -2,7 +2,8 @@
 //! `p4/efb.p4` (PIPELINE.md). It validates writes as a real target does (two strictness
 //! profiles: the P4Runtime specification, and what Stratum on Tofino accepts), keeps the
 //! tables and counters, forwards frames through an emulation of the program, emulates the
-//! filters behind pair ports (delay, loss, death), and offers a control interface
+//! filters behind pair ports (delay, loss, death), serves its ports as OpenConfig interfaces
+//! over gNMI as Stratum does ([`interfaces`]), and offers a control interface
 //! (`efb.target.v1.TargetControl`) for tests and demos.
 
 pub mod arbitration;
@@ -14,6 +15,7 @@ pub mod device_config;
 pub mod error;
 pub mod filters;
 pub mod frames;
+pub mod interfaces;
 pub mod metrics;
 pub mod packet;
 pub mod ports;

@@ -37,7 +37,7 @@ pub fn scrape(device: &Device) -> Scraped {
         "1 while the emulated port is up",
         ports
             .iter()
-            .map(|(port, c)| (labels(*port), i64::from(c.up.load(Ordering::Relaxed)))),
+            .map(|(port, c)| (labels(*port), i64::from(c.oper_up()))),
     );
     let counters: [(&str, &str, Field); 5] = [
         ("efb_target_port_rx_frames", "Frames received", |c| {

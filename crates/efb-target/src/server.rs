@@ -4,8 +4,10 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use efb_openconfig::InterfacesService;
 use efb_p4info::{MatchKind, P4InfoIndex};
 use futures::{Stream, StreamExt};
+use gnmi_proto::gnmi::g_nmi_server::GNmiServer;
 use p4runtime_proto::p4::v1::{
     self as p4, get_forwarding_pipeline_config_request::ResponseType, p4_runtime_server::P4Runtime,
     p4_runtime_server::P4RuntimeServer,
@@ -23,6 +25,7 @@ use crate::control::ControlService;
 use crate::control_proto::target_control_server::TargetControlServer;
 use crate::device::{Device, Pipeline};
 use crate::error::TargetError;
+use crate::interfaces::ChipInterfaces;
 use crate::program::Program;
 use crate::tables::Objects;
 
@@ -485,7 +488,8 @@ impl Servers {
     }
 }
 
-/// Serves P4Runtime and the control service at `addr` (port 0 picks a free port).
+/// Serves P4Runtime, gNMI (the ports as OpenConfig interfaces) and the control service at
+/// `addr` (port 0 picks a free port).
 pub async fn serve(device: Arc<Device>, addr: SocketAddr) -> std::io::Result<Servers> {
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
@@ -498,6 +502,9 @@ pub async fn serve(device: Arc<Device>, addr: SocketAddr) -> std::io::Result<Ser
     let control = TargetControlServer::new(ControlService::new(device.clone()))
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE);
+    let gnmi = GNmiServer::new(InterfacesService::new(Arc::new(ChipInterfaces::new(
+        device.clone(),
+    ))));
     // Without Nagle's delay, as a switch's gRPC server runs: a packet-in (a keep-alive
     // back) is a small write, and waiting for the controller's delayed acknowledgement
     // held each one up to 40 ms, longer than a short liveness interval. tonic's own
@@ -512,11 +519,12 @@ pub async fn serve(device: Arc<Device>, addr: SocketAddr) -> std::io::Result<Ser
         tonic::transport::Server::builder()
             .add_service(p4rt)
             .add_service(control)
+            .add_service(gnmi)
             .serve_with_incoming_shutdown(incoming, async {
                 let _sender_dropped_means_stop = rx.await;
             }),
     );
-    tracing::info!(%addr, device_id = device.options.device_id, profile = %device.profile(), "efb-target serving P4Runtime and TargetControl");
+    tracing::info!(%addr, device_id = device.options.device_id, profile = %device.profile(), "efb-target serving P4Runtime, gNMI (OpenConfig interfaces) and TargetControl");
     Ok(Servers {
         addr,
         device,

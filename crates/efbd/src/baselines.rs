@@ -141,12 +141,12 @@ pub fn clear(known: &Known, counted: Counted, names: &[String]) -> Result<Vec<St
     let entry = counted.entry();
     let wanted = match counted {
         Counted::Ports => Wanted {
-            flows: Flows::None,
             ports: true,
+            ..Wanted::NOTHING
         },
         Counted::Flows => Wanted {
             flows: Flows::Only(names.clone()),
-            ports: false,
+            ..Wanted::NOTHING
         },
     };
     let read = known.chip_counters(&wanted).ok_or(ClearError::NoChip)?;
@@ -249,6 +249,7 @@ mod tests {
                 .iter()
                 .map(|(n, c)| (n.to_string(), c.clone()))
                 .collect(),
+            ..Counters::default()
         }
     }
 

@@ -95,6 +95,20 @@ pub struct Counters {
     pub entries: BTreeMap<String, usize>,
     /// Per configured port name.
     pub ports: BTreeMap<String, PortCounters>,
+    /// Per device port of the front panel, configured or not (`/board`).
+    pub board: BTreeMap<u32, PortCounters>,
+}
+
+impl Counters {
+    /// The board's device ports of configured ports count as those ports do, since their
+    /// last clear too: the two places show one count.
+    pub fn ports_onto_board(&mut self) {
+        for port in self.ports.values() {
+            if let Some(lane) = self.board.get_mut(&port.device_port) {
+                *lane = port.clone();
+            }
+        }
+    }
 }
 
 /// Which counters a request needs: reading every flow's counters for `show ports` would
@@ -102,7 +116,10 @@ pub struct Counters {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Wanted {
     pub flows: Flows,
+    /// The configured ports' (`/ports`).
     pub ports: bool,
+    /// Every device port's, configured or free (`/board`).
+    pub board: bool,
 }
 
 /// Which flows' counters.
@@ -120,6 +137,7 @@ pub enum Flows {
 pub struct CounterLists {
     flows: DataPath,
     ports: DataPath,
+    board: DataPath,
 }
 
 impl CounterLists {
@@ -128,9 +146,15 @@ impl CounterLists {
         let every_entry = |list| DataPath {
             segments: schema.lineage(list).into_iter().map(Segment::new).collect(),
         };
+        const BOARD: &str = "/board/port";
+        let board = schema.find(BOARD).ok_or_else(|| ReadError {
+            path: BOARD.to_string(),
+            message: "the schema has no such node, but efbd fills it".to_string(),
+        })?;
         Ok(CounterLists {
             flows: every_entry(ids.flow_list()),
             ports: every_entry(ids.port_list()),
+            board: every_entry(board),
         })
     }
 
@@ -146,6 +170,7 @@ impl CounterLists {
         Wanted {
             flows,
             ports: self.ports.overlaps(path),
+            board: self.board.overlaps(path),
         }
     }
 
@@ -158,6 +183,7 @@ impl CounterLists {
                 Flows::None
             },
             ports: covers(&self.ports),
+            board: covers(&self.board),
         }
     }
 }
@@ -167,6 +193,7 @@ impl Wanted {
     pub const NOTHING: Wanted = Wanted {
         flows: Flows::None,
         ports: false,
+        board: false,
     };
 
     pub fn is_nothing(&self) -> bool {
@@ -202,15 +229,25 @@ pub fn counters(driver: &Driver, config: &Config, wanted: &Wanted) -> Counters {
         out.flows = driver.flow_counters(only.as_deref());
         out.entries = driver.flow_entries(only.as_deref());
     }
-    if !wanted.ports {
+    if !wanted.ports && !wanted.board {
         return out;
     }
-    if let (Some(by_device), Ok(map)) = (driver.port_counters(), PortMap::builtin()) {
-        for port in config.ports.values() {
-            if let Some(c) = device_port(&map, config, &port.name).and_then(|d| by_device.get(&d)) {
-                out.ports.insert(port.name.clone(), c.clone());
-            }
+    let (Some(by_device), Some(map)) = (driver.port_counters(), crate::board::port_map()) else {
+        return out;
+    };
+    // The board's lanes of configured ports show the ports' counts (cleared ones too):
+    // those are read for the board as well, from the same read.
+    for port in config.ports.values() {
+        if let Some(c) = device_port(map, config, &port.name).and_then(|d| by_device.get(&d)) {
+            out.ports.insert(port.name.clone(), c.clone());
         }
+    }
+    if wanted.board {
+        out.board = map
+            .device_ports()
+            .into_iter()
+            .filter_map(|d| Some((d, by_device.get(&d)?.clone())))
+            .collect();
     }
     out
 }
@@ -238,7 +275,7 @@ mod tests {
     #[test]
     fn a_path_reads_the_counters_under_it_and_no_more() {
         let all = wanted("/");
-        assert_eq!((all.flows, all.ports), (Flows::All, true));
+        assert_eq!((all.flows, all.ports, all.board), (Flows::All, true, true));
         let one = wanted("/ecofilter-balancer:ecofilter-balancer/flow[name='dns']/state");
         assert_eq!(
             (one.flows, one.ports),
@@ -247,7 +284,17 @@ mod tests {
         let flows = wanted("/ecofilter-balancer:ecofilter-balancer/flow");
         assert_eq!(flows.flows, Flows::All);
         let ports = wanted("/ecofilter-balancer:ports/port[name='p1']");
-        assert_eq!((ports.flows, ports.ports), (Flows::None, true));
+        assert_eq!(
+            (ports.flows, ports.ports, ports.board),
+            (Flows::None, true, false)
+        );
+        let board = wanted("/ecofilter-balancer:board");
+        assert_eq!(
+            (board.flows, board.ports, board.board),
+            (Flows::None, false, true)
+        );
+        let lane = wanted("/ecofilter-balancer:board/port[number='5']/lane[lane='0']/counters");
+        assert!(lane.board && !lane.ports);
         let units = wanted("/ecofilter-balancer:ecofilter-balancer/ecofilter-unit");
         assert!(units.is_nothing());
     }
@@ -264,7 +311,14 @@ mod tests {
             lists.ports.display(&schema),
             "/ecofilter-balancer:ports/port"
         );
+        assert_eq!(
+            lists.board.display(&schema),
+            "/ecofilter-balancer:board/port"
+        );
         let covered = lists.covered(|list| list == &lists.ports);
-        assert_eq!((covered.flows, covered.ports), (Flows::None, true));
+        assert_eq!(
+            (covered.flows, covered.ports, covered.board),
+            (Flows::None, true, false)
+        );
     }
 }

@@ -19,6 +19,7 @@ pub struct GnmiBackend {
     pub schema: Arc<Schema>,
     pub snapshots: broadcast::Sender<Arc<Snapshot>>,
     pub counter_lists: CounterLists,
+    pub interfaces: Arc<crate::openconfig::BoxInterfaces>,
 }
 
 /// The refusal keeps its kind: gNMI gives it the code the management API gives it
@@ -74,6 +75,10 @@ fn committed(outcome: CommitOutcome) -> Committed {
 impl Backend for GnmiBackend {
     fn schema(&self) -> Arc<Schema> {
         self.schema.clone()
+    }
+
+    fn interfaces(&self) -> Option<Arc<dyn efb_openconfig::Source>> {
+        Some(self.interfaces.clone())
     }
 
     async fn snapshot(&self) -> Result<Arc<Snapshot>, BackendError> {

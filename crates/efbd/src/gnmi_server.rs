@@ -167,11 +167,13 @@ pub async fn prepare(
         connections: gnmi.connections.limits("gNMI", "gnmi.connections"),
         ..ServerConfig::default()
     };
+    let interfaces = crate::openconfig::BoxInterfaces::start(owner.clone(), &snapshots);
     let backend = Arc::new(GnmiBackend {
         owner,
         schema,
         snapshots,
         counter_lists,
+        interfaces,
     });
     Ok(Some(Server {
         listener,

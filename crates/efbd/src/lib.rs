@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod audit;
 pub mod baselines;
+pub mod board;
 pub mod callers;
 pub mod chip;
 pub mod errors;
@@ -19,6 +20,7 @@ pub mod liveness;
 pub mod logging;
 pub mod metrics;
 pub mod notify;
+pub mod openconfig;
 pub mod owner;
 pub mod rpcs;
 pub mod service;

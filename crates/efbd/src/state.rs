@@ -4,20 +4,26 @@
 //! left out, so that clients show it as unknown rather than made up.
 
 use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
 
 use efb_balancing::LiveState;
 use efb_datastore::Running;
 use efb_liveness::PairState;
+use efb_model::Config;
 use efb_p4::Driver;
+use efb_p4::platform::PortCounters;
+use efb_p4info::PortName;
 use efb_yang::path::quote;
 use efb_yang::{DataPath, DataTree, Schema};
 use tracing::error;
 
 use crate::baselines::Baselines;
+use crate::board::{self, BoardPort};
 use crate::chip::{self, Counters, Wanted};
 use crate::liveness;
 
 const BALANCER: &str = "/ecofilter-balancer:ecofilter-balancer";
+const BOARD: &str = "/ecofilter-balancer:board";
 
 /// What the daemon knows at one moment beyond the configuration, taken from the owner so
 /// that the tree is built (and the counters read) off its thread.
@@ -49,6 +55,7 @@ impl Known {
     pub fn counters(&self, wanted: &Wanted) -> Option<Counters> {
         let mut counters = self.chip_counters(wanted)?;
         self.baselines.apply(&mut counters);
+        counters.ports_onto_board();
         Some(counters)
     }
 
@@ -96,6 +103,11 @@ impl<'a> Putter<'a> {
         }
     }
 
+    /// Merges a tree made apart (by another putter).
+    fn merge(&mut self, other: &DataTree) {
+        self.tree.merge(self.schema, other);
+    }
+
     /// The tree; refused paths are logged (and stop a debug build: tests see them).
     fn finish(self) -> DataTree {
         for refused in &self.refused {
@@ -139,6 +151,7 @@ fn put_state(known: &Known, counters: Option<&Counters>, put: &mut Putter<'_>) {
         put.put(format!("{state}/active-pairs"), &live_pairs.to_string());
     }
     put_pairs(pairs, &statuses, put);
+    put.merge(&board_tree(put.schema, &running.config));
     if let Some(counters) = counters {
         put_counters(counters, put);
     }
@@ -224,6 +237,66 @@ fn put_pairs(
     }
 }
 
+/// The board's ports and lanes and what uses them (known without the chip), kept from one
+/// tree to the next while they stay the same: a tree is built at every commit and every
+/// change of a pair's liveness, few of which change ports, links or pairs, and the board's
+/// 500 values, each checked by libyang, cost a millisecond. efbd has one schema: the ids
+/// in the kept tree are its.
+fn board_tree(schema: &Schema, config: &Config) -> DataTree {
+    static KEPT: Mutex<Option<(Vec<BoardPort>, DataTree)>> = Mutex::new(None);
+    let Some(map) = board::port_map() else {
+        return DataTree::new();
+    };
+    let ports = board::board(map, config);
+    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((was, tree)) = kept.as_ref()
+        && *was == ports
+    {
+        return tree.clone();
+    }
+    let mut put = Putter::new(schema, DataTree::new());
+    put_board(&ports, &mut put);
+    let tree = put.finish();
+    *kept = Some((ports, tree.clone()));
+    tree
+}
+
+/// Usage of each physical port; device port, configured port and users of each lane.
+fn put_board(ports: &[BoardPort], put: &mut Putter<'_>) {
+    for port in ports {
+        let at = format!("{BOARD}/port[number='{}']", port.number);
+        put.put(format!("{at}/usage"), port.usage.as_str());
+        for lane in &port.lanes {
+            let at = format!("{at}/lane[lane='{}']", lane.lane);
+            put.put(format!("{at}/device-port"), &lane.device_port.to_string());
+            if let Some(name) = &lane.port {
+                put.put(format!("{at}/port"), name);
+            }
+            if let Some(users) = &lane.used_by {
+                put.put(format!("{at}/used-by"), users);
+            }
+        }
+    }
+}
+
+/// Status and counters of a device port: a configured port's `state`, or a lane of the
+/// board (the same leaves).
+fn put_port_counters(at: &str, c: &PortCounters, put: &mut Putter<'_>) {
+    put.put(
+        format!("{at}/oper-status"),
+        if c.up { "up" } else { "down" },
+    );
+    for (leaf, value) in [
+        ("in-frames", c.in_frames),
+        ("in-bytes", c.in_bytes),
+        ("in-discards", c.in_discards),
+        ("out-frames", c.out_frames),
+        ("out-bytes", c.out_bytes),
+    ] {
+        put.put(format!("{at}/counters/{leaf}"), &value.to_string());
+    }
+}
+
 fn put_counters(counters: &Counters, put: &mut Putter<'_>) {
     for (flow, entries) in &counters.entries {
         let state = format!("{BALANCER}/flow[name={}]/state", quote(flow));
@@ -237,19 +310,20 @@ fn put_counters(counters: &Counters, put: &mut Putter<'_>) {
     }
     for (port, c) in &counters.ports {
         let state = format!("/ecofilter-balancer:ports/port[name={}]/state", quote(port));
-        put.put(
-            format!("{state}/oper-status"),
-            if c.up { "up" } else { "down" },
-        );
-        for (leaf, value) in [
-            ("in-frames", c.in_frames),
-            ("in-bytes", c.in_bytes),
-            ("in-discards", c.in_discards),
-            ("out-frames", c.out_frames),
-            ("out-bytes", c.out_bytes),
-        ] {
-            put.put(format!("{state}/counters/{leaf}"), &value.to_string());
-        }
+        put_port_counters(&state, c, put);
+    }
+    let map = board::port_map();
+    for (device_port, c) in &counters.board {
+        // Only the front panel's device ports are read for the board.
+        let Some(PortName {
+            port,
+            lane: Some(lane),
+        }) = map.and_then(|m| m.name_of(*device_port))
+        else {
+            continue;
+        };
+        let at = format!("{BOARD}/port[number='{port}']/lane[lane='{lane}']");
+        put_port_counters(&at, c, put);
     }
 }
 
@@ -261,7 +335,6 @@ mod tests {
 
     use efb_liveness::PairStatus;
     use efb_model::validation::Validator;
-    use efb_p4::platform::PortCounters;
     use efb_yang::json::{self, Check};
     use efb_yang::{Child, Inner, NodeKind, SchemaId};
 
@@ -270,10 +343,13 @@ mod tests {
     /// State leaves efbd leaves out: the platform's port counters count no errors nor
     /// outgoing discards, and the status of a probed pair's port is not filled in under
     /// profile-status (the port's oper-status is under /ports).
-    const NOT_KNOWN: [&str; 4] = [
+    const NOT_KNOWN: [&str; 7] = [
         "/ecofilter-balancer:ports/port/state/counters/in-errors",
         "/ecofilter-balancer:ports/port/state/counters/out-errors",
         "/ecofilter-balancer:ports/port/state/counters/out-discards",
+        "/ecofilter-balancer:board/port/lane/counters/in-errors",
+        "/ecofilter-balancer:board/port/lane/counters/out-errors",
+        "/ecofilter-balancer:board/port/lane/counters/out-discards",
         "/ecofilter-balancer:liveness/profile-status/ecofilter-unit/pair/port/status",
     ];
 
@@ -345,12 +421,22 @@ mod tests {
             out_bytes: 128,
             in_discards: 0,
         };
+        let map = board::port_map().expect("the port map");
         Counters {
             flows: Some(flows),
             entries: config.flows.keys().map(|f| (f.clone(), 4)).collect(),
-            ports: (0..)
-                .zip(config.ports.keys())
-                .map(|(i, name)| (name.clone(), port(i)))
+            ports: config
+                .ports
+                .keys()
+                .map(|name| {
+                    let device_port = chip::device_port(map, config, name).expect("on the board");
+                    (name.clone(), port(device_port))
+                })
+                .collect(),
+            board: map
+                .device_ports()
+                .into_iter()
+                .map(|d| (d, port(d)))
                 .collect(),
         }
     }
@@ -429,6 +515,28 @@ mod tests {
             known_after_all.is_empty(),
             "produced now, take them out of NOT_KNOWN: {known_after_all:#?}"
         );
+    }
+
+    /// The usage of physical port 1 in the board's tree for `config`.
+    fn usage_of_port_1(schema: &Schema, config: &Config) -> String {
+        let tree = board_tree(schema, config);
+        let path =
+            DataPath::parse(schema, &format!("{BOARD}/port[number='1']/usage")).expect("a path");
+        tree.leaf(schema, &path)
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_kept_board_follows_the_configuration() {
+        let validator = Validator::new(Arc::new(Schema::load().expect("schema"))).expect("ids");
+        let schema = validator.schema();
+        let site = example_site(&validator);
+        let empty = Config::default();
+        assert_eq!(usage_of_port_1(schema, &empty), "free");
+        assert_eq!(usage_of_port_1(schema, &site.config), "whole");
+        assert_eq!(usage_of_port_1(schema, &site.config), "whole");
+        assert_eq!(usage_of_port_1(schema, &empty), "free");
     }
 
     #[test]

@@ -1,0 +1,125 @@
+//! Ports the Stratum way: the chip (efb-target) serves its ports as OpenConfig interfaces
+//! over gNMI, efbd's driver reads port state and counters only there, and efbd serves the
+//! box's ports as OpenConfig interfaces to collectors. Judged by a real client (pygnmi,
+//! `tests/gnmi/openconfig.py`) and by what the shell says after a cable is pulled.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use efb_p4::platform::Platform;
+use efb_p4info::PortMap;
+use efb_target::frames;
+use efb_target_proto as pb;
+use efb_tests::chip_io::{Chip, configure, daemon_with_demo_users, port};
+use efb_tests::{Daemon, Target, python_scenario, repo, venv_tool};
+
+fn pygnmi(scenario: &str, gnmi: &str, extra: &[&str]) {
+    let mut command = Command::new(venv_tool("python"));
+    command
+        .arg(repo().join("tests/gnmi/openconfig.py"))
+        .arg(scenario)
+        .args(["--gnmi", gnmi])
+        .args(extra);
+    python_scenario(command, scenario);
+}
+
+#[test]
+fn pygnmi_reads_the_chips_ports_and_sets_their_admin_status() {
+    let target = Target::start(&[]);
+    pygnmi("chip", &target.address, &[]);
+}
+
+/// Waits (5 s at most) until the shell shows port `name` down, or not down.
+fn port_becomes(daemon: &Daemon, name: &str, down: bool, why: &str) {
+    let started = Instant::now();
+    loop {
+        let (_, out, _) = daemon.cli(&["-c", &format!("show ports {name}")], "");
+        if out.contains("down") == down {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{why}: {name} still {}:\n{out}",
+            if down { "not down" } else { "down" }
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The admin-status of a chip interface (`config/enabled`), as efbd's driver reads the
+/// chip's gNMI.
+fn chip_admin_status(target: &Target, name: &str) -> Option<bool> {
+    efb_tests::chip_io::runtime().block_on(async {
+        let map = PortMap::builtin().ok()?;
+        let device_port = map.resolve(name).ok()?;
+        let platform = Platform::start(&target.address, map);
+        platform
+            .interfaces()
+            .await?
+            .get(&device_port)
+            .map(|i| i.enabled)
+    })
+}
+
+#[test]
+fn efbd_hears_port_state_over_gnmi_and_serves_the_ports_as_openconfig() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let daemon = daemon_with_demo_users(dir.path(), &target, &[]);
+    configure(&daemon, "");
+    let mut chip = Chip::connect(&target);
+    let web = frames::tcp4([10, 1, 2, 3], [8, 8, 8, 8], 40000, 443);
+    chip.inject("p2", vec![web; 10]);
+
+    // A cable pulled on the chip: efbd hears it from the chip's gNMI (ON_CHANGE), and the
+    // shell says so.
+    let pull = |up: bool| pb::SetPortStateRequest {
+        port: port("p3"),
+        up,
+    };
+    chip.rt
+        .block_on(chip.control.set_port_state(pull(false)))
+        .unwrap();
+    port_becomes(&daemon, "p3", true, "cable pulled");
+    chip.rt
+        .block_on(chip.control.set_port_state(pull(true)))
+        .unwrap();
+    port_becomes(&daemon, "p3", false, "cable back");
+
+    // `enabled false` is the port's admin-status on the chip: down at the commit, and up
+    // again when enabled.
+    let commit = |line: &str| {
+        let (code, out, err) = daemon.cli(&[], &format!("edit\n{line}\ncommit\n"));
+        assert_eq!(code, 0, "{out}{err}");
+    };
+    commit("set ports port p3 enabled false");
+    port_becomes(&daemon, "p3", true, "a disabled port is down on the chip");
+    assert_eq!(
+        chip_admin_status(&target, "p3-0"),
+        Some(false),
+        "the chip's own gNMI says admin-status DOWN"
+    );
+    commit("delete ports port p3 enabled");
+    port_becomes(&daemon, "p3", false, "enabled again");
+    assert_eq!(chip_admin_status(&target, "p3-0"), Some(true));
+
+    let cert = daemon
+        .gnmi_cert
+        .clone()
+        .expect("efbd printed its certificate");
+    pygnmi(
+        "box",
+        daemon.gnmi.as_deref().unwrap(),
+        &[
+            "--cert",
+            cert.to_str().unwrap(),
+            "--port",
+            "p2",
+            "--free",
+            "p20",
+        ],
+    );
+    assert!(daemon.stop());
+}
