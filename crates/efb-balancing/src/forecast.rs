@@ -10,7 +10,7 @@ use std::sync::Arc;
 use efb_model::protocols::PROTOCOLS;
 use efb_model::rules::flows_overlap;
 use efb_model::{Action, Config, Flow, FlowMatch, MacMatch, PortRange, Prefix, Unit};
-use efb_table::grouped;
+use efb_text_table::grouped;
 use imbl::ordmap::DiffItem;
 
 use crate::liveness::LiveState;

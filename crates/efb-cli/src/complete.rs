@@ -568,7 +568,7 @@ impl Completer<'_> {
             .map(|n| format!("p{n}"))
             .collect();
         names.extend(self.keys_at("/ecofilter-balancer:ports/port", ""));
-        names.sort_by(|a, b| efb_table::natural_cmp(a, b));
+        names.sort_by(|a, b| efb_text_table::natural_cmp(a, b));
         names.dedup();
         let mut out = vec![Candidate::placeholder(
             format!("<{}>", arg.to_lowercase()),
@@ -586,7 +586,7 @@ impl Completer<'_> {
     /// Keys from the daemon, as people count them (`show` lists them so too).
     fn keys_at(&self, list_path: &str, prefix: &str) -> Vec<String> {
         let mut keys = self.keys.keys(list_path, prefix);
-        keys.sort_by(|a, b| efb_table::natural_cmp(a, b));
+        keys.sort_by(|a, b| efb_text_table::natural_cmp(a, b));
         keys
     }
 

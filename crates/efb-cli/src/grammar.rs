@@ -106,7 +106,7 @@ impl Order {
                 .map(crate::view::text)
                 .unwrap_or_default()
         };
-        let order = efb_table::natural_cmp(&value(a), &value(b));
+        let order = efb_text_table::natural_cmp(&value(a), &value(b));
         if self.descending {
             order.reverse()
         } else {

@@ -156,7 +156,7 @@ fn table(title: &str, rows: &[(&str, &str)]) -> Vec<String> {
 }
 
 fn indented(rows: Vec<Vec<String>>) -> Vec<String> {
-    efb_table::align(&rows, &[])
+    efb_text_table::align(&rows, &[])
         .into_iter()
         .map(|l| format!("  {l}"))
         .collect()

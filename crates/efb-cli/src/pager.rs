@@ -226,7 +226,7 @@ pub fn page(lines: &[String], rows: usize) {
     let columns = terminal_size().map_or(80, |(_, c)| c);
     let Some(keys) = Keys::open() else {
         // No terminal to read keys from: everything at once.
-        return lines.iter().for_each(|l| efb_table::print_line(l));
+        return lines.iter().for_each(|l| efb_text_table::print_line(l));
     };
     let mut pager = Pager::new(lines, rows, columns);
     let mut step = pager.start();
@@ -257,7 +257,7 @@ fn print(lines: &[String], range: &Range<usize>, clear: bool) {
         let _ = write!(out, "\x1b[H\x1b[2J");
     }
     let shown = lines.get(range.clone()).unwrap_or_default();
-    shown.iter().for_each(|l| efb_table::print_line(l));
+    shown.iter().for_each(|l| efb_text_table::print_line(l));
 }
 
 /// Puts `prompt` on the last row and waits for a key that means something (`/` with its
@@ -336,13 +336,13 @@ fn edit(typed: &mut Vec<u8>, byte: u8) -> Edit {
 /// A prompt or a message on the prompt row: its start, when longer than the row (a prompt
 /// that wrapped would leave its first row behind when cleared).
 fn say(text: &str, columns: usize) {
-    on_prompt_row(&first_chars(&efb_table::escape(text), columns));
+    on_prompt_row(&first_chars(&efb_text_table::escape(text), columns));
 }
 
 /// What is typed, on the prompt row: its end, when longer than the row, as the cursor is
 /// there. Escaped: a pattern typed is shown, never obeyed by the terminal.
 fn echo(text: &str, columns: usize) {
-    on_prompt_row(&last_chars(&efb_table::escape(text), columns));
+    on_prompt_row(&last_chars(&efb_text_table::escape(text), columns));
 }
 
 /// Replaces the prompt row's text (empty: a blank row, for what comes next).

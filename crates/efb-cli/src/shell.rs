@@ -38,7 +38,7 @@ pub enum Flow {
 /// A command that failed: the message says what was wrong and what would be accepted.
 /// Shown escaped and bounded: it may quote what another user or a script wrote.
 #[derive(Debug, thiserror::Error)]
-#[error("{}", efb_table::escape_lines(&efb_yang::text::bound(.0, efb_yang::text::MESSAGE_BYTES)))]
+#[error("{}", efb_text_table::escape_lines(&efb_yang::text::bound(.0, efb_yang::text::MESSAGE_BYTES)))]
 pub struct ShellError(pub String);
 
 impl From<ClientError> for ShellError {
@@ -218,11 +218,11 @@ impl Shell {
         let shown: Vec<String> = lines
             .iter()
             .flat_map(|l| l.split('\n'))
-            .map(|l| efb_table::escape(l).into_owned())
+            .map(|l| efb_text_table::escape(l).into_owned())
             .collect();
         match self.screen_length() {
             Some(rows) if paged => pager::page(&shown, rows),
-            _ => shown.iter().for_each(|l| efb_table::print_line(l)),
+            _ => shown.iter().for_each(|l| efb_text_table::print_line(l)),
         }
         Ok(flow)
     }
@@ -733,12 +733,11 @@ impl Shell {
             }
             "exit" | "quit" => return self.leave_configuration(),
             other => {
-                let known: Vec<&str> = [
-                    "set", "delete", "show", "commit", "apply", "rollback", "discard", "save",
-                    "load", "run", "help", "edit", "top", "up", "rename", "copy", "annotate",
-                    "exit",
-                ]
-                .to_vec();
+                // The words completion and `?` offer: one list.
+                let known: Vec<&str> = crate::complete::CONFIG_COMMANDS
+                    .iter()
+                    .map(|(word, _)| *word)
+                    .collect();
                 return fail(format!(
                     "unknown command \"{other}\"; expected one of: {}",
                     known.join(", ")
@@ -1067,7 +1066,7 @@ fn fields(output: &Json) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
-    efb_table::align(&rows, &[])
+    efb_text_table::align(&rows, &[])
 }
 
 fn unix_ms_text(ms: u64) -> String {

@@ -1,7 +1,7 @@
 //! Drawing answers for people: aligned tables from the views of the grammar, and the
 //! configuration in the familiar curly-brace form, both driven by the schema.
 
-use efb_table::Side;
+use efb_text_table::Side;
 use efb_yang::DataPath;
 use efb_yang::schema::{NodeKind, Schema, SchemaId};
 use serde_json::Value as Json;
@@ -91,7 +91,7 @@ fn order_member(schema: &Schema, id: SchemaId, value: &mut Json) {
         }
         NodeKind::LeafList if !node.user_ordered => {
             if let Some(items) = value.as_array_mut() {
-                items.sort_by(|a, b| efb_table::natural_cmp(&text(a), &text(b)));
+                items.sort_by(|a, b| efb_text_table::natural_cmp(&text(a), &text(b)));
             }
         }
         NodeKind::Leaf | NodeKind::LeafList => {}
@@ -112,7 +112,7 @@ fn order_children(schema: &Schema, parent: SchemaId, value: &mut Json) {
 pub fn entry_cmp(keys: &[String], a: &Json, b: &Json) -> std::cmp::Ordering {
     let key = |entry: &Json, k: &String| entry.get(k).map(text).unwrap_or_default();
     keys.iter()
-        .map(|k| efb_table::natural_cmp(&key(a, k), &key(b, k)))
+        .map(|k| efb_text_table::natural_cmp(&key(a, k), &key(b, k)))
         .find(|o| o.is_ne())
         .unwrap_or(std::cmp::Ordering::Equal)
 }
@@ -171,7 +171,7 @@ pub fn table(entries: &[&Json], columns: &[Column], indent: &str) -> Vec<String>
             _ => Side::Left,
         })
         .collect();
-    efb_table::align(&rows, &sides)
+    efb_text_table::align(&rows, &sides)
         .into_iter()
         .map(|line| format!("{indent}{line}"))
         .collect()
@@ -245,7 +245,7 @@ pub fn render_fields(view: &View, object: &Json) -> Vec<String> {
             }
         }
     }
-    efb_table::align(&rows, &[])
+    efb_text_table::align(&rows, &[])
 }
 
 /// The configuration in curly-brace form, members in schema order.

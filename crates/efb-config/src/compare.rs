@@ -176,7 +176,7 @@ impl Report {
                 agrees,
             ]);
         }
-        let mut lines = efb_table::align(&rows, &[]);
+        let mut lines = efb_text_table::align(&rows, &[]);
         for b in self.balancers.iter().filter(|b| !b.differences.is_empty()) {
             lines.push(String::new());
             match (&self.reference, b.reference) {

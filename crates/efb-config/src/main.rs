@@ -158,7 +158,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if text {
                 print!("{}", efb_balancing::config_hash_text(&config));
             } else {
-                efb_table::print_line(&efb_balancing::config_hash(&config));
+                efb_text_table::print_line(&efb_balancing::config_hash(&config));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -185,7 +185,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let live = live_state(&config, &down)?;
             let found = efb_balancing::lookup_session(&config, &session, &live)?;
-            efb_table::print_line(&serde_json::to_string_pretty(&found)?);
+            efb_text_table::print_line(&serde_json::to_string_pretty(&found)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::HashCompare(args) => hash_compare(&validator, args, &limit),
@@ -197,7 +197,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     for line in
                         setlines::render_changes(&schema, &diff::diff(&schema, &before, &after))
                     {
-                        efb_table::print_line(&line);
+                        efb_text_table::print_line(&line);
                     }
                     Ok(ExitCode::SUCCESS)
                 }
@@ -255,10 +255,10 @@ fn hash_compare(validator: &Validator, args: HashCompareArgs, limit: &Limit) -> 
         limit,
     ));
     if args.json {
-        efb_table::print_line(&serde_json::to_string_pretty(&report)?);
+        efb_text_table::print_line(&serde_json::to_string_pretty(&report)?);
     } else {
         for line in report.render() {
-            efb_table::print_line(&line);
+            efb_text_table::print_line(&line);
         }
     }
     Ok(if report.agree {
@@ -316,11 +316,11 @@ fn validate(validator: &Validator, path: &Path, limit: &Limit, as_json: bool) ->
     if as_json {
         let out =
             serde_json::json!({"valid": errors.is_empty(), "errors": errors, "warnings": warnings});
-        efb_table::print_line(&serde_json::to_string_pretty(&out)?);
+        efb_text_table::print_line(&serde_json::to_string_pretty(&out)?);
     } else {
         print_problems(path, "error", &errors);
         print_problems(path, "warning", &warnings);
-        efb_table::print_line(&format!(
+        efb_text_table::print_line(&format!(
             "{}: {} error{}, {} warning{}",
             path.display(),
             errors.len(),
@@ -372,9 +372,9 @@ fn plural(n: usize) -> &'static str {
 fn print_problems(file: &Path, level: &str, problems: &[Problem]) {
     for p in problems {
         if p.path.is_empty() {
-            efb_table::print_line(&format!("{}: {level}: {}", file.display(), p.message));
+            efb_text_table::print_line(&format!("{}: {level}: {}", file.display(), p.message));
         } else {
-            efb_table::print_line(&format!(
+            efb_text_table::print_line(&format!(
                 "{}: {level}: {}: {}",
                 file.display(),
                 p.path,

@@ -67,7 +67,7 @@ fn check_text(what: &str, text: &str, max: usize) -> Result<(), DatastoreError> 
             efb_yang::text::grouped(chars)
         )));
     }
-    if let Some(c) = text.chars().find(|c| efb_table::unsafe_char(*c)) {
+    if let Some(c) = text.chars().find(|c| efb_text_table::unsafe_char(*c)) {
         return Err(DatastoreError::Refused(format!(
             "{what}: contains the control character {:?}; only printable characters are accepted",
             c

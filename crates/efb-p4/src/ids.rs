@@ -11,8 +11,9 @@ use efb_model::Config;
 use serde::{Deserialize, Serialize};
 
 /// The largest id of each kind (the program's fields are 8 bits; 0 is never used, so a
-/// zeroed field cannot look like a configured link).
-pub const MAX_LINK_ID: u32 = 127;
+/// zeroed field cannot look like a configured link). Links are as many as the model lets
+/// a configuration have: one id each.
+pub const MAX_LINK_ID: u32 = efb_model::rules::MAX_LINKS as u32;
 pub const MAX_UNIT_ID: u32 = 255;
 pub const MAX_PAIR_ID: u32 = 255;
 

@@ -237,7 +237,7 @@ impl Walk<'_> {
             .node()
             .is_some_and(|id| self.schema.node(id).user_ordered);
         if !user_ordered {
-            values.sort_by(|a, b| efb_table::natural_cmp(a.as_str(), b.as_str()));
+            values.sort_by(|a, b| efb_text_table::natural_cmp(a.as_str(), b.as_str()));
         }
         values
     }
@@ -276,7 +276,7 @@ impl Walk<'_> {
 pub fn natural_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     a.iter()
         .zip(b)
-        .map(|(x, y)| efb_table::natural_cmp(x.as_str(), y.as_str()))
+        .map(|(x, y)| efb_text_table::natural_cmp(x.as_str(), y.as_str()))
         .find(|o| o.is_ne())
         .unwrap_or_else(|| a.len().cmp(&b.len()))
 }

@@ -43,7 +43,7 @@ fn cut<'a>(text: &'a str, max: usize, what: &str) -> Cow<'a, str> {
     ))
 }
 
-pub use efb_table::grouped;
+pub use efb_text_table::grouped;
 
 /// Problems one per line (each `prefix` first), the first [`LISTED_PROBLEMS`] of them, each
 /// line bounded, then how many more there are.

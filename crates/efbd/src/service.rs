@@ -1159,7 +1159,7 @@ fn list_keys(
         .filter(|key| key.starts_with(prefix))
         .collect();
     let total = keys.len() as u64;
-    keys.sort_by(|a, b| efb_table::natural_cmp(a, b));
+    keys.sort_by(|a, b| efb_text_table::natural_cmp(a, b));
     keys.truncate(limit);
     ListKeysReply {
         keys: keys.into_iter().map(str::to_string).collect(),

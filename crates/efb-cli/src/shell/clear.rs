@@ -28,7 +28,7 @@ impl Shell {
         };
         let names = self.expand(command, &list.display(self.schema), names)?;
         let mut cleared = self.client().clear_statistics(counted, names)?;
-        cleared.sort_by(|a, b| efb_table::natural_cmp(a, b));
+        cleared.sort_by(|a, b| efb_text_table::natural_cmp(a, b));
         let text = match cleared.len() {
             0 => format!("no {entry} is configured: nothing to clear"),
             n if n <= NAMES_SHOWN => format!("{entry} statistics cleared: {}", cleared.join(", ")),

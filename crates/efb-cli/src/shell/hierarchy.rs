@@ -75,7 +75,7 @@ impl Shell {
             format!("[edit {words}]")
         };
         // Names are others' text: shown escaped like any output.
-        Some(efb_table::escape(&text).into_owned())
+        Some(efb_text_table::escape(&text).into_owned())
     }
 
     /// The words of the place, which Tab and `?` put before the words typed.

@@ -34,7 +34,7 @@ fn table(events: &[LogEvent]) -> Vec<String> {
     for e in events {
         rows.push(vec![e.time.clone(), e.kind.clone(), details(e)]);
     }
-    efb_table::align(&rows, &[])
+    efb_text_table::align(&rows, &[])
 }
 
 /// The fields as `name=value`, as the text log has them; empty ones left out (a commit

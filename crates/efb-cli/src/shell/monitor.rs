@@ -213,7 +213,7 @@ fn draw(lines: &[String]) {
     let rows = pager::terminal_rows().unwrap_or(usize::MAX);
     let mut shown: Vec<String> = lines
         .iter()
-        .map(|l| efb_table::escape(l).into_owned())
+        .map(|l| efb_text_table::escape(l).into_owned())
         .collect();
     if shown.len() + 1 > rows {
         let keep = rows.saturating_sub(2);

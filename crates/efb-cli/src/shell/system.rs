@@ -60,7 +60,7 @@ impl Shell {
             })
             .collect();
         Ok(Output::facts(
-            efb_table::align(&rows, &[]),
+            efb_text_table::align(&rows, &[]),
             serde_json::json!({ "commits": data }),
         ))
     }
@@ -94,7 +94,7 @@ impl Shell {
         }
         let data: Vec<Json> = status.open_sessions.iter().map(session_json).collect();
         Ok(Output::facts(
-            efb_table::align(&rows, &[]),
+            efb_text_table::align(&rows, &[]),
             serde_json::json!({ "sessions": data }),
         ))
     }
@@ -144,7 +144,7 @@ impl Shell {
             rows.push(vec![r.time, r.user, r.role, r.from, r.what, result]);
         }
         Ok(Output::facts(
-            efb_table::align(&rows, &[]),
+            efb_text_table::align(&rows, &[]),
             serde_json::json!({ "records": data }),
         ))
     }
@@ -186,7 +186,7 @@ impl Shell {
             vec!["Chip".into(), s.chip],
             vec!["Manual modes".into(), manual_modes_text(&s.manual_modes)],
         ];
-        Ok(Output::facts(efb_table::align(&rows, &[]), data))
+        Ok(Output::facts(efb_text_table::align(&rows, &[]), data))
     }
 }
 

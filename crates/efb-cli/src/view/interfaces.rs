@@ -2,7 +2,7 @@
 //! physical ports and lanes (`/board`) joined with the configured ports (`/ports`), one row
 //! per whole port, per lane of a broken-out port and per free physical port.
 
-use efb_table::Side;
+use efb_text_table::Side;
 use serde::Serialize;
 use serde_json::Value as Json;
 
@@ -270,7 +270,7 @@ fn draw(rows: &[Row], columns: &[Column], counters: bool) -> Vec<String> {
         }
         table.push(cells);
     }
-    efb_table::align(&table, &sides)
+    efb_text_table::align(&table, &sides)
 }
 
 /// `show interfaces`.
