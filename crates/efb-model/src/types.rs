@@ -76,6 +76,17 @@ impl Speed {
         }
     }
 
+    /// The rate in Gbit/s.
+    pub fn gbps(self) -> u32 {
+        match self {
+            Speed::G10 => 10,
+            Speed::G25 => 25,
+            Speed::G40 => 40,
+            Speed::G50 => 50,
+            Speed::G100 => 100,
+        }
+    }
+
     /// 40G and 100G use all four lanes of a port.
     pub fn is_whole_port(self) -> bool {
         matches!(self, Speed::G40 | Speed::G100)

@@ -39,6 +39,9 @@ pub type PortStates = Option<Arc<BTreeMap<u32, bool>>>;
 
 /// How long to wait before subscribing again after the platform went away.
 const RESUBSCRIBE_AFTER: Duration = Duration::from_millis(500);
+/// How long a Get or a Set of the platform may take: the driver asks while it holds the
+/// chip (a reconcile, a commit), so a platform that hangs must not hold them up.
+const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 
 /// The platform's gNMI, over one kept connection.
 #[derive(Clone)]
@@ -98,7 +101,11 @@ impl Platform {
             encoding: Encoding::Proto as i32,
             ..GetRequest::default()
         };
-        let reply = client.get(request).await.ok()?.into_inner();
+        let reply = tokio::time::timeout(ANSWER_WITHIN, client.get(request))
+            .await
+            .ok()?
+            .ok()?
+            .into_inner();
         let mut read = Interfaces::default();
         for notification in &reply.notification {
             read.apply(notification);
@@ -144,13 +151,16 @@ impl Platform {
         if update.is_empty() {
             return Ok(());
         }
-        client
-            .set(SetRequest {
-                update,
-                ..SetRequest::default()
-            })
-            .await
-            .map(|_| ())
+        let set = client.set(SetRequest {
+            update,
+            ..SetRequest::default()
+        });
+        match tokio::time::timeout(ANSWER_WITHIN, set).await {
+            Ok(answer) => answer.map(|_| ()),
+            Err(_) => Err(tonic::Status::deadline_exceeded(format!(
+                "the platform did not answer within {ANSWER_WITHIN:?}"
+            ))),
+        }
     }
 }
 

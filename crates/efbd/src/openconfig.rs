@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
 use efb_gnmi::backend::Snapshot;
-use efb_model::{Config, Port, Speed};
+use efb_model::{Config, Port};
 use efb_openconfig::{Interface, Source};
 use tokio::sync::{broadcast, watch};
 use tonic::Status;
@@ -150,7 +150,7 @@ fn configured(port: &Port, device_port: u32, chip: &BTreeMap<u32, Interface>) ->
         enabled: port.enabled,
         ifindex: Some(device_port),
         mtu: Some(port.mtu),
-        speed_gbps: Some(gbps(port.speed)),
+        speed_gbps: Some(port.speed.gbps()),
         ..state
     }
 }
@@ -160,15 +160,5 @@ fn free(name: String, device_port: u32, chip: &BTreeMap<u32, Interface>) -> Inte
         name,
         ifindex: Some(device_port),
         ..chip_state(device_port, chip)
-    }
-}
-
-fn gbps(speed: Speed) -> u32 {
-    match speed {
-        Speed::G10 => 10,
-        Speed::G25 => 25,
-        Speed::G40 => 40,
-        Speed::G50 => 50,
-        Speed::G100 => 100,
     }
 }
