@@ -731,7 +731,11 @@ impl Inner {
 
     /// Sets the admin-status of the ports whose `enabled` changed from the configuration
     /// programmed last to `config`. Only then: a commit that touches no port asks nothing.
-    async fn follow_admin_status(&self, config: &Config) {
+    async fn follow_admin_status(&self, config: &Arc<Config>) {
+        // A liveness change programs the same configuration again: nothing to compare.
+        if Arc::ptr_eq(config, &self.config) {
+            return;
+        }
         let ports = &self.compiler.ports;
         let before = crate::platform::disabled_ports(ports, &self.config);
         let after = crate::platform::disabled_ports(ports, config);

@@ -121,29 +121,26 @@ fn physical_port(
 
 /// The links and pairs using each configured port, in words.
 fn users(config: &Config) -> BTreeMap<&str, Vec<String>> {
+    let links = config
+        .links
+        .values()
+        .map(|l| (format!("link {}", l.name), &l.lan_port, &l.wan_port));
+    let pairs = config.units.values().flat_map(|unit| {
+        unit.pairs.iter().map(move |p| {
+            (
+                format!("pair {}/{}", unit.name, p.name),
+                &p.lan_port,
+                &p.wan_port,
+            )
+        })
+    });
     let mut users: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for link in config.links.values() {
-        let name = &link.name;
-        users
-            .entry(&link.lan_port)
-            .or_default()
-            .push(format!("link {name} lan"));
-        users
-            .entry(&link.wan_port)
-            .or_default()
-            .push(format!("link {name} wan"));
-    }
-    for unit in config.units.values() {
-        for pair in &unit.pairs {
-            let name = format!("{}/{}", unit.name, pair.name);
+    for (user, lan, wan) in links.chain(pairs) {
+        for (port, side) in [(lan, "lan"), (wan, "wan")] {
             users
-                .entry(&pair.lan_port)
+                .entry(port.as_str())
                 .or_default()
-                .push(format!("pair {name} lan"));
-            users
-                .entry(&pair.wan_port)
-                .or_default()
-                .push(format!("pair {name} wan"));
+                .push(format!("{user} {side}"));
         }
     }
     users

@@ -30,41 +30,23 @@ pub struct Row {
     pub counters: Option<Counts>,
 }
 
-/// A device port's counters (summed, for a free port's lanes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct Counts {
-    pub in_frames: u64,
-    pub in_bytes: u64,
-    pub out_frames: u64,
-    pub out_bytes: u64,
-    pub in_discards: u64,
-}
+/// A device port's counters (summed, for a free port's lanes), in [`COUNTERS`] order;
+/// `| display json` names them by their leaves, in that order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts(pub [u64; COUNTERS.len()]);
 
-impl Counts {
-    /// In [`COUNTERS`] order.
-    fn values(self) -> [u64; 5] {
-        [
-            self.in_frames,
-            self.in_bytes,
-            self.out_frames,
-            self.out_bytes,
-            self.in_discards,
-        ]
-    }
-
-    fn from_values([in_frames, in_bytes, out_frames, out_bytes, in_discards]: [u64; 5]) -> Counts {
-        Counts {
-            in_frames,
-            in_bytes,
-            out_frames,
-            out_bytes,
-            in_discards,
+impl Serialize for Counts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(COUNTERS.len()))?;
+        for ((leaf, _), value) in COUNTERS.iter().zip(self.0) {
+            map.serialize_entry(leaf, &value)?;
         }
+        map.end()
     }
 }
 
-/// The counters' leaves, in [`Counts::values`] order, with their column titles.
+/// The counters' leaves, in [`Counts`] order, with their column titles.
 const COUNTERS: [(&str, &str); 5] = [
     ("in-frames", "In frames"),
     ("in-bytes", "In bytes"),
@@ -89,11 +71,11 @@ fn number(value: Option<&Json>) -> Option<u64> {
 
 fn lane_of(entry: &Json) -> Lane<'_> {
     let counters = entry.get("counters").and_then(|c| {
-        let mut values = [0u64; 5];
+        let mut values = [0u64; COUNTERS.len()];
         for (value, (leaf, _)) in values.iter_mut().zip(COUNTERS) {
             *value = number(c.get(leaf))?;
         }
-        Some(Counts::from_values(values))
+        Some(Counts(values))
     });
     Lane {
         lane: number(entry.get("lane"))
@@ -173,8 +155,8 @@ fn free(number: u32, lanes: &[Lane]) -> Row {
     } else {
         None
     };
-    let counters = lanes.iter().try_fold([0u64; 5], |mut sum, l| {
-        for (total, value) in sum.iter_mut().zip(l.counters?.values()) {
+    let counters = lanes.iter().try_fold([0u64; COUNTERS.len()], |mut sum, l| {
+        for (total, value) in sum.iter_mut().zip(l.counters?.0) {
             *total = total.saturating_add(value);
         }
         Some(sum)
@@ -184,9 +166,7 @@ fn free(number: u32, lanes: &[Lane]) -> Row {
         number,
         device_ports: lanes.iter().filter_map(|l| l.device_port).collect(),
         oper_status: oper_status.map(str::to_string),
-        counters: counters
-            .filter(|_| !lanes.is_empty())
-            .map(Counts::from_values),
+        counters: counters.filter(|_| !lanes.is_empty()).map(Counts),
         ..Row::default()
     }
 }
@@ -257,15 +237,15 @@ fn draw(rows: &[Row], columns: &[Column], counters: bool) -> Vec<String> {
     let mut sides: Vec<Side> = columns.iter().map(|(_, s, _)| *s).collect();
     if counters {
         titles.extend(COUNTERS.iter().map(|(_, t)| t.to_string()));
-        sides.extend([Side::Right; 5]);
+        sides.extend([Side::Right; COUNTERS.len()]);
     }
     let mut table = vec![titles];
     for row in rows {
         let mut cells: Vec<String> = columns.iter().map(|(_, _, cell)| cell(row)).collect();
         if counters {
             cells.extend(match row.counters {
-                Some(counts) => counts.values().map(|v| v.to_string()).to_vec(),
-                None => vec![UNKNOWN.to_string(); 5],
+                Some(counts) => counts.0.map(|v| v.to_string()).to_vec(),
+                None => vec![UNKNOWN.to_string(); COUNTERS.len()],
             });
         }
         table.push(cells);
