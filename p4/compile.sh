@@ -41,34 +41,7 @@ cp "$work/efb.tofino/bfrt.json" "$out/bfrt.json"
 cp "$work/efb.tofino/pipe/context.json" "$out/pipe/context.json"
 cp "$work/efb.tofino/pipe/tofino.bin" "$out/pipe/tofino.bin"
 # Where each table went (stages, memories), from the compiler's context.json.
-python3 - "$out/pipe/context.json" > "$out/resources.txt" <<'SUMMARY'
-import json, sys
-context = json.load(open(sys.argv[1]))
-def memory(stage_table):
-    """The memory a stage table uses: its own, or its ways' (exact match)."""
-    allocations = [stage_table.get("memory_resource_allocation")]
-    allocations += [w.get("memory_resource_allocation") for w in stage_table.get("ways", [])]
-    kinds, units = set(), 0
-    for a in filter(None, allocations):
-        kinds.add(a.get("memory_type", "?"))
-        units += sum(len(u.get("memory_units", [])) for u in a.get("memory_units_and_vpns", []))
-    return "+".join(sorted(kinds)) or "none", units
-print(f"{context['program_name']} for {context['target']}, compiler {context['compiler_version']}")
-print(f"{'table':34} {'entries':>8}  stage:memory(units) ...")
-last = 0
-for t in context["tables"]:
-    stages = t.get("match_attributes", {}).get("stage_tables", [])
-    if t.get("direction") == "ingress":
-        last = max([last] + [s.get("stage_number", 0) for s in stages])
-    if t.get("table_type") != "match" or not t["name"].startswith(("EfbIngress.", "EfbEgress.")):
-        continue
-    placed = []
-    for s in stages:
-        kind, units = memory(s)
-        placed.append(f"{s.get('stage_number')}:{kind}" + (f"({units})" if units else ""))
-    print(f"{t['name']:34} {t.get('size', 0):>8}  {' '.join(placed)}")
-print(f"ingress uses stages 0..{last} of the 12 (the compiler's own tables included)")
-SUMMARY
+python3 "$here/resources.py" "$out/pipe/context.json" > "$out/resources.txt"
 (cd "$here" && sha256sum efb.p4) > "$out/source.sha256"
 "$compiler" --version 2>&1 | grep -m1 '^Version' > "$out/compiler.txt"
 echo "p4/compile.sh: wrote $out"

@@ -9,7 +9,7 @@
  * Frame paths (PIPELINE.md):
  *   link port -> flows_ipv4 | flows_ipv6 | flows_other (by what the frame carries) ->
  *     bypass (the link's other port) | drop | to_unit:
- *     units -> buckets (unit, hash & mask) -> pairs -> out of the pair's LAN port (frame
+ *     units -> buckets [unit's base | hash & mask] -> pairs -> out of the pair's LAN port (frame
  *     entered by the link's LAN port) or WAN port, with the 4-byte tag after the source
  *     MAC: TPID 0x88B5, link id, core.
  *   pair port, tagged -> strip the tag -> the tag's link: LAN port if it came back by the
@@ -270,6 +270,8 @@ struct ig_metadata_t {
     bit<2>    method;
     bit<32>   hash;
     bit<16>   bucket;
+    bit<18>   bucket_base;
+    bit<18>   bucket_index;
     bit<8>    core;
     /* The symmetric key of MODEL.md version 2: source XOR destination. */
     bit<32>   xor_v4;
@@ -779,8 +781,13 @@ control EfbIngress(inout headers_t hdr,
 
     /* ---- units, buckets, pairs */
 
-    /* The bucket, computed by the unit's own action: one stage less. */
-    action unit_active(bit<16> bucket_mask) { md.bucket = md.hash[15:0] & bucket_mask; }
+    /* The bucket, computed by the unit's own action: one stage less. A unit owns a region
+     * of the bucket table, aligned to its power-of-two size, so that base | bucket is the
+     * slot (the controller places the regions). */
+    action unit_active(bit<16> bucket_mask, bit<18> bucket_base) {
+        md.bucket = md.hash[15:0] & bucket_mask;
+        md.bucket_base = bucket_base;
+    }
     action unit_bypass() { md.unit_id = 0; }
 
     table units {
@@ -791,15 +798,15 @@ control EfbIngress(inout headers_t hdr,
     }
 
     action to_pair(bit<8> pair_id, bit<8> core) { md.pair_id = pair_id; md.core = core; }
-    action software_bypass() { md.unit_id = 0; }
 
+    /* Direct-indexed (a hash-action table: the key is the address, no cuckoo ways), so that
+     * every one of its slots can be written. It never misses: a slot never written holds
+     * the default, pair 0, which the pairs table never holds (its miss is pair_down). */
+    @use_hash_action(1)
     table buckets {
-        key = {
-            md.unit_id : exact @name("unit_id");
-            md.bucket  : exact @name("bucket");
-        }
-        actions = { @tableonly to_pair; @defaultonly software_bypass; }
-        default_action = software_bypass();
+        key = { md.bucket_index : exact @name("index"); }
+        actions = { to_pair; }
+        default_action = to_pair(0, 0);
         size = BUCKETS_SIZE;
     }
 
@@ -1109,6 +1116,7 @@ control EfbIngress(inout headers_t hdr,
                 mark_drop(DROP_FLOW);
             } else if (md.unit_id != 0) {
                 units.apply();
+                md.bucket_index = md.bucket_base | (bit<18>) md.bucket;
                 if (md.unit_id != 0) {
                     buckets.apply();
                 }

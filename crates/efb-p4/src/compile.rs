@@ -20,6 +20,7 @@ use p4runtime_proto::p4::v1 as p4;
 
 use crate::entry::{Builder, Criterion, EntryError, EntryKey};
 use crate::ids::{Exhausted, Ids};
+use crate::regions::{self, Region};
 
 /// One entry the chip should hold, and where in the configuration it comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,7 +97,8 @@ enum Buckets {
 #[derive(Clone, Debug, PartialEq)]
 struct BucketInputs {
     unit: efb_model::Unit,
-    id: u32,
+    /// Where the unit's region of the table starts.
+    base: u32,
     pair_ids: Vec<u32>,
     /// Which pairs take traffic, when the table follows it (`rebalance`).
     live: Option<Vec<bool>>,
@@ -104,7 +106,7 @@ struct BucketInputs {
 
 impl BucketInputs {
     fn same_but_liveness(&self, other: &BucketInputs) -> bool {
-        self.unit == other.unit && self.id == other.id && self.pair_ids == other.pair_ids
+        self.unit == other.unit && self.base == other.base && self.pair_ids == other.pair_ids
     }
 }
 
@@ -112,6 +114,7 @@ impl BucketInputs {
 struct UnitInputs {
     unit: efb_model::Unit,
     id: u32,
+    bucket_base: u32,
     pairs: Vec<(u32, u32, u32)>,
     live: Vec<bool>,
     mode: BypassMode,
@@ -237,7 +240,8 @@ impl Compiler {
         previous: &Compiled,
         buckets: Buckets,
     ) -> Result<Compiled, CompileError> {
-        let ids = previous.ids.assign(config)?;
+        let mut ids = previous.ids.assign(config)?;
+        ids.buckets = self.place_buckets(config, &previous.ids)?;
         let builder = Builder { index: &self.index };
         let mut groups = previous.groups.clone();
         let mut put = |group: Group, inputs: Inputs| -> Result<(), CompileError> {
@@ -380,6 +384,36 @@ impl Compiler {
         Ok(counts)
     }
 
+    /// Each unit's region of the bucket table, as large as its bucket count.
+    fn place_buckets(
+        &self,
+        config: &Config,
+        previous: &Ids,
+    ) -> Result<BTreeMap<String, Region>, CompileError> {
+        let wanted: BTreeMap<String, u32> = config
+            .units
+            .values()
+            .map(|u| {
+                let buckets = UnitLayout::of(u).buckets();
+                (u.name.clone(), u32::try_from(buckets).unwrap_or(u32::MAX))
+            })
+            .collect();
+        let capacity = self
+            .index
+            .table_by_name(t::BUCKETS)
+            .map_err(EntryError::from)?
+            .size;
+        regions::place(&previous.buckets, &wanted, capacity).map_err(|full| {
+            CompileError::Capacity {
+                what: "buckets (each unit's region of table buckets)".into(),
+                needed: usize::try_from(full.needed).unwrap_or(usize::MAX),
+                capacity: full.capacity,
+                hint: " (a unit takes the smallest power of two >= 16 x pairs x cores, at least \
+                       256 and at most 65 536)",
+            }
+        })
+    }
+
     fn device_port(&self, config: &Config, path: &str, port: &str) -> Result<u32, CompileError> {
         let fail = |message: String| CompileError::Port {
             path: path.to_string(),
@@ -418,6 +452,7 @@ impl Compiler {
         Ok(UnitInputs {
             unit: unit.clone(),
             id: ids.unit(&unit.name).unwrap_or(0),
+            bucket_base: ids.bucket_base(&unit.name).unwrap_or(0),
             pairs,
             live: unit
                 .pairs
@@ -559,7 +594,7 @@ impl UnitInputs {
     fn buckets(&self) -> BucketInputs {
         BucketInputs {
             unit: self.unit.clone(),
-            id: self.id,
+            base: self.bucket_base,
             pair_ids: self.pairs.iter().map(|(id, _, _)| *id).collect(),
             live: self.unit.rebalance.then(|| self.effective_live()),
         }
@@ -575,18 +610,13 @@ fn buckets(b: &Builder, u: &BucketInputs) -> Result<Vec<Desired>, CompileError> 
     if layout.slots() == 0 {
         return Ok(Vec::new());
     }
-    let uid = u128::from(u.id);
+    let base = u128::from(u.base);
     let source = paths::unit(&u.unit.name);
     let table = match &u.live {
         Some(live) => bucket_table(layout, live, true),
         None => bucket_table(layout, &vec![true; u.pair_ids.len()], false),
     };
-    let shape = b.exact_shape(
-        t::BUCKETS,
-        &[f::UNIT_ID, f::BUCKET],
-        a::TO_PAIR,
-        &[f::PAIR_ID, f::CORE],
-    )?;
+    let shape = b.exact_shape(t::BUCKETS, &[f::INDEX], a::TO_PAIR, &[f::PAIR_ID, f::CORE])?;
     let mut out = Vec::with_capacity(table.len());
     for (bucket, slot) in table.into_iter().enumerate() {
         let slot = slot.unwrap_or(bucket % layout.slots());
@@ -596,7 +626,7 @@ fn buckets(b: &Builder, u: &BucketInputs) -> Result<Vec<Desired>, CompileError> 
         };
         out.push(Desired {
             entry: shape.entry(
-                &[uid, bucket as u128],
+                &[base + bucket as u128],
                 &[u128::from(*pair_id), u128::from(core)],
             ),
             source: source.clone(),
@@ -621,7 +651,10 @@ fn unit(b: &Builder, u: &UnitInputs) -> Result<Vec<Desired>, CompileError> {
             &[(f::UNIT_ID, Criterion::Exact(uid))],
             0,
             a::UNIT_ACTIVE,
-            &[(f::BUCKET_MASK, (layout.buckets() - 1) as u128)],
+            &[
+                (f::BUCKET_MASK, (layout.buckets() - 1) as u128),
+                (f::BUCKET_BASE, u128::from(u.bucket_base)),
+            ],
         )?
     } else {
         b.entry(

@@ -442,36 +442,27 @@ mod tests {
     fn a_shape_filled_is_the_entry_built_by_name() {
         let index = efb_p4info::index().unwrap();
         let b = Builder { index: &index };
-        let (t, f, a) = (
+        let (t, index, a) = (
             efb_p4info::names::tables::BUCKETS,
-            efb_p4info::names::fields::UNIT_ID,
+            efb_p4info::names::fields::INDEX,
             efb_p4info::names::actions::TO_PAIR,
         );
-        let (bucket, pair, core) = (
-            efb_p4info::names::fields::BUCKET,
+        let (pair, core) = (
             efb_p4info::names::fields::PAIR_ID,
             efb_p4info::names::fields::CORE,
         );
-        let shape = b.exact_shape(t, &[f, bucket], a, &[pair, core]).unwrap();
-        for (unit, bucket_no, pair_id, core_no) in
-            [(3, 8191, 17, 31), (0, 0, 0, 0), (1, 256, 255, 1)]
-        {
+        let shape = b.exact_shape(t, &[index], a, &[pair, core]).unwrap();
+        for (slot, pair_id, core_no) in [(262_143, 17, 31), (0, 0, 0), (8448, 255, 1)] {
             let by_name = b
                 .entry(
                     t,
-                    &[
-                        (f, Criterion::Exact(unit)),
-                        (bucket, Criterion::Exact(bucket_no)),
-                    ],
+                    &[(index, Criterion::Exact(slot))],
                     0,
                     a,
                     &[(pair, pair_id), (core, core_no)],
                 )
                 .unwrap();
-            assert_eq!(
-                shape.entry(&[unit, bucket_no], &[pair_id, core_no]),
-                by_name
-            );
+            assert_eq!(shape.entry(&[slot], &[pair_id, core_no]), by_name);
         }
         assert!(matches!(
             b.exact_shape(t, &["no_such_field"], a, &[]),

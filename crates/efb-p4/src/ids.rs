@@ -10,6 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use efb_model::Config;
 use serde::{Deserialize, Serialize};
 
+use crate::regions::Region;
+
 /// The largest id of each kind (the program's fields are 8 bits; 0 is never used, so a
 /// zeroed field cannot look like a configured link). Links are as many as the model lets
 /// a configuration have: one id each.
@@ -23,6 +25,10 @@ pub struct Ids {
     pub units: BTreeMap<String, u32>,
     /// Pairs by (unit, pair) name.
     pub pairs: BTreeMap<String, BTreeMap<String, u32>>,
+    /// Each unit's region of the bucket table (placed by the compiler, see
+    /// [`crate::regions`]; absent from a state saved before regions existed).
+    #[serde(default)]
+    pub buckets: BTreeMap<String, Region>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -68,6 +74,7 @@ impl Ids {
             links,
             units,
             pairs,
+            buckets: self.buckets.clone(),
         })
     }
 
@@ -77,6 +84,10 @@ impl Ids {
 
     pub fn unit(&self, name: &str) -> Option<u32> {
         self.units.get(name).copied()
+    }
+
+    pub fn bucket_base(&self, unit: &str) -> Option<u32> {
+        self.buckets.get(unit).map(|r| r.base)
     }
 
     pub fn pair(&self, unit: &str, pair: &str) -> Option<u32> {

@@ -10,6 +10,7 @@ pub mod entry;
 pub mod ids;
 pub mod plan;
 pub mod platform;
+pub mod regions;
 
 pub use compile::{Compiled, Compiler, Desired, Group};
 pub use driver::{Driver, DriverCounts, DriverSettings, DriverStatus, LivenessWrites};

@@ -2,12 +2,14 @@
 //! key stays), in phases so that no packet sees a state that forwards it across links or
 //! to a removed pair:
 //!
-//! 1. what others point at first: the balancing method, links' ports, pairs, units;
-//! 2. then bucket tables (pointing at pairs);
-//! 3. then ingress ports (a new link or pair starts receiving only once it is complete);
-//! 4. then flows;
-//! 5. and the removals in the reverse order: flows, ingress ports, buckets, and last what
-//!    was pointed at.
+//! 1. what others point at first: the balancing method, links' ports, pairs;
+//! 2. then buckets (pointing at pairs);
+//! 3. then units (pointing at their region of the buckets: a unit whose region moves reads
+//!    the new one only once it is written);
+//! 4. then ingress ports (a new link or pair starts receiving only once it is complete);
+//! 5. then flows;
+//! 6. and the removals in the reverse order: flows, ingress ports, units, buckets (a moved
+//!    unit's old region once nothing reads it), and last what was pointed at.
 //!
 //! Each phase is written in its own batches, one after the other.
 
@@ -58,6 +60,9 @@ impl Op {
         }
     }
 }
+
+/// Five levels of writes, then five of deletions.
+const PHASES: usize = 10;
 
 /// Table ids by role, from the P4Info.
 #[derive(Clone, Debug)]
@@ -112,20 +117,22 @@ impl Tables {
         self.names.get(&id).map(String::as_str).unwrap_or("?")
     }
 
-    /// The phase (0-7) of a write.
+    /// The phase (0 .. PHASES - 1) of a write.
     fn phase(&self, op: &Op) -> usize {
         let table = op.entry().entry.table_id;
         let level = if table == self.buckets {
             1
-        } else if table == self.ingress_port {
+        } else if table == self.units {
             2
-        } else if self.flows.contains(&table) {
+        } else if table == self.ingress_port {
             3
+        } else if self.flows.contains(&table) {
+            4
         } else {
             0
         };
         match op {
-            Op::Delete(_) => 7 - level,
+            Op::Delete(_) => PHASES - 1 - level,
             _ => level,
         }
     }
@@ -139,7 +146,7 @@ pub struct Plan {
 
 impl Plan {
     fn from_ops(tables: &Tables, ops: Vec<Op>) -> Plan {
-        let mut phases: Vec<Vec<Op>> = vec![Vec::new(); 8];
+        let mut phases: Vec<Vec<Op>> = vec![Vec::new(); PHASES];
         for op in ops {
             phases[tables.phase(&op)].push(op);
         }

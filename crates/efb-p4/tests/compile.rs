@@ -11,11 +11,13 @@ use efb_model::Config;
 use efb_model::validation::Validator;
 use efb_p4::compile::{CompileError, range_prefixes};
 use efb_p4::entry::describe;
+use efb_p4::regions::Region;
 use efb_p4::{Compiled, Compiler, Plan, Tables};
 use efb_p4info::names::flows::IPV4;
 use efb_p4info::{P4InfoIndex, PortMap};
 use efb_yang::json::{self, Check};
 use efb_yang::{Schema, setlines};
+use p4runtime_proto::p4::v1 as p4;
 
 struct Fixture {
     validator: Validator,
@@ -235,8 +237,9 @@ fn removals_go_last_and_in_reverse() {
         vec![
             phase(&["flows_ipv4.flows", "flows_ipv6.flows", "flows_other.flows"]),
             phase(&["ingress_port"]),
+            phase(&["units"]),
             phase(&["buckets"]),
-            phase(&["pairs", "units"]),
+            phase(&["pairs"]),
         ],
         "{:?}",
         plan.summary(&f.tables)
@@ -302,6 +305,86 @@ fn a_dead_pair_is_one_write_and_rebalance_moves_only_its_buckets() {
         )
         .is_empty()
     );
+}
+
+#[test]
+fn a_grown_unit_writes_its_new_region_before_reading_it_and_frees_the_old_after() {
+    let f = fixture();
+    let site = example("one-filter-site.json");
+    let before = f.compile(&f.config(&site, ""), &Compiled::default());
+    // 8 pairs x 17 cores: 4 096 buckets; x 40 cores: 8 192, a region of its own.
+    let grown = f.config(&site, "set ecofilter-balancer ecofilter-unit ef1 cores 40");
+    let after = f.compile(&grown, &before);
+    assert_eq!(
+        before.ids.buckets["ef1"],
+        Region {
+            base: 0,
+            size: 4096
+        }
+    );
+    assert_eq!(
+        after.ids.buckets["ef1"],
+        Region {
+            base: 8192,
+            size: 8192
+        }
+    );
+    let plan = Plan::between(&f.tables, &before, &after);
+    assert_eq!(
+        plan.summary(&f.tables),
+        vec![
+            "buckets: 4096 deletions",
+            "buckets: 8192 inserts",
+            "units: 1 modification"
+        ]
+    );
+    let phase = |table: &str, kind: &str| {
+        plan.phases
+            .iter()
+            .position(|ops| {
+                ops.iter().any(|op| {
+                    f.tables.name(op.entry().entry.table_id) == table && op.kind() == kind
+                })
+            })
+            .unwrap()
+    };
+    assert!(phase("buckets", "insert") < phase("units", "modify"));
+    assert!(phase("units", "modify") < phase("buckets", "delete"));
+    // Every slot written is in the new region; every slot freed in the old.
+    let slot = |op: &efb_p4::Op| {
+        let m = &op.entry().entry.r#match[0];
+        match &m.field_match_type {
+            Some(p4::field_match::FieldMatchType::Exact(e)) => {
+                e.value.iter().fold(0u32, |n, b| n << 8 | u32::from(*b))
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    for op in plan
+        .ops()
+        .filter(|op| f.tables.name(op.entry().entry.table_id) == "buckets")
+    {
+        let range = if op.kind() == "insert" {
+            8192..16384
+        } else {
+            0..4096
+        };
+        assert!(
+            range.contains(&slot(op)),
+            "{} of slot {}",
+            op.kind(),
+            slot(op)
+        );
+    }
+    // A unit added beside it takes free slots and moves nothing.
+    let beside = f.config(
+        &site,
+        "set ecofilter-balancer ecofilter-unit ef1 cores 40\n\
+         set ecofilter-balancer ecofilter-unit ef2 cores 1",
+    );
+    let with_two = f.compile(&beside, &after);
+    assert_eq!(with_two.ids.buckets["ef1"], after.ids.buckets["ef1"]);
+    assert_eq!(with_two.ids.buckets["ef2"], Region { base: 0, size: 256 });
 }
 
 #[test]

@@ -96,9 +96,9 @@ pub const TABLES: &[TableSpec] = &[
     },
     TableSpec {
         name: t::BUCKETS,
-        fields: &[(f::UNIT_ID, 8, Exact), (f::BUCKET, 16, Exact)],
-        actions: &[a::TO_PAIR, a::SOFTWARE_BYPASS],
-        initial_default: a::SOFTWARE_BYPASS,
+        fields: &[(f::INDEX, 18, Exact)],
+        actions: &[a::TO_PAIR],
+        initial_default: a::TO_PAIR,
         const_default: false,
         direct_counter: None,
     },
@@ -217,7 +217,7 @@ pub const ACTIONS: &[ActionSpec] = &[
     },
     ActionSpec {
         name: a::UNIT_ACTIVE,
-        params: &[(f::BUCKET_MASK, 16)],
+        params: &[(f::BUCKET_MASK, 16), (f::BUCKET_BASE, 18)],
     },
     ActionSpec {
         name: a::UNIT_BYPASS,
@@ -226,10 +226,6 @@ pub const ACTIONS: &[ActionSpec] = &[
     ActionSpec {
         name: a::TO_PAIR,
         params: &[(f::PAIR_ID, 8), (f::CORE, 8)],
-    },
-    ActionSpec {
-        name: a::SOFTWARE_BYPASS,
-        params: &[],
     },
     ActionSpec {
         name: a::PAIR_UP,

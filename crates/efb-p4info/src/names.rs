@@ -102,7 +102,6 @@ pub mod actions {
     pub const UNIT_ACTIVE: &str = "EfbIngress.unit_active";
     pub const UNIT_BYPASS: &str = "EfbIngress.unit_bypass";
     pub const TO_PAIR: &str = "EfbIngress.to_pair";
-    pub const SOFTWARE_BYPASS: &str = "EfbIngress.software_bypass";
     pub const PAIR_UP: &str = "EfbIngress.pair_up";
     pub const PAIR_DOWN: &str = "EfbIngress.pair_down";
     pub const SET_CPU_PORT: &str = "EfbIngress.set_cpu_port";
@@ -113,7 +112,8 @@ pub mod fields {
     pub const INGRESS_PORT: &str = "ingress_port";
     pub const LINK_ID: &str = "link_id";
     pub const UNIT_ID: &str = "unit_id";
-    pub const BUCKET: &str = "bucket";
+    /// The bucket table's slot: the unit's base | its bucket.
+    pub const INDEX: &str = "index";
     pub const PAIR_ID: &str = "pair_id";
     pub const VLAN_DEPTH: &str = "vlan_depth";
     pub const VLAN0_VID: &str = "vlan0_vid";
@@ -139,6 +139,7 @@ pub mod fields {
     pub const WAN_PORT: &str = "wan_port";
     pub const CORE: &str = "core";
     pub const BUCKET_MASK: &str = "bucket_mask";
+    pub const BUCKET_BASE: &str = "bucket_base";
     pub const PORT: &str = "port";
 }
 

@@ -113,7 +113,7 @@ fn site(ix: &P4InfoIndex, map: &PortMap) -> Vec<p4::Update> {
             t::UNITS,
             &[(f::UNIT_ID, M::Exact(1))],
             a::UNIT_ACTIVE,
-            &[(f::BUCKET_MASK, 255)],
+            &[(f::BUCKET_MASK, 255), (f::BUCKET_BASE, 0)],
             0,
         ),
     ];
@@ -146,7 +146,7 @@ fn site(ix: &P4InfoIndex, map: &PortMap) -> Vec<p4::Update> {
     }
     for bucket in 0..256u128 {
         let slot = bucket % 16;
-        let key = [(f::UNIT_ID, M::Exact(1)), (f::BUCKET, M::Exact(bucket))];
+        let key = [(f::INDEX, M::Exact(bucket))];
         u.push(entry(
             ix,
             t::BUCKETS,

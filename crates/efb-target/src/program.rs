@@ -93,6 +93,10 @@ impl FlowIds {
 /// a two-pipe Tofino 1.
 pub const INITIAL_CPU_PORT: u32 = 192;
 
+/// The bucket table's slot number (`md.bucket_index`): the unit's base | its bucket.
+const BUCKET_INDEX_BITS: u32 = 18;
+const BUCKET_INDEX_MASK: u32 = (1 << BUCKET_INDEX_BITS) - 1;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Slot {
     LinkId,
@@ -376,17 +380,21 @@ impl Program {
     }
 
     /// units -> buckets -> pairs: (pair LAN port, pair WAN port, core), or `None` for
-    /// software bypass (unit in bypass, bucket without pair, pair down).
+    /// software bypass (unit in bypass, pair down or not written). The bucket table is
+    /// direct-indexed on the chip: it never misses, a slot never written holding the
+    /// program's default `to_pair(0, 0)` (here: the initial default without parameters,
+    /// which read as 0).
     fn balance(&self, objects: &Objects, unit: u8, hash: u32) -> Option<(u32, u32, u8)> {
         let (action, params) = self.exact(objects, self.units, &[(u128::from(unit), 8)])?;
         if action != self.unit_active {
             return None;
         }
         let bucket = hash & 0xFFFF & param32(&params, 0);
+        let index = (param32(&params, 1) & BUCKET_INDEX_MASK) | bucket;
         let (action, params) = self.exact(
             objects,
             self.buckets,
-            &[(u128::from(unit), 8), (u128::from(bucket), 16)],
+            &[(u128::from(index), BUCKET_INDEX_BITS)],
         )?;
         if action != self.to_pair {
             return None;

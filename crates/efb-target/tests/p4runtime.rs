@@ -312,9 +312,9 @@ async fn every_bad_update_is_refused_with_its_code() {
     cases.push(("parameter wider than declared", insert(e), Code::OutOfRange));
     let e = entry(
         &bench.index,
-        t::BUCKETS,
-        &[(f::UNIT_ID, M::Exact(1)), (f::BUCKET, M::Exact(1))],
-        a::SOFTWARE_BYPASS,
+        t::LINK_PORTS,
+        &[(f::LINK_ID, M::Exact(1))],
+        a::LINK_MISSING,
         &[],
         0,
     );
