@@ -802,35 +802,15 @@ type Criteria = Vec<(&'static str, Criterion)>;
 /// A flow table's criteria for a match, one set per combination of the prefixes its
 /// ranges make; `None` when no frame can match.
 fn criteria(m: &FlowMatch, kind: FrameKind) -> Option<Vec<Criteria>> {
-    let mut c: Criteria = Vec::new();
+    let ethernet = ethernet_criteria(m)?;
+    let mut c: Criteria = ethernet
+        .ternaries
+        .iter()
+        .map(|(field, value, mask)| (*field, Criterion::Ternary(*value, *mask)))
+        .collect();
     // Ranges, each as the prefixes that cover it (none: any value).
-    let mut ranges: Vec<(&'static str, Vec<(u128, u128)>)> = Vec::new();
-    // VLAN tags: a tag criterion needs that many tags (an absent tag reads 0).
-    let vids = [f::VLAN0_VID, f::VLAN1_VID, f::VLAN2_VID];
-    let mut min_depth = 0u8;
-    for (i, tag) in m.vlan_tags.iter().enumerate() {
-        if let Some(vid) = tag {
-            c.push((vids[i], Criterion::Ternary((*vid).into(), 0xfff)));
-            min_depth = i as u8 + 1;
-        }
-    }
-    let (lo, hi) = match m.vlan_depth {
-        Some(d) if d < min_depth => return None,
-        Some(d) => (d, d),
-        None => (min_depth, 3),
-    };
-    ranges.push((f::VLAN_DEPTH, range_prefixes(lo.into(), hi.into(), 2)));
-    if let Some(d) = m.mpls_depth {
-        c.push((f::MPLS_DEPTH, Criterion::Ternary(d.into(), 0x7)));
-    }
-    for (field, mac) in [(f::SRC_MAC, m.src_mac), (f::DST_MAC, m.dst_mac)] {
-        if let Some(MacMatch { addr, mask }) = mac {
-            c.push((field, Criterion::Ternary(be(&addr), be(&mask))));
-        }
-    }
-    if let Some(t) = m.packet_type {
-        c.push((f::ETHER_TYPE, Criterion::Ternary(t.into(), 0xffff)));
-    }
+    let mut ranges: Vec<(&'static str, Vec<(u128, u128)>)> =
+        vec![(f::VLAN_DEPTH, ethernet.vlan_depth)];
     match kind {
         FrameKind::Other => llc_criteria(m, &mut c),
         FrameKind::Ipv4 | FrameKind::Ipv6 => {
@@ -843,6 +823,50 @@ fn criteria(m: &FlowMatch, kind: FrameKind) -> Option<Vec<Criteria>> {
         }
     }
     Some(expand(c, &ranges))
+}
+
+/// The Ethernet-layer criteria of a match (VLAN tags and depth, MPLS depth, MACs,
+/// EtherType): the flow tables' today, the `l2_classes` table's tomorrow, so both read
+/// them from here.
+pub(crate) struct EthernetCriteria {
+    /// (field, value, mask) in the order the flow tables have always listed them.
+    pub ternaries: Vec<(&'static str, u128, u128)>,
+    /// The VLAN depth range as the prefixes that cover it (one with mask 0: any depth).
+    pub vlan_depth: Vec<(u128, u128)>,
+}
+
+/// `None` when no frame can match (a depth below a tag's position).
+pub(crate) fn ethernet_criteria(m: &FlowMatch) -> Option<EthernetCriteria> {
+    let mut ternaries = Vec::new();
+    // VLAN tags: a tag criterion needs that many tags (an absent tag reads 0).
+    let vids = [f::VLAN0_VID, f::VLAN1_VID, f::VLAN2_VID];
+    let mut min_depth = 0u8;
+    for (i, tag) in m.vlan_tags.iter().enumerate() {
+        if let Some(vid) = tag {
+            ternaries.push((vids[i], (*vid).into(), 0xfff));
+            min_depth = i as u8 + 1;
+        }
+    }
+    let (lo, hi) = match m.vlan_depth {
+        Some(d) if d < min_depth => return None,
+        Some(d) => (d, d),
+        None => (min_depth, 3),
+    };
+    if let Some(d) = m.mpls_depth {
+        ternaries.push((f::MPLS_DEPTH, d.into(), 0x7));
+    }
+    for (field, mac) in [(f::SRC_MAC, m.src_mac), (f::DST_MAC, m.dst_mac)] {
+        if let Some(MacMatch { addr, mask }) = mac {
+            ternaries.push((field, be(&addr), be(&mask)));
+        }
+    }
+    if let Some(t) = m.packet_type {
+        ternaries.push((f::ETHER_TYPE, t.into(), 0xffff));
+    }
+    Some(EthernetCriteria {
+        ternaries,
+        vlan_depth: range_prefixes(lo.into(), hi.into(), 2),
+    })
 }
 
 fn llc_criteria(m: &FlowMatch, c: &mut Criteria) {
