@@ -48,7 +48,7 @@ pub const ACTIONS: [&str; 2] = ["monitor", "clear-statistics"];
 pub const DRAWINGS: [&str; 4] = ["fields", "json", "value", "done"];
 
 /// The port inventory's drawings (`show interfaces`): rows joined from the board and the
-/// configured ports, drawn by [`crate::view::interfaces`].
+/// configured ports, drawn by `view::interfaces`.
 pub const INVENTORY: [&str; 2] = ["interfaces", "interface-statistics"];
 
 /// "Continue? [yes,no]" before an operation, when parameter `leaf` is `value`. `says` names
@@ -96,23 +96,6 @@ pub struct Order {
     pub leaf: String,
     #[serde(default)]
     pub descending: bool,
-}
-
-impl Order {
-    pub fn compare(&self, a: &serde_json::Value, b: &serde_json::Value) -> std::cmp::Ordering {
-        let value = |entry: &serde_json::Value| {
-            entry
-                .get(&self.leaf)
-                .map(crate::view::text)
-                .unwrap_or_default()
-        };
-        let order = efb_text_table::natural_cmp(&value(a), &value(b));
-        if self.descending {
-            order.reverse()
-        } else {
-            order
-        }
-    }
 }
 
 #[derive(Debug, Deserialize, Clone)]

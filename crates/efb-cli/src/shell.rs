@@ -439,7 +439,7 @@ impl Shell {
         if let Some(entries) = view::at_mut(&mut doc, &names).and_then(Json::as_array_mut) {
             self.select(command, &at, &selection, entries)?;
             if let Some(order) = &get.order {
-                entries.sort_by(|a, b| order.compare(a, b));
+                view::sort_by_order(entries, order);
             }
         }
         let found = view::at(&doc, &names);

@@ -6,7 +6,7 @@ use efb_yang::DataPath;
 use efb_yang::schema::{NodeKind, Schema, SchemaId};
 use serde_json::Value as Json;
 
-use crate::grammar::{Column, View};
+use crate::grammar::{Column, Order, View};
 
 pub mod interfaces;
 
@@ -115,6 +115,20 @@ pub fn entry_cmp(keys: &[String], a: &Json, b: &Json) -> std::cmp::Ordering {
         .map(|k| efb_text_table::natural_cmp(&key(a, k), &key(b, k)))
         .find(|o| o.is_ne())
         .unwrap_or(std::cmp::Ordering::Equal)
+}
+
+/// Sorts entries as the grammar's `order` says: by a leaf's value (numbers by value), ties
+/// in the order they came.
+pub fn sort_by_order(entries: &mut [Json], order: &Order) {
+    let value = |entry: &Json| entry.get(&order.leaf).map(text).unwrap_or_default();
+    entries.sort_by(|a, b| {
+        let by_value = efb_text_table::natural_cmp(&value(a), &value(b));
+        if order.descending {
+            by_value.reverse()
+        } else {
+            by_value
+        }
+    });
 }
 
 /// One JSON value as a word: numbers and strings as they are, leaf-lists joined, `[null]`
