@@ -6,7 +6,7 @@ use efb_yang::schema::{Schema, SchemaId};
 use efb_yang::setlines::{self, Expect, Verb};
 use efb_yang::{BaseType, TypeInfo};
 
-use crate::grammar::{Command, Grammar};
+use crate::grammar::{Builtin, Command, Grammar};
 use crate::protocol;
 
 /// Which words a line starts from.
@@ -304,11 +304,11 @@ impl Completer<'_> {
         if let Some(rpc) = &command.rpc {
             return self.rpc_params(rpc, command, rest);
         }
-        match command.builtin.as_deref() {
-            Some("show-configuration") => self.paths(Verb::Delete, rest),
-            Some("help") => help_topics(rest),
-            Some("history") if rest.is_empty() => self.commit_ids(),
-            Some("screen-length") if rest.is_empty() => vec![Candidate::placeholder(
+        match command.builtin {
+            Some(Builtin::ShowConfiguration) => self.paths(Verb::Delete, rest),
+            Some(Builtin::Help) => help_topics(rest),
+            Some(Builtin::History) if rest.is_empty() => self.commit_ids(),
+            Some(Builtin::ScreenLength) if rest.is_empty() => vec![Candidate::placeholder(
                 "<lines>",
                 "Lines a page holds; 0: no paging",
             )],

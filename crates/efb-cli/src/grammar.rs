@@ -1,18 +1,26 @@
 //! The operational command grammar, read from `cli-grammar/operational.toml` (embedded).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub const GRAMMAR_TEXT: &str = include_str!("../../../cli-grammar/operational.toml");
 
-#[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub struct Grammar {
-    #[serde(rename = "command")]
     pub commands: Vec<Command>,
-    #[serde(rename = "view", default)]
     pub views: BTreeMap<String, View>,
+}
+
+/// The file as toml reads it. Each command is read on its own afterwards, so that an error
+/// in one names it: toml's message says which key and what it accepts, not which command.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrammarFile {
+    command: Vec<toml::Table>,
+    #[serde(default)]
+    view: BTreeMap<String, View>,
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -24,32 +32,103 @@ pub struct Command {
     pub rpc: Option<String>,
     #[serde(default)]
     pub params: Vec<Param>,
-    pub builtin: Option<String>,
+    pub builtin: Option<Builtin>,
     #[serde(default)]
-    pub render: Option<String>,
+    pub render: Option<Render>,
     /// Last words that draw the answer with another view (`statistics` -> `port-statistics`).
     #[serde(default)]
-    pub switches: BTreeMap<String, String>,
+    pub switches: BTreeMap<String, Render>,
     /// Operations whose effect on traffic a person at a terminal confirms first.
     #[serde(default)]
     pub confirm: Vec<Confirm>,
-    /// What a `get` command does instead of showing its entries once: "monitor" (its
-    /// view, drawn again every second until a key is pressed) or "clear-statistics" (the
-    /// counters of its entries count from zero again).
+    /// What a `get` command does instead of showing its entries once.
     #[serde(default)]
-    pub action: Option<String>,
+    pub action: Option<Action>,
 }
 
-/// The actions a command may take on the list its `get` reads.
-pub const ACTIONS: [&str; 2] = ["monitor", "clear-statistics"];
+/// What the shell does itself, for a command that neither reads (`get`) nor calls an
+/// operation (`rpc`).
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Builtin {
+    ShowConfiguration,
+    History,
+    Status,
+    Users,
+    Logout,
+    Audit,
+    Log,
+    Configure,
+    Exit,
+    Help,
+    ScreenLength,
+}
 
-/// Drawings the shell makes itself, not from a view of the grammar: one object's fields,
-/// JSON, one leaf's value, "ok".
-pub const DRAWINGS: [&str; 4] = ["fields", "json", "value", "done"];
+/// What a `get` command may do with the entries it names instead of showing them once.
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Its view, drawn again every second until a key is pressed.
+    Monitor,
+    /// The counters of its entries count from zero again.
+    ClearStatistics,
+}
+
+/// How an answer is drawn: by the shell itself, as the port inventory, or with a view of
+/// the grammar (checked to be there when the grammar loads).
+#[derive(Debug, Deserialize, Serialize, Clone, PartialEq, Eq)]
+#[serde(
+    untagged,
+    expecting = "a string: the name of a view or of one of the shell's drawings"
+)]
+pub enum Render {
+    Drawing(Drawing),
+    Inventory(Inventory),
+    View(String),
+}
+
+/// Drawings the shell makes itself, not from a view of the grammar.
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Drawing {
+    /// One object's members, one per line.
+    Fields,
+    Json,
+    /// One leaf's value.
+    Value,
+    /// "ok".
+    Done,
+}
 
 /// The port inventory's drawings (`show interfaces`): rows joined from the board and the
 /// configured ports, drawn by `view::interfaces`.
-pub const INVENTORY: [&str; 2] = ["interfaces", "interface-statistics"];
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inventory {
+    Interfaces,
+    InterfaceStatistics,
+}
+
+/// Writes a word of the grammar as the file spells it: serde's renames are its one
+/// spelling, for reading the file and for messages alike.
+fn spelled<T: Serialize>(word: &T, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match serde_json::to_value(word) {
+        Ok(serde_json::Value::String(text)) => f.write_str(&text),
+        _ => f.write_str("?"),
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        spelled(self, f)
+    }
+}
+
+impl fmt::Display for Render {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        spelled(self, f)
+    }
+}
 
 /// "Continue? [yes,no]" before an operation, when parameter `leaf` is `value`. `says` names
 /// the effect; `{LEAF}` in it is that parameter's value, or `absent` when it is not given.
@@ -154,10 +233,32 @@ impl Command {
 
     /// Whether it shows the port inventory (`show interfaces`).
     pub fn is_inventory(&self) -> bool {
-        self.render
-            .as_deref()
-            .is_some_and(|r| INVENTORY.contains(&r))
+        matches!(self.render, Some(Render::Inventory(_)))
     }
+
+    /// Reads one `[[command]]` of the file; an error names the command.
+    fn read(table: toml::Table) -> Result<Command, GrammarError> {
+        let words = table
+            .get("words")
+            .and_then(toml::Value::as_str)
+            .unwrap_or("a command without words")
+            .to_string();
+        toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| GrammarError(format!("{words}: {}", one_line(&e))))
+    }
+}
+
+/// toml's message of an error in a value it was given (not read from the text): what was
+/// wrong, then `in KEY` on a line of its own.
+fn one_line(error: &toml::de::Error) -> String {
+    let text = error.to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join(" ")
 }
 
 impl Grammar {
@@ -166,53 +267,62 @@ impl Grammar {
     }
 
     pub fn parse(text: &str) -> Result<Grammar, GrammarError> {
-        let grammar: Grammar = toml::from_str(text).map_err(|e| GrammarError(e.to_string()))?;
+        let file: GrammarFile = toml::from_str(text).map_err(|e| GrammarError(e.to_string()))?;
+        let grammar = Grammar {
+            commands: file
+                .command
+                .into_iter()
+                .map(Command::read)
+                .collect::<Result<_, _>>()?,
+            views: file.view,
+        };
         for command in &grammar.commands {
-            let sources = [
-                command.get.is_some(),
-                command.rpc.is_some(),
-                command.builtin.is_some(),
-            ];
-            if sources.iter().filter(|s| **s).count() != 1 {
-                return Err(GrammarError(format!(
-                    "{}: needs exactly one of get, rpc, builtin",
-                    command.words
-                )));
-            }
-            if let Some(action) = &command.action
-                && (command.get.is_none() || !ACTIONS.contains(&action.as_str()))
-            {
-                return Err(GrammarError(format!(
-                    "{}: action {action}: a get command may take one of {}",
-                    command.words,
-                    ACTIONS.join(", ")
-                )));
-            }
-            for view in command.render.iter().chain(command.switches.values()) {
-                let drawn_here = DRAWINGS.contains(&view.as_str());
-                let inventory = INVENTORY.contains(&view.as_str());
-                if !drawn_here && !inventory && !grammar.views.contains_key(view) {
-                    return Err(GrammarError(format!("{}: no view {view}", command.words)));
-                }
-                if inventory && command.get.is_none() {
-                    return Err(GrammarError(format!(
-                        "{}: {view} draws the board: only a get command uses it",
-                        command.words
-                    )));
-                }
-                let draws_one_object = grammar
-                    .views
-                    .get(view)
-                    .is_some_and(|v| !v.fields.is_empty());
-                if draws_one_object && command.rpc.is_none() {
-                    return Err(GrammarError(format!(
-                        "{}: view {view} draws fields of one answer: only an rpc command uses it",
-                        command.words
-                    )));
-                }
-            }
+            grammar
+                .check(command)
+                .map_err(|e| GrammarError(format!("{}: {e}", command.words)))?;
         }
         Ok(grammar)
+    }
+
+    /// What serde cannot check of a command: it takes its answer from exactly one place,
+    /// and its drawings suit that place and are there.
+    fn check(&self, command: &Command) -> Result<(), String> {
+        let sources = [
+            command.get.is_some(),
+            command.rpc.is_some(),
+            command.builtin.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() != 1 {
+            return Err("needs exactly one of get, rpc, builtin".to_string());
+        }
+        if let Some(action) = command.action
+            && command.get.is_none()
+        {
+            return Err(format!(
+                "action {action}: only a get command takes an action"
+            ));
+        }
+        for render in command.render.iter().chain(command.switches.values()) {
+            self.check_render(command, render)?;
+        }
+        Ok(())
+    }
+
+    fn check_render(&self, command: &Command, render: &Render) -> Result<(), String> {
+        match render {
+            Render::Drawing(_) => Ok(()),
+            Render::Inventory(_) if command.get.is_none() => Err(format!(
+                "{render} draws the board: only a get command uses it"
+            )),
+            Render::Inventory(_) => Ok(()),
+            Render::View(name) => match self.views.get(name) {
+                None => Err(format!("no view {name}")),
+                Some(view) if !view.fields.is_empty() && command.rpc.is_none() => Err(format!(
+                    "view {name} draws fields of one answer: only an rpc command uses it"
+                )),
+                Some(_) => Ok(()),
+            },
+        }
     }
 
     /// The command whose words are the longest prefix of `words`, and the words after them.
@@ -311,5 +421,64 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("only a get command"), "{err}");
+    }
+
+    /// A word of the grammar serde does not know: the command named, the words it accepts.
+    fn refusal(command: &str) -> String {
+        let text = format!("[[command]]\nwords = \"show x\"\nhelp = \"h\"\n{command}\n");
+        Grammar::parse(&text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_unknown_builtin_action_or_drawing_is_refused_with_what_is_accepted() {
+        let err = refusal("builtin = \"stauts\"");
+        assert!(
+            err.contains("show x: unknown variant `stauts`, expected one of")
+                && err.contains("`status`")
+                && err.ends_with("in `builtin`"),
+            "{err}"
+        );
+        let err = refusal("get = { datastore = \"running\", path = \"/x\" }\naction = \"watch\"");
+        assert!(
+            err.contains("show x:")
+                && err.contains("watch")
+                && err.contains("`monitor`")
+                && err.contains("`clear-statistics`"),
+            "{err}"
+        );
+        let err = refusal("rpc = \"r\"\naction = \"monitor\"");
+        assert!(
+            err.contains("show x: action monitor: only a get command"),
+            "{err}"
+        );
+        let err = refusal("builtin = \"status\"\nrender = 3");
+        assert!(
+            err.contains("show x:") && err.contains("the name of a view") && err.contains("render"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn drawings_are_read_as_the_file_spells_them() {
+        let grammar = Grammar::load().unwrap();
+        let find = |words: &str| {
+            let words: Vec<String> = words.split_whitespace().map(str::to_string).collect();
+            grammar.find(&words).unwrap().0.clone()
+        };
+        let interfaces = find("show interfaces");
+        assert_eq!(
+            interfaces.render,
+            Some(Render::Inventory(Inventory::Interfaces))
+        );
+        assert_eq!(
+            interfaces.switches["statistics"].to_string(),
+            "interface-statistics"
+        );
+        assert_eq!(
+            find("show ports").switches["statistics"],
+            Render::View("port-statistics".into())
+        );
+        assert_eq!(find("monitor ports").action, Some(Action::Monitor));
+        assert_eq!(find("show system status").builtin, Some(Builtin::Status));
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value as Json;
 
 use crate::client::{Client, ClientError};
 use crate::complete::{KEY_LIMIT, KeySource, Mode};
-use crate::grammar::{Command, Grammar};
+use crate::grammar::{Action, Builtin, Command, Drawing, Grammar, Render};
 use crate::{help, pager, protocol, view};
 
 mod clear;
@@ -284,32 +284,16 @@ impl Shell {
         };
         let command = command.clone();
         let rest = rest.to_vec();
-        if let Some(builtin) = &command.builtin {
+        if let Some(builtin) = command.builtin {
             let typed = &words[..words.len() - rest.len()];
-            match builtin.as_str() {
-                "show-configuration" | "help" | "screen-length" => {}
-                // `show system commit N`: what commit N changed.
-                "history" if rest.len() == 1 => return self.commit_changes(&rest[0]),
-                // `show log [KIND...]`: the words pick the kinds of events.
-                "log" => return self.show_log(typed, &rest),
-                // `request system logout session N`.
-                "logout" => return self.logout(&rest),
-                _ => nothing_after(typed, &rest)?,
-            }
-            return self.builtin(builtin, &rest);
+            return self.builtin(builtin, typed, &rest);
         }
-        let output = if let Some(action) = command.action.as_deref() {
-            match action {
-                "monitor" => self.monitor(&command, &rest)?,
-                "clear-statistics" => self.clear_statistics(&command, &rest)?,
-                other => return fail(format!("the grammar names an unknown action {other}")),
-            }
-        } else if command.rpc.is_some() {
-            self.run_rpc(&command, &rest)?
-        } else if command.is_inventory() {
-            self.show_interfaces(&command, &rest)?
-        } else {
-            self.run_get(&command, &rest)?
+        let output = match command.action {
+            Some(Action::Monitor) => self.monitor(&command, &rest)?,
+            Some(Action::ClearStatistics) => self.clear_statistics(&command, &rest)?,
+            None if command.rpc.is_some() => self.run_rpc(&command, &rest)?,
+            None if command.is_inventory() => self.show_interfaces(&command, &rest)?,
+            None => self.run_get(&command, &rest)?,
         };
         Ok((output, Flow::Continue))
     }
@@ -355,26 +339,48 @@ impl Shell {
         }
     }
 
-    fn builtin(&mut self, builtin: &str, rest: &[String]) -> Result<(Output, Flow)> {
-        match builtin {
-            "configure" => {
-                self.mode = Mode::Configuration;
-                self.exit_warned = false;
-                Ok((
-                    Output::lines(vec!["Entering configuration mode".into()]),
-                    Flow::Continue,
-                ))
-            }
-            "exit" => Ok((Output::none(), Flow::Exit)),
-            "help" => Ok((self.help(rest)?, Flow::Continue)),
-            "screen-length" => Ok((self.set_screen_length(rest)?, Flow::Continue)),
-            "history" => Ok((self.history()?, Flow::Continue)),
-            "status" => Ok((self.status()?, Flow::Continue)),
-            "audit" => Ok((self.audit()?, Flow::Continue)),
-            "users" => Ok((self.users()?, Flow::Continue)),
-            "show-configuration" => Ok((self.show_tree(Datastore::Running, rest)?, Flow::Continue)),
-            other => fail(format!("the grammar names an unknown builtin {other}")),
+    /// A command the shell runs itself; `typed` are its words, `rest` those after them.
+    fn builtin(
+        &mut self,
+        builtin: Builtin,
+        typed: &[String],
+        rest: &[String],
+    ) -> Result<(Output, Flow)> {
+        let takes_words = match builtin {
+            Builtin::ShowConfiguration | Builtin::Help | Builtin::ScreenLength => true,
+            // `show log [KIND...]`: the words pick the kinds of events.
+            Builtin::Log => true,
+            // `request system logout session N`.
+            Builtin::Logout => true,
+            // `show system commit N`: what commit N changed.
+            Builtin::History => rest.len() == 1,
+            Builtin::Status | Builtin::Users | Builtin::Audit => false,
+            Builtin::Configure | Builtin::Exit => false,
+        };
+        if !takes_words {
+            nothing_after(typed, rest)?;
         }
+        let output = match builtin {
+            Builtin::Log => return self.show_log(typed, rest),
+            Builtin::Logout => return self.logout(rest),
+            Builtin::History if rest.len() == 1 => return self.commit_changes(&rest[0]),
+            Builtin::Exit => return Ok((Output::none(), Flow::Exit)),
+            Builtin::Configure => self.configure(),
+            Builtin::Help => self.help(rest)?,
+            Builtin::ScreenLength => self.set_screen_length(rest)?,
+            Builtin::History => self.history()?,
+            Builtin::Status => self.status()?,
+            Builtin::Audit => self.audit()?,
+            Builtin::Users => self.users()?,
+            Builtin::ShowConfiguration => self.show_tree(Datastore::Running, rest)?,
+        };
+        Ok((output, Flow::Continue))
+    }
+
+    fn configure(&mut self) -> Output {
+        self.mode = Mode::Configuration;
+        self.exit_warned = false;
+        Output::lines(vec!["Entering configuration mode".into()])
     }
 
     /// `help [TOPIC]`, in either mode.
@@ -411,12 +417,12 @@ impl Shell {
         // The grammar's path, read against the schema once; the request names it in
         // libyang's form.
         let at = DataPath::parse(self.schema, &get.path).map_err(|e| ShellError(e.to_string()))?;
-        let mut render = command.render.clone();
+        let mut render = command.render.as_ref();
         let mut rest = rest;
         if let Some((last, before)) = rest.split_last()
             && let Some(view) = command.switches.get(last)
         {
-            render = Some(view.clone());
+            render = Some(view);
             rest = before;
         }
         let selection = self.selection(command, &at, rest)?;
@@ -443,14 +449,16 @@ impl Shell {
             }
         }
         let found = view::at(&doc, &names);
-        let lines = match render.as_deref() {
-            Some("value") => vec![
+        let lines = match render {
+            Some(Render::Drawing(Drawing::Value)) => vec![
                 found
                     .map(view::text)
                     .unwrap_or_else(|| view::UNKNOWN.to_string()),
             ],
-            Some("json") | None => vec![serde_json::to_string_pretty(&doc).unwrap_or_default()],
-            Some(view_name) => {
+            Some(Render::Drawing(Drawing::Json)) | None => {
+                vec![serde_json::to_string_pretty(&doc).unwrap_or_default()]
+            }
+            Some(drawing) => {
                 let entries: Vec<&Json> = found
                     .and_then(Json::as_array)
                     .map(|a| a.iter().collect())
@@ -464,9 +472,13 @@ impl Shell {
                         names.last().map(String::as_str).unwrap_or("entries")
                     )]
                 } else {
-                    match self.grammar.views.get(view_name) {
+                    let found = match drawing {
+                        Render::View(name) => self.grammar.views.get(name),
+                        _ => None,
+                    };
+                    match found {
                         Some(v) => view::render_view(v, &entries),
-                        None => return fail(format!("no view {view_name}")),
+                        None => return fail(format!("no view {drawing}")),
                     }
                 }
             }
@@ -577,14 +589,17 @@ impl Shell {
             ]));
         }
         let output = self.client().call_rpc(rpc, &Json::Object(input))?;
-        let lines = match command.render.as_deref() {
-            Some("done") => vec!["ok".to_string()],
-            Some("json") => vec![serde_json::to_string_pretty(&output).unwrap_or_default()],
-            Some(name) => match self.grammar.views.get(name) {
+        let lines = match &command.render {
+            Some(Render::Drawing(Drawing::Done)) => vec!["ok".to_string()],
+            Some(Render::Drawing(Drawing::Json)) => {
+                vec![serde_json::to_string_pretty(&output).unwrap_or_default()]
+            }
+            Some(Render::View(name)) => match self.grammar.views.get(name) {
                 Some(v) if !v.fields.is_empty() => view::render_fields(v, &output),
                 _ => fields(&output),
             },
-            None => fields(&output),
+            Some(Render::Drawing(Drawing::Fields | Drawing::Value) | Render::Inventory(_))
+            | None => fields(&output),
         };
         Ok(Output::facts(lines, output))
     }

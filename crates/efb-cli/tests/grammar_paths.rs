@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use efb_cli::grammar::{Column, GRAMMAR_TEXT, Grammar, View};
+use efb_cli::grammar::{Column, Drawing, GRAMMAR_TEXT, Grammar, Render, View};
 use efb_yang::{BaseType, DataPath, NodeKind, Schema, SchemaId};
 
 /// Every reference of `grammar` the schema does not have, each naming the command or view.
@@ -14,10 +14,17 @@ fn problems(schema: &Schema, grammar: &Grammar) -> Vec<String> {
     let mut out = Vec::new();
     let mut drawn = BTreeSet::new();
     for command in &grammar.commands {
-        let views: Vec<&String> = command
+        let drawings: Vec<&Render> = command
             .render
             .iter()
             .chain(command.switches.values())
+            .collect();
+        let views: Vec<&String> = drawings
+            .iter()
+            .filter_map(|d| match d {
+                Render::View(name) => Some(name),
+                _ => None,
+            })
             .collect();
         drawn.extend(views.iter().map(|v| v.as_str()));
         let words = &command.words;
@@ -47,14 +54,16 @@ fn problems(schema: &Schema, grammar: &Grammar) -> Vec<String> {
             {
                 out.push(format!("{words}: order: no {} in {}", order.leaf, get.path));
             }
-            for view in &views {
-                match (view.as_str(), grammar.views.get(*view)) {
-                    ("value", _) if kind != NodeKind::Leaf => {
+            for drawing in &drawings {
+                match drawing {
+                    Render::Drawing(Drawing::Value) if kind != NodeKind::Leaf => {
                         out.push(format!("{words}: a value, but {} is no leaf", get.path));
                     }
-                    (_, Some(drawing)) => {
-                        let at = format!("{words}: view {view}");
-                        check_table(schema, &at, drawing, node, &mut out);
+                    Render::View(view) => {
+                        if let Some(table) = grammar.views.get(view) {
+                            let at = format!("{words}: view {view}");
+                            check_table(schema, &at, table, node, &mut out);
+                        }
                     }
                     _ => {}
                 }

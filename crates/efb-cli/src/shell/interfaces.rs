@@ -8,7 +8,7 @@ use efb_yang::DataPath;
 use serde_json::Value as Json;
 
 use super::{Output, Result, Shell, ShellError, fail, wildcard_match};
-use crate::grammar::Command;
+use crate::grammar::{Command, Inventory, Render};
 use crate::view::interfaces::{self, Row};
 use crate::view::{self};
 
@@ -22,14 +22,15 @@ impl Shell {
     pub(super) fn show_interfaces(&mut self, command: &Command, rest: &[String]) -> Result<Output> {
         let switched = rest.split_last().and_then(|(last, before)| {
             let view = command.switches.get(last)?;
-            Some((view.as_str(), before))
+            Some((Some(view), before))
         });
-        let (drawing, names) =
-            switched.unwrap_or((command.render.as_deref().unwrap_or_default(), rest));
+        let (drawing, names) = switched.unwrap_or((command.render.as_ref(), rest));
         let board = command.get.as_ref().map_or(BOARD, |g| g.path.as_str());
         let rows = selected(command, self.inventory(board)?, names)?;
         let lines = match drawing {
-            "interface-statistics" => interfaces::statistics(&rows),
+            Some(Render::Inventory(Inventory::InterfaceStatistics)) => {
+                interfaces::statistics(&rows)
+            }
             _ => interfaces::inventory(&rows),
         };
         let data = serde_json::to_value(&rows)

@@ -10,7 +10,7 @@ use efb_yang::DataPath;
 use serde_json::Value as Json;
 
 use super::{Output, Result, Shell, ShellError, fail};
-use crate::grammar::{Command, View};
+use crate::grammar::{Command, Render, View};
 use crate::{pager, view};
 
 /// How often the view is drawn.
@@ -99,11 +99,11 @@ impl Shell {
             .chain(rest.iter().cloned())
             .collect::<Vec<_>>()
             .join(" ");
-        let Some(drawing) = command
-            .render
-            .as_ref()
-            .and_then(|v| self.grammar.views.get(v))
-        else {
+        let drawing = match &command.render {
+            Some(Render::View(name)) => self.grammar.views.get(name),
+            _ => None,
+        };
+        let Some(drawing) = drawing else {
             return fail(format!("internal: {} has no view to draw", command.words));
         };
         let time = super::humantime_like(SystemTime::now());
@@ -231,7 +231,7 @@ fn draw(lines: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grammar::Grammar;
+    use crate::grammar::{Action, Grammar};
 
     fn sample(counts: &[(&str, u64)], at: Instant) -> Sample {
         let entries = counts
@@ -274,7 +274,7 @@ mod tests {
         let monitors: Vec<&Command> = grammar
             .commands
             .iter()
-            .filter(|c| c.action.as_deref() == Some("monitor"))
+            .filter(|c| c.action == Some(Action::Monitor))
             .collect();
         assert_eq!(monitors.len(), 3);
         for command in monitors {
