@@ -6,6 +6,7 @@ use efb_yang::schema::{Schema, SchemaId};
 use efb_yang::setlines::{self, Expect, Verb};
 use efb_yang::{BaseType, TypeInfo};
 
+use crate::config_commands::ConfigCommand;
 use crate::grammar::{Builtin, Command, Grammar};
 use crate::protocol;
 
@@ -136,61 +137,6 @@ pub struct Completer<'a> {
     pub keys: &'a dyn KeySource,
 }
 
-pub const CONFIG_COMMANDS: &[(&str, &str)] = &[
-    ("set", "Set a value, or create a node, in the candidate"),
-    ("delete", "Delete a node from the candidate"),
-    (
-        "edit",
-        "Go to a level: set, delete and show are relative to it",
-    ),
-    (
-        "top",
-        "Go to the top level (top COMMAND: run one command from there)",
-    ),
-    ("up", "Go up one level (up N: N levels)"),
-    (
-        "rename",
-        "Give a list entry another name: rename PATH to NAME",
-    ),
-    (
-        "copy",
-        "Copy a list entry under another name: copy PATH to NAME",
-    ),
-    (
-        "annotate",
-        "Set the description of an entry: annotate PATH \"TEXT\"",
-    ),
-    (
-        "show",
-        "Show the candidate or a part of it (show | compare: the changes)",
-    ),
-    (
-        "commit",
-        "Validate the candidate and make it running (check, confirmed, comment)",
-    ),
-    ("apply", "Validate the candidate and make it running"),
-    ("rollback", "Load commit N (0: running) into the candidate"),
-    ("discard", "Drop the candidate's changes"),
-    (
-        "save",
-        "Save the running configuration as startup (what the box boots with)",
-    ),
-    (
-        "load",
-        "Load a file of JSON or set lines: merge or override",
-    ),
-    ("run", "Run an operational command"),
-    (
-        "help",
-        "Help on a topic: help TOPIC (commands, configuration, pipes...)",
-    ),
-    (
-        "exit",
-        "Go back to the level before the last edit; at the top, leave configuration mode",
-    ),
-    ("quit", "Leave configuration mode"),
-];
-
 pub const COMMIT_OPTIONS: &[(&str, &str)] = &[
     ("check", "Validate and show the changes, commit nothing"),
     (
@@ -319,21 +265,28 @@ impl Completer<'_> {
 
     fn configuration(&self, place: &[String], words: &[String]) -> Vec<Candidate> {
         let Some((first, rest)) = words.split_first() else {
-            return CONFIG_COMMANDS
+            return ConfigCommand::ALL
                 .iter()
-                .map(|(w, h)| Candidate::word(*w, *h))
+                .map(|c| Candidate::word(c.word(), c.help()))
                 .collect();
         };
-        match first.as_str() {
-            "set" => self.paths(Verb::Set, &[place, rest].concat()),
-            "delete" => self.paths(Verb::Delete, &[place, rest].concat()),
-            "show" => self.paths(Verb::Delete, &[place, rest].concat()),
-            "edit" | "top" | "up" | "rename" | "copy" | "annotate" => {
-                self.hierarchy(first, place, rest)
+        let Some(command) = ConfigCommand::parse(first) else {
+            return end_alone(rest);
+        };
+        match command {
+            ConfigCommand::Set => self.paths(Verb::Set, &[place, rest].concat()),
+            ConfigCommand::Delete | ConfigCommand::Show => {
+                self.paths(Verb::Delete, &[place, rest].concat())
             }
-            "commit" | "apply" => commit_options(rest),
-            "rollback" if rest.is_empty() => self.rollback_numbers(),
-            "load" if rest.is_empty() => vec![
+            ConfigCommand::Edit
+            | ConfigCommand::Top
+            | ConfigCommand::Up
+            | ConfigCommand::Rename
+            | ConfigCommand::Copy
+            | ConfigCommand::Annotate => self.hierarchy(command, place, rest),
+            ConfigCommand::Commit | ConfigCommand::Apply => commit_options(rest),
+            ConfigCommand::Rollback if rest.is_empty() => self.rollback_numbers(),
+            ConfigCommand::Load if rest.is_empty() => vec![
                 Candidate::word("merge", "Merge the file into the candidate"),
                 Candidate::word("override", "The file becomes the candidate"),
                 Candidate::word(
@@ -341,10 +294,14 @@ impl Completer<'_> {
                     "Apply the file's set / delete lines to the candidate",
                 ),
             ],
-            "run" => self.operational(rest),
-            "help" => help_topics(rest),
-            _ if rest.is_empty() => end(),
-            _ => Vec::new(),
+            ConfigCommand::Run => self.operational(rest),
+            ConfigCommand::Help => help_topics(rest),
+            ConfigCommand::Rollback
+            | ConfigCommand::Load
+            | ConfigCommand::Discard
+            | ConfigCommand::Save
+            | ConfigCommand::Exit
+            | ConfigCommand::Quit => end_alone(rest),
         }
     }
 
@@ -394,27 +351,34 @@ impl Completer<'_> {
     }
 
     /// The commands of the edit hierarchy; their paths start at the place.
-    fn hierarchy(&self, command: &str, place: &[String], rest: &[String]) -> Vec<Candidate> {
+    fn hierarchy(
+        &self,
+        command: ConfigCommand,
+        place: &[String],
+        rest: &[String],
+    ) -> Vec<Candidate> {
         let path = [place, rest].concat();
         match command {
-            "top" => self.configuration(&[], rest),
-            "up" if rest.is_empty() => {
+            ConfigCommand::Top => self.configuration(&[], rest),
+            ConfigCommand::Up if rest.is_empty() => {
                 let mut out = vec![Candidate::placeholder("<levels>", "Levels to go up (1)")];
                 out.extend(end());
                 out
             }
-            "edit" => self.levels(&path),
-            "rename" | "copy" => match rest.iter().position(|w| w == "to") {
-                Some(at) if at + 1 == rest.len() => {
-                    vec![Candidate::placeholder(
-                        "<name>",
-                        "The new name of the entry",
-                    )]
+            ConfigCommand::Edit => self.levels(&path),
+            ConfigCommand::Rename | ConfigCommand::Copy => {
+                match rest.iter().position(|w| w == "to") {
+                    Some(at) if at + 1 == rest.len() => {
+                        vec![Candidate::placeholder(
+                            "<name>",
+                            "The new name of the entry",
+                        )]
+                    }
+                    Some(_) => end(),
+                    None => self.entry_then(&path, Candidate::word("to", "The new name follows")),
                 }
-                Some(_) => end(),
-                None => self.entry_then(&path, Candidate::word("to", "The new name follows")),
-            },
-            "annotate" => self.entry_then(
+            }
+            ConfigCommand::Annotate => self.entry_then(
                 &path,
                 Candidate::placeholder("<\"text\">", "The entry's description, in quotes"),
             ),
@@ -654,6 +618,11 @@ fn end() -> Vec<Candidate> {
         Candidate::placeholder("<[Enter]>", "Execute this command"),
         Candidate::placeholder("|", "Pipe through a command"),
     ]
+}
+
+/// A command that takes nothing after it: the end of the line, then nothing.
+fn end_alone(rest: &[String]) -> Vec<Candidate> {
+    if rest.is_empty() { end() } else { Vec::new() }
 }
 
 fn commit_options(rest: &[String]) -> Vec<Candidate> {

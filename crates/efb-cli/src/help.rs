@@ -2,7 +2,8 @@
 //! those of the grammar's commands and of the shell's own words (configuration commands,
 //! commit options, pipes), so `help` and `?` never disagree.
 
-use crate::complete::{COMMIT_OPTIONS, CONFIG_COMMANDS, PIPES};
+use crate::complete::{COMMIT_OPTIONS, PIPES};
+use crate::config_commands::ConfigCommand;
 use crate::grammar::{Command, Grammar};
 
 /// Topics that are not command words, with what they cover.
@@ -54,9 +55,12 @@ pub fn topic(grammar: &Grammar, words: &[String]) -> Result<Vec<String>, String>
             if !matching(grammar, &words).is_empty() {
                 lines = commands(grammar, &words);
             }
-            if let Some((word, help)) = configuration_command(&words) {
+            if let Some(command) = configuration_command(&words) {
                 lines.push("In configuration mode (efb#):".to_string());
-                lines.extend(indented(vec![vec![word.to_string(), help.to_string()]]));
+                lines.extend(indented(vec![vec![
+                    command.word().to_string(),
+                    command.help().to_string(),
+                ]]));
             }
             lines
         }
@@ -88,9 +92,9 @@ fn overview() -> Vec<String> {
 }
 
 /// The configuration command `words` name (one word: set, rollback...).
-fn configuration_command(words: &[&str]) -> Option<(&'static str, &'static str)> {
+fn configuration_command(words: &[&str]) -> Option<ConfigCommand> {
     match words {
-        [word] => CONFIG_COMMANDS.iter().find(|(w, _)| w == word).copied(),
+        [word] => ConfigCommand::parse(word),
         _ => None,
     }
 }
@@ -134,9 +138,13 @@ fn usage(command: &Command) -> String {
 }
 
 fn configuration() -> Vec<String> {
+    let commands: Vec<(&str, &str)> = ConfigCommand::ALL
+        .iter()
+        .map(|c| (c.word(), c.help()))
+        .collect();
     let mut lines = table(
         "Configuration mode (efb#): edit or configure enters it",
-        CONFIG_COMMANDS,
+        &commands,
     );
     lines.push(
         "Paths come from the model: set ecofilter-balancer flow bgp match dst-port 179 action bypass"

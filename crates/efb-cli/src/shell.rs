@@ -14,6 +14,7 @@ use serde_json::Value as Json;
 
 use crate::client::{Client, ClientError};
 use crate::complete::{KEY_LIMIT, KeySource, Mode};
+use crate::config_commands::ConfigCommand;
 use crate::grammar::{Action, Builtin, Command, Drawing, Grammar, Render};
 use crate::{help, pager, protocol, view};
 
@@ -49,9 +50,10 @@ impl From<ClientError> for ShellError {
 
 type Result<T> = std::result::Result<T, ShellError>;
 
-/// Commands of configuration mode that a script may type in operational mode: they enter
-/// configuration mode by themselves.
-const CONFIGURATION_COMMANDS: [&str; 5] = ["set", "delete", "commit", "rollback", "load"];
+/// Whether `word` is a configuration command a script may type in operational mode.
+fn enters_configuration_mode(word: &str) -> bool {
+    ConfigCommand::parse(word).is_some_and(ConfigCommand::enters_configuration_mode)
+}
 
 /// The line before a `?` that ends it outside quotes, if it does.
 fn asks_help(line: &str) -> Option<&str> {
@@ -233,7 +235,7 @@ impl Shell {
     fn question(&self, before: &str) -> Vec<String> {
         let first = before.split_whitespace().next().unwrap_or_default();
         let mode = match self.mode {
-            Mode::Operational if self.scripted && CONFIGURATION_COMMANDS.contains(&first) => {
+            Mode::Operational if self.scripted && enters_configuration_mode(first) => {
                 Mode::Configuration
             }
             mode => mode,
@@ -269,7 +271,7 @@ impl Shell {
     fn operational(&mut self, words: &[String], line: &str) -> Result<(Output, Flow)> {
         // `set cli ...` sets the shell, not the configuration (as in Junos).
         let shell_setting = words.get(1).is_some_and(|w| w == "cli");
-        if CONFIGURATION_COMMANDS.contains(&words[0].as_str()) && !shell_setting {
+        if enters_configuration_mode(&words[0]) && !shell_setting {
             if self.scripted {
                 self.mode = Mode::Configuration;
                 return self.configuration(words, line);
@@ -711,55 +713,57 @@ impl Shell {
     // ----- configuration mode -----
 
     fn configuration(&mut self, words: &[String], line: &str) -> Result<(Output, Flow)> {
-        if let Some(done) = self.hierarchy(words)? {
-            return Ok(done);
-        }
+        let Some(command) = ConfigCommand::parse(&words[0]) else {
+            // The words completion and `?` offer: one list.
+            return fail(format!(
+                "unknown command \"{}\"; expected one of: {}",
+                words[0],
+                ConfigCommand::words()
+            ));
+        };
         let rest = &words[1..];
-        let output = match words[0].as_str() {
-            "set" | "delete" => {
-                // `match ip-proto tcp`: the model takes a number, people type names.
-                let line = protocol::numbers_in_line(self.schema, words)
-                    .map_err(ShellError)?
-                    .unwrap_or_else(|| line.trim().to_string());
-                let reply = self.client().edit_lines(&line)?;
-                Output::lines(broken_references(&reply.broken))
-            }
-            "show" => self.show_tree(Datastore::Candidate, rest)?,
-            "commit" | "apply" => return self.commit(rest),
-            "rollback" => self.rollback(rest)?,
-            "discard" | "save" | "exit" | "quit" if !rest.is_empty() => {
+        let below_top = !self.place.is_top();
+        let output = match command {
+            ConfigCommand::Set | ConfigCommand::Delete if below_top => return self.relative(words),
+            ConfigCommand::Set | ConfigCommand::Delete => self.edit_lines(words, line)?,
+            ConfigCommand::Show if below_top => self.show_here(rest)?,
+            ConfigCommand::Show => self.show_tree(Datastore::Candidate, rest)?,
+            ConfigCommand::Edit => self.edit(rest)?,
+            ConfigCommand::Top => return self.top(rest),
+            ConfigCommand::Up => self.up(rest)?,
+            ConfigCommand::Rename | ConfigCommand::Copy => self.rename_or_copy(command, rest)?,
+            ConfigCommand::Annotate => self.annotate(rest)?,
+            ConfigCommand::Commit | ConfigCommand::Apply => return self.commit(rest),
+            ConfigCommand::Rollback => self.rollback(rest)?,
+            ConfigCommand::Discard | ConfigCommand::Save if !rest.is_empty() => {
                 return nothing_after(&words[..1], rest).map(|()| (Output::none(), Flow::Continue));
             }
-            "discard" => {
+            ConfigCommand::Discard => {
                 self.client().discard()?;
                 Output::lines(vec![
                     "candidate discarded: it is the running configuration again".into(),
                 ])
             }
-            "save" => {
+            ConfigCommand::Save => {
                 self.client().save()?;
                 Output::lines(vec!["running configuration saved as startup".into()])
             }
-            "load" => self.load(rest)?,
-            "help" => self.help(rest)?,
-            "run" => {
-                let (output, _) = self.operational(rest, "")?;
-                output
-            }
-            "exit" | "quit" => return self.leave_configuration(),
-            other => {
-                // The words completion and `?` offer: one list.
-                let known: Vec<&str> = crate::complete::CONFIG_COMMANDS
-                    .iter()
-                    .map(|(word, _)| *word)
-                    .collect();
-                return fail(format!(
-                    "unknown command \"{other}\"; expected one of: {}",
-                    known.join(", ")
-                ));
-            }
+            ConfigCommand::Load => self.load(rest)?,
+            ConfigCommand::Help => self.help(rest)?,
+            ConfigCommand::Run => self.operational(rest, "")?.0,
+            ConfigCommand::Exit | ConfigCommand::Quit => return self.exit(&words[..1], rest),
         };
         Ok((output, Flow::Continue))
+    }
+
+    /// `set` and `delete` at the top: the line as typed, protocol names as numbers.
+    fn edit_lines(&mut self, words: &[String], line: &str) -> Result<Output> {
+        // `match ip-proto tcp`: the model takes a number, people type names.
+        let line = protocol::numbers_in_line(self.schema, words)
+            .map_err(ShellError)?
+            .unwrap_or_else(|| line.trim().to_string());
+        let reply = self.client().edit_lines(&line)?;
+        Ok(Output::lines(broken_references(&reply.broken)))
     }
 
     fn leave_configuration(&mut self) -> Result<(Output, Flow)> {

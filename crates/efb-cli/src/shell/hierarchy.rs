@@ -10,8 +10,11 @@ use efb_yang::setlines::{self, Verb, quote_word};
 use efb_yang::text::excerpt;
 use efb_yang::{DataPath, Segment};
 
-use super::{Flow, Output, Result, Shell, ShellError, broken_references, confirmed, fail};
+use super::{
+    Flow, Output, Result, Shell, ShellError, broken_references, confirmed, fail, nothing_after,
+};
 use crate::complete::Mode;
+use crate::config_commands::ConfigCommand;
 
 /// Places `exit` can go back to: enough for any real session, bounded for a script that
 /// loops over `edit`.
@@ -33,7 +36,7 @@ impl Place {
         self.path = path;
     }
 
-    fn is_top(&self) -> bool {
+    pub(super) fn is_top(&self) -> bool {
         self.path.is_root()
     }
 
@@ -90,33 +93,23 @@ impl Shell {
         }
     }
 
-    /// The commands of the hierarchy, and `set`, `delete`, `show` below the top; None for
-    /// the others (run as they are).
-    pub(super) fn hierarchy(&mut self, words: &[String]) -> Result<Option<(Output, Flow)>> {
-        let rest = &words[1..];
-        let output = match words[0].as_str() {
-            "edit" => self.edit(rest)?,
-            "top" => return self.top(rest).map(Some),
-            "up" => self.up(rest)?,
-            "exit" | "quit" if rest == ["configuration-mode"] => {
-                return self.leave_configuration().map(Some);
-            }
-            "exit" | "quit" if rest.is_empty() && !self.place.is_top() => {
+    /// `exit` and `quit`: back to where the last `edit` was typed, or out of configuration
+    /// mode at the top (`exit configuration-mode`: from anywhere).
+    pub(super) fn exit(&mut self, typed: &[String], rest: &[String]) -> Result<(Output, Flow)> {
+        match rest {
+            [word] if word == "configuration-mode" => self.leave_configuration(),
+            [] if !self.place.is_top() => {
                 self.place.go_back();
-                Output::none()
+                Ok((Output::none(), Flow::Continue))
             }
-            "rename" | "copy" => self.rename_or_copy(&words[0], rest)?,
-            "annotate" => self.annotate(rest)?,
-            "show" if !self.place.is_top() => self.show_here(rest)?,
-            "set" | "delete" if !self.place.is_top() => return self.relative(words).map(Some),
-            _ => return Ok(None),
-        };
-        Ok(Some((output, Flow::Continue)))
+            [] => self.leave_configuration(),
+            _ => nothing_after(typed, rest).map(|()| (Output::none(), Flow::Continue)),
+        }
     }
 
     /// `edit PATH`: a container or a list entry below the place (an entry that does not
     /// exist yet is made by the first `set` there, as in Junos).
-    fn edit(&mut self, words: &[String]) -> Result<Output> {
+    pub(super) fn edit(&mut self, words: &[String]) -> Result<Output> {
         if words.is_empty() {
             return fail(
                 "edit: expected where to go, e.g. edit ecofilter-balancer flow bgp (up, top and exit go back)",
@@ -128,18 +121,20 @@ impl Shell {
     }
 
     /// `top`, or `top COMMAND`: one command run from the top (`top edit` goes there).
-    fn top(&mut self, rest: &[String]) -> Result<(Output, Flow)> {
+    pub(super) fn top(&mut self, rest: &[String]) -> Result<(Output, Flow)> {
         let Some((first, _)) = rest.split_first() else {
             self.place.go(DataPath::root());
             return Ok((Output::none(), Flow::Continue));
         };
-        match first.as_str() {
-            "edit" => {
+        match ConfigCommand::parse(first) {
+            Some(ConfigCommand::Edit) => {
                 let path = self.at_top(|s| s.level("edit", &rest[1..]))?;
                 self.place.descend(path);
                 Ok((Output::none(), Flow::Continue))
             }
-            "top" | "up" | "exit" | "quit" => fail(format!(
+            Some(
+                ConfigCommand::Top | ConfigCommand::Up | ConfigCommand::Exit | ConfigCommand::Quit,
+            ) => fail(format!(
                 "top {first}: top runs one command from the top (top set ..., top show ..., top edit ...), or goes there alone"
             )),
             _ => {
@@ -150,7 +145,7 @@ impl Shell {
     }
 
     /// `up [N]`: N levels up (1 by default); a list entry is one level with its list.
-    fn up(&mut self, rest: &[String]) -> Result<Output> {
+    pub(super) fn up(&mut self, rest: &[String]) -> Result<Output> {
         let levels = match rest {
             [] => 1,
             [n] => n.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
@@ -180,7 +175,7 @@ impl Shell {
 
     /// `set` and `delete` below the top: the place's words go before those typed. `delete`
     /// alone deletes the place itself, once confirmed on a terminal (as Junos asks).
-    fn relative(&mut self, words: &[String]) -> Result<(Output, Flow)> {
+    pub(super) fn relative(&mut self, words: &[String]) -> Result<(Output, Flow)> {
         if words == ["delete"]
             && !self.scripted
             && !confirmed("Delete everything under this level")?
@@ -198,7 +193,7 @@ impl Shell {
     }
 
     /// `show [PATH]` below the top: what is under the place, without the levels above it.
-    fn show_here(&mut self, words: &[String]) -> Result<Output> {
+    pub(super) fn show_here(&mut self, words: &[String]) -> Result<Output> {
         let mut all = self.place_words();
         all.extend_from_slice(words);
         let mut output = self.show_tree(Datastore::Candidate, &all)?;
@@ -255,7 +250,12 @@ impl Shell {
     /// `rename PATH to NAME` and `copy PATH to NAME`: a list entry under another key.
     /// References to the old name are not changed (Junos's rename does not either): the
     /// warnings say which ones a rename broke.
-    fn rename_or_copy(&mut self, command: &str, words: &[String]) -> Result<Output> {
+    pub(super) fn rename_or_copy(
+        &mut self,
+        which: ConfigCommand,
+        words: &[String],
+    ) -> Result<Output> {
+        let command = which.word();
         let (from, to) = self.old_and_new(command, words)?;
         let old = self.entry_lines(&from)?;
         if old.is_empty() {
@@ -271,14 +271,14 @@ impl Shell {
             ));
         }
         let moved = rekeyed(self.schema, &old, &from, &to)?;
-        let lines = if command == "rename" {
+        let lines = if which == ConfigCommand::Rename {
             self.rename_lines(&from, moved)?
         } else {
             moved
         };
         let reply = self.client().edit_lines(&lines.join("\n"))?;
         let mut said = broken_references(&reply.broken);
-        if command == "rename" && !said.is_empty() {
+        if which == ConfigCommand::Rename && !said.is_empty() {
             said.push(format!(
                 "rename changes no reference: set them to {} (or rename it back)",
                 quote_word(last_key(&to))
@@ -419,7 +419,7 @@ impl Shell {
     /// `annotate PATH "TEXT"`: the model keeps no comments, so the text becomes the
     /// entry's description; `""` removes it. Below an entry, `annotate "TEXT"` is for the
     /// entry itself.
-    fn annotate(&mut self, words: &[String]) -> Result<Output> {
+    pub(super) fn annotate(&mut self, words: &[String]) -> Result<Output> {
         let Some((text, path_words)) = words.split_last() else {
             return fail(
                 "usage: annotate PATH \"TEXT\" (the text becomes the entry's description)",
