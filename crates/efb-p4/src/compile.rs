@@ -12,8 +12,8 @@ use std::sync::Arc;
 use imbl::ordmap::DiffItem;
 
 use efb_balancing::{BypassMode, LiveState, UnitLayout, bucket_table, unit_active};
-use efb_model::{Action, BalancingMethod, Config, Flow, FlowMatch, MacMatch, Prefix, paths};
-use efb_p4info::names::flows::{self, FrameKind};
+use efb_model::{Action, BalancingMethod, Config, Flow, paths};
+use efb_p4info::names::flows;
 use efb_p4info::names::{actions as a, fields as f, tables as t};
 use efb_p4info::{P4InfoIndex, PortMap, PortName};
 use p4runtime_proto::p4::v1 as p4;
@@ -21,6 +21,12 @@ use p4runtime_proto::p4::v1 as p4;
 use crate::entry::{Builder, Criterion, EntryError, EntryKey};
 use crate::ids::{Exhausted, Ids};
 use crate::regions::{self, Region};
+
+mod flow_entries;
+
+pub(crate) use flow_entries::ethernet_criteria;
+use flow_entries::flow;
+pub use flow_entries::range_prefixes;
 
 /// One entry the chip should hold, and where in the configuration it comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,15 +129,15 @@ struct UnitInputs {
 
 /// A compiled group: its inputs and its entries.
 #[derive(Clone, Debug)]
-struct Compiled1 {
+struct CompiledGroup {
     inputs: Inputs,
     entries: Arc<Vec<Desired>>,
 }
 
 /// Two groups are the same when they hold the very same entries (a group left alone by a
 /// compilation shares them); this is what lets [`Compiled::changed_groups`] skip the rest.
-impl PartialEq for Compiled1 {
-    fn eq(&self, other: &Compiled1) -> bool {
+impl PartialEq for CompiledGroup {
+    fn eq(&self, other: &CompiledGroup) -> bool {
         Arc::ptr_eq(&self.entries, &other.entries)
     }
 }
@@ -142,7 +148,7 @@ impl PartialEq for Compiled1 {
 #[derive(Clone, Debug, Default)]
 pub struct Compiled {
     pub ids: Ids,
-    groups: imbl::OrdMap<Group, Compiled1>,
+    groups: imbl::OrdMap<Group, CompiledGroup>,
     /// The flows compiled, as the configuration held them (to find the ones that changed).
     flows: imbl::OrdMap<String, Arc<Flow>>,
     /// Entries per table, kept up to date group by group (capacity is checked on it).
@@ -251,7 +257,7 @@ impl Compiler {
                 return Ok(());
             }
             let entries = Arc::new(compile_group(&builder, &group, &inputs)?);
-            groups.insert(group, Compiled1 { inputs, entries });
+            groups.insert(group, CompiledGroup { inputs, entries });
             Ok(())
         };
         put(Group::Balancing, Inputs::Balancing(config.balancing_method))?;
@@ -356,7 +362,7 @@ impl Compiler {
     fn check_capacity(
         &self,
         previous: &Compiled,
-        groups: &imbl::OrdMap<Group, Compiled1>,
+        groups: &imbl::OrdMap<Group, CompiledGroup>,
     ) -> Result<BTreeMap<u32, usize>, CompileError> {
         let mut counts = previous.entries_per_table.clone();
         for item in previous.groups.diff(groups) {
@@ -715,198 +721,6 @@ fn unit(b: &Builder, u: &UnitInputs) -> Result<Vec<Desired>, CompileError> {
     Ok(out)
 }
 
-/// A flow: in each flow table whose frames it can match, one entry per link it is scoped
-/// to (one for every link when it names none) and per prefix its ranges make. Its
-/// priority on the chip is its configured priority plus one (the chip wants them
-/// positive).
-fn flow(
-    b: &Builder,
-    flow: &Flow,
-    links: &[u32],
-    unit: Option<u32>,
-) -> Result<Vec<Desired>, CompileError> {
-    let priority = i32::try_from(flow.priority).unwrap_or(i32::MAX - 1) + 1;
-    let source = paths::flow(&flow.name);
-    let scopes: Vec<Option<u32>> = if flow.links.is_empty() {
-        vec![None]
-    } else {
-        links.iter().map(|l| Some(*l)).collect()
-    };
-    let mut out = Vec::new();
-    for kind in frame_kinds(&flow.matches) {
-        let table = kind.table();
-        let (action, params): (&str, Vec<(&str, u128)>) = match (&flow.action, unit, table.to_unit)
-        {
-            (Action::Drop, _, _) => (table.drop, vec![]),
-            (Action::ToUnit(_), Some(uid), Some(to_unit)) => {
-                (to_unit, vec![(f::UNIT_ID, u128::from(uid))])
-            }
-            _ => (table.bypass, vec![]),
-        };
-        let Some(variants) = criteria(&flow.matches, kind) else {
-            continue;
-        };
-        for scope in &scopes {
-            for criteria in &variants {
-                let mut c = criteria.clone();
-                if let Some(link) = scope {
-                    c.push((f::LINK_ID, Criterion::Ternary((*link).into(), 0xff)));
-                }
-                out.push(Desired {
-                    entry: b.entry(table.table, &c, priority, action, &params)?,
-                    source: source.clone(),
-                });
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The kinds of frame a match can hold for: an address names its IP version, a protocol
-/// or a port needs IP, LLC fields need a frame without IP; otherwise any frame.
-fn frame_kinds(m: &FlowMatch) -> Vec<FrameKind> {
-    let v4 = m.src_ipv4.is_some() || m.dst_ipv4.is_some();
-    let v6 = m.src_ipv6.is_some() || m.dst_ipv6.is_some();
-    let ip = m.ip_proto.is_some() || m.src_port.is_some() || m.dst_port.is_some();
-    let llc = m.llc_dsap.is_some() || m.llc_ssap.is_some();
-    let by_fields = match (v4, v6, ip || v4 || v6, llc) {
-        (true, true, _, _) | (_, _, true, true) => Vec::new(),
-        (true, false, _, _) => vec![FrameKind::Ipv4],
-        (false, true, _, _) => vec![FrameKind::Ipv6],
-        (false, false, true, _) => vec![FrameKind::Ipv4, FrameKind::Ipv6],
-        (false, false, false, true) => vec![FrameKind::Other],
-        (false, false, false, false) => flows::ALL.iter().map(|t| t.kind).collect(),
-    };
-    let by_type = m.packet_type.map(kinds_of_ether_type);
-    by_fields
-        .into_iter()
-        .filter(|k| by_type.as_ref().is_none_or(|kinds| kinds.contains(k)))
-        .collect()
-}
-
-/// The frames an EtherType (the one after the VLAN tags) can lead the parser to: IP
-/// behind IPv4 and IPv6 of course, and behind MPLS and PPPoE (or not); only non-IP frames
-/// behind any other (TCAM entries are too few to write where nothing can match).
-fn kinds_of_ether_type(ether_type: u16) -> Vec<FrameKind> {
-    match ether_type {
-        0x0800 => vec![FrameKind::Ipv4],
-        0x86dd => vec![FrameKind::Ipv6],
-        0x8847 | 0x8848 | 0x8864 => flows::ALL.iter().map(|t| t.kind).collect(),
-        _ => vec![FrameKind::Other],
-    }
-}
-
-/// One criterion per field, or several ternary prefixes for a range.
-type Criteria = Vec<(&'static str, Criterion)>;
-
-/// A flow table's criteria for a match, one set per combination of the prefixes its
-/// ranges make; `None` when no frame can match.
-fn criteria(m: &FlowMatch, kind: FrameKind) -> Option<Vec<Criteria>> {
-    let ethernet = ethernet_criteria(m)?;
-    let mut c: Criteria = ethernet
-        .ternaries
-        .iter()
-        .map(|(field, value, mask)| (*field, Criterion::Ternary(*value, *mask)))
-        .collect();
-    // Ranges, each as the prefixes that cover it (none: any value).
-    let mut ranges: Vec<(&'static str, Vec<(u128, u128)>)> =
-        vec![(f::VLAN_DEPTH, ethernet.vlan_depth)];
-    match kind {
-        FrameKind::Other => llc_criteria(m, &mut c),
-        FrameKind::Ipv4 | FrameKind::Ipv6 => {
-            ip_criteria(m, kind, &mut c);
-            for (field, range) in [(f::L4_SRC_PORT, m.src_port), (f::L4_DST_PORT, m.dst_port)] {
-                if let Some(r) = range {
-                    ranges.push((field, range_prefixes(r.lo.into(), r.hi.into(), 16)));
-                }
-            }
-        }
-    }
-    Some(expand(c, &ranges))
-}
-
-/// The Ethernet-layer criteria of a match (VLAN tags and depth, MPLS depth, MACs,
-/// EtherType): the flow tables' today, the `l2_classes` table's tomorrow, so both read
-/// them from here.
-pub(crate) struct EthernetCriteria {
-    /// (field, value, mask) in the order the flow tables have always listed them.
-    pub ternaries: Vec<(&'static str, u128, u128)>,
-    /// The VLAN depth range as the prefixes that cover it (one with mask 0: any depth).
-    pub vlan_depth: Vec<(u128, u128)>,
-}
-
-/// `None` when no frame can match (a depth below a tag's position).
-pub(crate) fn ethernet_criteria(m: &FlowMatch) -> Option<EthernetCriteria> {
-    let mut ternaries = Vec::new();
-    // VLAN tags: a tag criterion needs that many tags (an absent tag reads 0).
-    let vids = [f::VLAN0_VID, f::VLAN1_VID, f::VLAN2_VID];
-    let mut min_depth = 0u8;
-    for (i, tag) in m.vlan_tags.iter().enumerate() {
-        if let Some(vid) = tag {
-            ternaries.push((vids[i], (*vid).into(), 0xfff));
-            min_depth = i as u8 + 1;
-        }
-    }
-    let (lo, hi) = match m.vlan_depth {
-        Some(d) if d < min_depth => return None,
-        Some(d) => (d, d),
-        None => (min_depth, 3),
-    };
-    if let Some(d) = m.mpls_depth {
-        ternaries.push((f::MPLS_DEPTH, d.into(), 0x7));
-    }
-    for (field, mac) in [(f::SRC_MAC, m.src_mac), (f::DST_MAC, m.dst_mac)] {
-        if let Some(MacMatch { addr, mask }) = mac {
-            ternaries.push((field, be(&addr), be(&mask)));
-        }
-    }
-    if let Some(t) = m.packet_type {
-        ternaries.push((f::ETHER_TYPE, t.into(), 0xffff));
-    }
-    Some(EthernetCriteria {
-        ternaries,
-        vlan_depth: range_prefixes(lo.into(), hi.into(), 2),
-    })
-}
-
-fn llc_criteria(m: &FlowMatch, c: &mut Criteria) {
-    if m.llc_dsap.is_some() || m.llc_ssap.is_some() {
-        c.push((f::LLC_VALID, Criterion::Ternary(1, 1)));
-    }
-    if let Some(v) = m.llc_dsap {
-        c.push((f::LLC_DSAP, Criterion::Ternary(v.into(), 0xff)));
-    }
-    if let Some(v) = m.llc_ssap {
-        c.push((f::LLC_SSAP, Criterion::Ternary(v.into(), 0xff)));
-    }
-}
-
-/// The address, protocol and port-presence criteria of an IP flow table.
-fn ip_criteria(m: &FlowMatch, kind: FrameKind, c: &mut Criteria) {
-    let addresses = match kind {
-        FrameKind::Ipv4 => [
-            (f::IPV4_SRC, m.src_ipv4, 32u32),
-            (f::IPV4_DST, m.dst_ipv4, 32),
-        ],
-        _ => [
-            (f::IPV6_SRC, m.src_ipv6, 128),
-            (f::IPV6_DST, m.dst_ipv6, 128),
-        ],
-    };
-    for (field, prefix, width) in addresses {
-        if let Some(p) = prefix {
-            let (value, mask) = prefix_bits(&p, width);
-            c.push((field, Criterion::Ternary(value, mask)));
-        }
-    }
-    if let Some(p) = m.ip_proto {
-        c.push((f::IP_PROTO, Criterion::Ternary(p.into(), 0xff)));
-    }
-    if m.src_port.is_some() || m.dst_port.is_some() {
-        c.push((f::L4_VALID, Criterion::Ternary(1, 1)));
-    }
-}
-
 /// The error for a table that would hold more than its size.
 fn over_capacity(info: &efb_p4info::TableInfo, needed: usize) -> CompileError {
     let flow_table = flows::ALL.iter().find(|t| t.table == info.name);
@@ -924,82 +738,6 @@ fn over_capacity(info: &efb_p4info::TableInfo, needed: usize) -> CompileError {
         capacity: info.size,
         hint,
     }
-}
-
-/// Every combination of one prefix per range, added to the fixed criteria.
-fn expand(fixed: Criteria, ranges: &[(&'static str, Vec<(u128, u128)>)]) -> Vec<Criteria> {
-    let mut out = vec![fixed];
-    for (field, prefixes) in ranges {
-        if prefixes.len() == 1 && prefixes[0].1 == 0 {
-            continue; // the whole range: any value
-        }
-        out = out
-            .into_iter()
-            .flat_map(|c| {
-                prefixes.iter().map(move |(value, mask)| {
-                    let mut c = c.clone();
-                    c.push((*field, Criterion::Ternary(*value, *mask)));
-                    c
-                })
-            })
-            .collect();
-    }
-    out
-}
-
-/// The fewest (value, mask) prefixes of a `width`-bit field that together match exactly
-/// `lo..=hi`: the largest aligned block that starts at `lo` and fits, repeatedly (at most
-/// 2 * width - 2 of them).
-pub fn range_prefixes(lo: u128, hi: u128, width: u32) -> Vec<(u128, u128)> {
-    let full = if width >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << width) - 1
-    };
-    let mut out = Vec::new();
-    let (mut lo, hi) = (lo.min(full), hi.min(full));
-    while lo <= hi {
-        // The block size: the lowest set bit of lo (any size at 0), shrunk until it fits.
-        let mut size_bits = if lo == 0 {
-            width
-        } else {
-            lo.trailing_zeros().min(width)
-        };
-        while size_bits > 0 && lo + ((1u128 << size_bits) - 1) > hi {
-            size_bits -= 1;
-        }
-        let block = if size_bits >= 128 {
-            u128::MAX
-        } else {
-            (1u128 << size_bits) - 1
-        };
-        out.push((lo, full & !block));
-        match (lo | block).checked_add(1) {
-            Some(next) if next <= full => lo = next,
-            _ => break,
-        }
-    }
-    out
-}
-
-fn prefix_bits(p: &Prefix, width: u32) -> (u128, u128) {
-    let value = match p.addr {
-        std::net::IpAddr::V4(a) => u128::from(u32::from(a)),
-        std::net::IpAddr::V6(a) => u128::from(a),
-    };
-    let len = u32::from(p.len).min(width);
-    let ones = if len == 0 {
-        0
-    } else {
-        u128::MAX << (128 - len) >> (128 - width)
-    };
-    (value & ones, ones)
-}
-
-fn be(bytes: &[u8]) -> u128 {
-    bytes
-        .iter()
-        .fold(0u128, |acc, b| (acc << 8) | u128::from(*b))
 }
 
 /// Keys of a compiled set, for tests and reports.

@@ -16,21 +16,24 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, SystemTime};
 
 use efb_balancing::LiveState;
-use efb_datastore::{ChipError, Refusal, Refusals, Running, Southbound};
+use efb_datastore::{ChipError, Running, Southbound};
 use efb_model::Config;
 use efb_p4info::{P4InfoIndex, PortMap};
 use p4runtime_proto::p4::config::v1::P4Info;
-use p4runtime_proto::p4::v1::TableEntry;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::{Mutex, mpsc, watch};
 use tracing::{error, info, warn};
 
-use crate::client::{ClientError, Connection, Opened, PacketSender, StreamEvent, WriteFailure};
-use crate::compile::{CompileError, Compiled, Compiler, Desired, Group};
+use crate::client::{ClientError, Connection, Opened, PacketSender, StreamEvent};
+use crate::compile::{CompileError, Compiled, Compiler};
 use crate::entry::{EntryKey, normalized};
-use crate::ids::Ids;
-use crate::plan::{Op, Plan, Tables};
+use crate::plan::{Plan, Tables};
+
+mod flow_figures;
+mod saved;
+mod writes;
+
+use saved::{Saved, load_state, save_state};
 
 /// Updates per Write: small enough that the per-update errors of a failed batch always fit
 /// in the status trailer.
@@ -133,13 +136,6 @@ pub enum DriverError {
     P4Info(#[from] efb_p4info::P4InfoError),
     #[error("state file {path}: {message}")]
     State { path: String, message: String },
-}
-
-/// What survives a restart of efbd.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct Saved {
-    election_id: u128,
-    ids: Ids,
 }
 
 struct Inner {
@@ -495,42 +491,6 @@ impl Driver {
         result
     }
 
-    /// Flow counters: packets and bytes per flow name, summed over its entries; of the
-    /// named flows only (their entries read one by one), or of every flow (`None`: one
-    /// read of the flow tables).
-    pub fn flow_counters(&self, only: Option<&[String]>) -> Option<BTreeMap<String, (u64, u64)>> {
-        self.runtime.block_on(async {
-            let mut guard = self.inner.lock().await;
-            let inner = &mut *guard;
-            let flow_of = flows_by_entry(&inner.programmed, only);
-            let conn = inner.conn.as_mut()?;
-            let entries = match only {
-                Some(_) => {
-                    // An entry that matches everything has no key to read it by (a read
-                    // without one is a wildcard read): its table is read whole, and only
-                    // the wanted entries are counted.
-                    let (keyed, keyless): (Vec<_>, Vec<_>) = flow_of
-                        .values()
-                        .map(|(_, e)| (*e).clone())
-                        .partition(|e| !e.r#match.is_empty());
-                    let mut read = Vec::new();
-                    if !keyed.is_empty() {
-                        read = conn.read_counters_of(&keyed).await.ok()?;
-                    }
-                    let mut tables: Vec<u32> = keyless.iter().map(|e| e.table_id).collect();
-                    tables.sort_unstable();
-                    tables.dedup();
-                    if !tables.is_empty() {
-                        read.extend(conn.read_counters(&tables).await.ok()?);
-                    }
-                    read
-                }
-                None => conn.read_counters(&inner.tables.flows).await.ok()?,
-            };
-            Some(sum_by_flow(&flow_of, entries))
-        })
-    }
-
     /// Port counters by device port (`None` when the platform does not serve them).
     pub fn port_counters(&self) -> Option<BTreeMap<u32, crate::platform::PortCounters>> {
         let counters = self.runtime.block_on(self.platform.port_counters())?;
@@ -554,76 +514,6 @@ impl Driver {
     pub fn watch_port_states(&self) -> tokio::sync::watch::Receiver<crate::platform::PortStates> {
         self.platform.watch_port_states()
     }
-
-    /// Entries per flow, as compiled (what `entries` in the flow's state says); of the
-    /// named flows only, or of every flow (`None`).
-    pub fn flow_entries(&self, only: Option<&[String]>) -> BTreeMap<String, usize> {
-        self.runtime.block_on(async {
-            let inner = self.inner.lock().await;
-            let programmed = &inner.programmed;
-            match only {
-                Some(names) => names
-                    .iter()
-                    .map(|name| {
-                        let entries = programmed.group(&Group::Flow(name.clone())).len();
-                        (name.clone(), entries)
-                    })
-                    .collect(),
-                None => programmed
-                    .groups()
-                    .filter_map(|(group, entries)| match group {
-                        Group::Flow(name) => Some((name.clone(), entries.len())),
-                        _ => None,
-                    })
-                    .collect(),
-            }
-        })
-    }
-}
-
-/// The programmed entries of the named flows (of every flow: `None`), each with the flow
-/// whose group holds it.
-fn flows_by_entry<'a>(
-    programmed: &'a Compiled,
-    only: Option<&'a [String]>,
-) -> BTreeMap<EntryKey, (&'a str, &'a TableEntry)> {
-    let flows: Vec<(&str, &[Desired])> = match only {
-        Some(names) => names
-            .iter()
-            .map(|name| (name.as_str(), programmed.group(&Group::Flow(name.clone()))))
-            .collect(),
-        None => programmed
-            .groups()
-            .filter_map(|(group, entries)| match group {
-                Group::Flow(name) => Some((name.as_str(), entries.as_slice())),
-                _ => None,
-            })
-            .collect(),
-    };
-    flows
-        .into_iter()
-        .flat_map(|(name, entries)| entries.iter().map(move |d| (name, &d.entry)))
-        .map(|(name, entry)| (EntryKey::of(entry), (name, entry)))
-        .collect()
-}
-
-/// Packets and bytes per flow of the entries read, summed over each flow's entries.
-fn sum_by_flow(
-    flow_of: &BTreeMap<EntryKey, (&str, &TableEntry)>,
-    read: Vec<TableEntry>,
-) -> BTreeMap<String, (u64, u64)> {
-    let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for entry in read {
-        let Some(data) = entry.counter_data else {
-            continue;
-        };
-        if let Some((name, _)) = flow_of.get(&EntryKey::of(&normalized(&entry))) {
-            let counts = out.entry(name.to_string()).or_default();
-            counts.0 += u64::try_from(data.packet_count).unwrap_or(0);
-            counts.1 += u64::try_from(data.byte_count).unwrap_or(0);
-        }
-    }
-    out
 }
 
 impl Inner {
@@ -770,128 +660,7 @@ impl Inner {
             error!(%e, "could not save the driver's state");
         }
     }
-
-    /// Writes a plan phase by phase, in batches. If an update is refused, every update
-    /// already applied is undone (in reverse order) and the refusal is returned, naming the
-    /// configuration path of the entry.
-    async fn write_plan(&mut self, plan: &Plan) -> Result<(), ChipError> {
-        let batch = self.settings.batch.max(1);
-        let mut applied: Vec<Op> = Vec::new();
-        for phase in &plan.phases {
-            for chunk in phase.chunks(batch) {
-                let conn = self
-                    .conn
-                    .as_mut()
-                    .ok_or_else(|| ChipError::Lost("the connection to the chip was lost".into()))?;
-                match conn.write(chunk).await {
-                    Ok(()) => {
-                        Counts::add(&self.counts.entries_written, chunk.len());
-                        applied.extend(chunk.iter().cloned());
-                    }
-                    Err(failure) => {
-                        let (done, error) = describe_failure(&self.tables, chunk, failure);
-                        Counts::add(&self.counts.entries_written, done.len());
-                        if !matches!(error, ChipError::Lost(_)) {
-                            Counts::add(&self.counts.refusals, 1);
-                        }
-                        applied.extend(done);
-                        self.undo(applied).await;
-                        return Err(error);
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    async fn undo(&mut self, applied: Vec<Op>) {
-        let inverse: Vec<Op> = applied.iter().rev().map(Op::inverse).collect();
-        let Some(conn) = self.conn.as_mut() else {
-            error!(
-                "cannot undo {} writes: not connected; the next reconcile will",
-                inverse.len()
-            );
-            return;
-        };
-        for chunk in inverse.chunks(self.settings.batch.max(1)) {
-            if let Err(failure) = conn.write(chunk).await {
-                error!(?failure.overall, "undoing a refused commit failed; the next reconcile will repair the chip");
-                return;
-            }
-            Counts::add(&self.counts.entries_written, chunk.len());
-        }
-    }
 }
-
-/// The updates of a failed batch that were applied, and why the others were not.
-fn describe_failure(tables: &Tables, chunk: &[Op], failure: WriteFailure) -> (Vec<Op>, ChipError) {
-    if let Some(status) = failure.overall {
-        return (Vec::new(), whole_write_failed(&status));
-    }
-    let mut done = Vec::new();
-    let mut refused = Vec::new();
-    for (op, outcome) in chunk.iter().zip(failure.errors) {
-        match outcome {
-            None => done.push(op.clone()),
-            Some((code, message)) => refused.push((
-                code,
-                Refusal {
-                    path: op.entry().source.clone(),
-                    update: op.kind().to_string(),
-                    table: tables.name(op.entry().entry.table_id).to_string(),
-                    code: format!("{code:?}"),
-                    message,
-                },
-            )),
-        }
-    }
-    (done, refusal_error(refused))
-}
-
-/// A full table when room is the only reason given: P4Runtime says RESOURCE_EXHAUSTED for
-/// a table without room, and ABORTED for the updates of an atomic batch left undone
-/// because of another.
-fn refusal_error(refused: Vec<(tonic::Code, Refusal)>) -> ChipError {
-    use tonic::Code;
-    let full = refused
-        .iter()
-        .find(|(code, _)| *code == Code::ResourceExhausted)
-        .map(|(_, r)| r.table.clone());
-    let other_reason = refused
-        .iter()
-        .any(|(code, _)| !matches!(code, Code::ResourceExhausted | Code::Aborted));
-    // The first few say why; a full table would otherwise print a line per flow.
-    let refusals = Refusals {
-        more: refused.len().saturating_sub(REFUSALS_SHOWN),
-        shown: refused
-            .into_iter()
-            .take(REFUSALS_SHOWN)
-            .map(|(_, r)| r)
-            .collect(),
-    };
-    match full {
-        Some(table) if !other_reason => ChipError::TableFull { table, refusals },
-        _ => ChipError::Refused(refusals),
-    }
-}
-
-/// A write the chip answered as a whole: the chip gone, or efbd no longer its primary
-/// controller, is not a refusal of the configuration (the words stay those of a refusal).
-fn whole_write_failed(status: &tonic::Status) -> ChipError {
-    let message = status.message().to_string();
-    match status.code() {
-        tonic::Code::Unavailable
-        | tonic::Code::DeadlineExceeded
-        | tonic::Code::Cancelled
-        | tonic::Code::PermissionDenied => {
-            ChipError::Lost(format!("the chip refused the write: {message}"))
-        }
-        _ => ChipError::WriteRefused(message),
-    }
-}
-
-/// Refused updates named in a commit's error.
-const REFUSALS_SHOWN: usize = 10;
 
 impl Southbound for Driver {
     fn apply(
@@ -992,43 +761,6 @@ fn cookie_of(p4info: &P4Info, device_config: &[u8]) -> u64 {
     u64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]))
 }
 
-/// Read as efbd's own file (in its datastore directory): not through a link, and only if
-/// nobody else may have written it.
-fn load_state(path: &std::path::Path) -> Result<Saved, DriverError> {
-    use efb_datastore::files::{self, FileError};
-    match files::read_trusted(path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| DriverError::State {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        }),
-        Err(FileError::Io { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
-            Ok(Saved::default())
-        }
-        Err(e) => Err(DriverError::State {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        }),
-    }
-}
-
-/// Written to a new temporary file and renamed: a crash leaves the old state or the new.
-/// The temporary file is created exclusively, never through a link (efbd may be root), with
-/// its mode set; the rename replaces whatever is at `path` without following it.
-fn save_state(path: &std::path::Path, saved: &Saved) -> std::io::Result<()> {
-    use std::io::Write;
-    let text = serde_json::to_string_pretty(saved).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("tmp");
-    // Left by a crash between creating and renaming it (removing a link removes the link).
-    match std::fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let mut file = efb_datastore::files::create_new(&tmp, 0o644)?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
-}
-
 /// Whether a liveness change moves buckets: some unit with rebalance on has a pair whose
 /// up-or-down changed, or its bypass mode changed (only then does the second write run).
 fn rebalance_moves(config: &Config, was: &LiveState, now: &LiveState) -> bool {
@@ -1041,62 +773,4 @@ fn rebalance_moves(config: &Config, was: &LiveState, now: &LiveState) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-    use std::os::unix::fs::symlink;
-
-    #[test]
-    fn only_a_rebalancing_units_liveness_change_rewrites_buckets() {
-        let unit = |name: &str, rebalance: bool| efb_model::Unit {
-            name: name.into(),
-            cores: 4,
-            cores_set: true,
-            liveness_profile: None,
-            rebalance,
-            pairs: vec![efb_model::Pair {
-                name: "p0".into(),
-                lan_port: format!("{name}-l"),
-                wan_port: format!("{name}-w"),
-                description: None,
-            }],
-            description: None,
-        };
-        let mut config = Config::default();
-        for u in [unit("moves", true), unit("holds", false)] {
-            config.units.insert(u.name.clone(), u);
-        }
-        let up = LiveState::all_up();
-        let down = |unit: &str| {
-            let mut live = LiveState::all_up();
-            live.down_pairs.insert((unit.into(), "p0".into()));
-            live
-        };
-        assert!(rebalance_moves(&config, &up, &down("moves")));
-        assert!(rebalance_moves(&config, &down("moves"), &up));
-        assert!(!rebalance_moves(&config, &up, &down("holds")));
-        assert!(!rebalance_moves(&config, &down("moves"), &down("moves")));
-    }
-
-    #[test]
-    fn the_state_file_is_never_written_or_read_through_a_link() {
-        let dir = tempfile::tempdir().unwrap();
-        let precious = dir.path().join("shadow");
-        std::fs::write(&precious, "root only").unwrap();
-        let path = dir.path().join("southbound.json");
-        // A link where the temporary file goes: removed, not written through.
-        symlink(&precious, dir.path().join("southbound.tmp")).unwrap();
-        save_state(&path, &Saved::default()).unwrap();
-        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root only");
-        assert!(load_state(&path).is_ok());
-        // A link in place of the state itself is refused when read.
-        std::fs::remove_file(&path).unwrap();
-        symlink(&precious, &path).unwrap();
-        let err = load_state(&path).unwrap_err().to_string();
-        assert!(err.contains("is a symbolic link"), "{err}");
-        // Missing: a first start.
-        std::fs::remove_file(&path).unwrap();
-        assert_eq!(load_state(&path).unwrap().election_id, 0);
-    }
-}
+mod tests;
