@@ -29,6 +29,9 @@ use crate::types::{
     OpenOptions, Running,
 };
 
+mod confirmed;
+mod history;
+
 /// Commits kept in history (`rollback 0` to `rollback 49`).
 pub const HISTORY_LENGTH: usize = 50;
 
@@ -439,78 +442,6 @@ impl Datastore {
         Ok(())
     }
 
-    /// The configuration as commit `index` of history left it (0: running, also when
-    /// history is empty). Only what history lists: the configuration before the oldest
-    /// commit is not one anybody committed to come back to (before the boot commit it is
-    /// the empty configuration).
-    pub fn configuration_at(&self, index: usize) -> Result<DataTree, DatastoreError> {
-        self.in_history(index)?;
-        self.configuration_before(index)
-    }
-
-    /// Refuses a commit number history does not list, saying which it does.
-    fn in_history(&self, index: usize) -> Result<(), DatastoreError> {
-        let held = self.history.len();
-        if index == 0 || index < held {
-            return Ok(());
-        }
-        let listed = match held {
-            0 | 1 => "only rollback 0 (the running configuration)".to_string(),
-            _ => format!(
-                "rollback 0 (the running configuration) to rollback {}",
-                held - 1
-            ),
-        };
-        Err(DatastoreError::NotFound(format!(
-            "rollback {index}: no such commit; history holds {held} commit{}: {listed}",
-            if held == 1 { "" } else { "s" }
-        )))
-    }
-
-    /// The configuration after reverting the `index` newest commits of history; `index`
-    /// may be the whole history (the rollback of an unconfirmed first commit needs that).
-    fn configuration_before(&self, index: usize) -> Result<DataTree, DatastoreError> {
-        if index > self.history.len() {
-            return Err(DatastoreError::NotFound(format!(
-                "history holds {} commits, not {index}",
-                self.history.len()
-            )));
-        }
-        let schema = self.schema().clone();
-        let mut tree = self.running.tree.clone();
-        for entry in self.store.history()?.iter().take(index) {
-            revert(&schema, &mut tree, entry)?;
-        }
-        Ok(tree)
-    }
-
-    /// The path-level changes commit `index` made.
-    pub fn commit_changes(&self, index: usize) -> Result<Vec<Change>, DatastoreError> {
-        if index >= self.history.len() {
-            return Err(DatastoreError::NotFound(format!(
-                "commit {index}: no such commit in history ({})",
-                match self.history.len() {
-                    0 => "history is empty".to_string(),
-                    n => format!("0 to {}", n - 1),
-                }
-            )));
-        }
-        let after = self.configuration_before(index)?;
-        let entries = self.store.history()?;
-        let entry = entries
-            .get(index)
-            .ok_or_else(|| DatastoreError::NotFound(format!("no commit {index} in history")))?;
-        let mut before = after.clone();
-        revert(self.schema(), &mut before, entry)?;
-        Ok(diff::diff(self.schema(), &before, &after))
-    }
-
-    pub fn history(&self) -> Vec<CommitInfo> {
-        self.history.iter().cloned().collect()
-    }
-
-    // ----- commit -----
-
     /// Validates the candidate and, unless only checking, makes it running: on the chip,
     /// on disk and in memory, or nowhere.
     pub fn commit(
@@ -630,104 +561,6 @@ impl Datastore {
             outcome.confirmed = self.confirm()?;
         }
         Ok(outcome)
-    }
-
-    /// Confirms a pending `commit confirmed`; returns the commit it confirmed.
-    pub fn confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
-        let Some(pending) = self.pending.take() else {
-            return Ok(None);
-        };
-        self.store.set_pending(None)?;
-        self.reload_history()?;
-        info!(id = pending.commit_id, "commit confirmed");
-        Ok(Some(pending.commit_id))
-    }
-
-    /// When a pending `commit confirmed` must be confirmed by.
-    pub fn pending_confirm_deadline(&self) -> Option<SystemTime> {
-        self.pending
-            .as_ref()
-            .map(|p| UNIX_EPOCH + Duration::from_millis(p.deadline_ms))
-    }
-
-    /// The pending `commit confirmed` now waits `timeout` from now (gNMI's
-    /// set_rollback_duration); returns its commit, or None when none waits.
-    pub fn set_confirm_timeout(
-        &mut self,
-        timeout: Duration,
-    ) -> Result<Option<u64>, DatastoreError> {
-        let Some(mut next) = self.pending.clone() else {
-            return Ok(None);
-        };
-        next.deadline_ms = millis(SystemTime::now() + timeout);
-        self.store.set_pending(Some(&next))?;
-        info!(
-            id = next.commit_id,
-            seconds = timeout.as_secs(),
-            "commit confirmed: new deadline"
-        );
-        let id = next.commit_id;
-        self.pending = Some(next);
-        Ok(Some(id))
-    }
-
-    /// Rolls back a `commit confirmed` whose time is up at `now`. Called by the owner's
-    /// timer, and at open for deadlines that passed while nothing was running.
-    pub fn expire_pending_confirm(
-        &mut self,
-        now: SystemTime,
-    ) -> Result<Option<CommitOutcome>, DatastoreError> {
-        match &self.pending {
-            Some(pending) if millis(now) >= pending.deadline_ms => {
-                let id = pending.commit_id;
-                warn!(
-                    id,
-                    "commit confirmed was not confirmed in time: rolling back"
-                );
-                self.roll_back_pending(&format!(
-                    "rollback: commit confirmed {id} was not confirmed in time"
-                ))
-                .map(Some)
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// Rolls back a pending `commit confirmed` now (gNMI's cancel).
-    pub fn cancel_pending_confirm(&mut self) -> Result<Option<CommitOutcome>, DatastoreError> {
-        let Some(id) = self.pending.as_ref().map(|p| p.commit_id) else {
-            return Ok(None);
-        };
-        info!(id, "commit confirmed cancelled: rolling back");
-        self.roll_back_pending(&format!("rollback: commit confirmed {id} cancelled"))
-            .map(Some)
-    }
-
-    /// Goes back to before the first unconfirmed commit, as a commit of its own.
-    fn roll_back_pending(&mut self, comment: &str) -> Result<CommitOutcome, DatastoreError> {
-        let Some(pending) = self.pending.clone() else {
-            return Err(DatastoreError::NotFound(
-                "no commit confirmed is pending".into(),
-            ));
-        };
-        let unconfirmed = (self.running.commit_id + 1).saturating_sub(pending.since_commit_id);
-        let previous = self.configuration_before(unconfirmed as usize)?;
-        let session = self.open_session("system");
-        self.load_tree(session, previous)?;
-        self.pending = None;
-        let outcome = self.commit_as(
-            session,
-            CommitKind::ConfirmTimeout,
-            CommitRequest {
-                comment: Some(comment.to_string()),
-                ..CommitRequest::default()
-            },
-        );
-        self.close_session(session);
-        if outcome.is_err() {
-            self.pending = Some(pending);
-        }
-        outcome
     }
 
     /// `save`: running becomes what the box boots with.
