@@ -1,6 +1,7 @@
 //! From what the chip holds to what it should hold: the fewest writes (a MODIFY where the
 //! key stays), in phases so that no packet sees a state that forwards it across links or
-//! to a removed pair:
+//! to a removed pair (each table's level is in the P4Info contract,
+//! [`efb_p4info::contract::WriteLevel`]):
 //!
 //! 1. what others point at first: the balancing method, links' ports, pairs;
 //! 2. then buckets (pointing at pairs);
@@ -16,7 +17,8 @@
 use std::collections::BTreeMap;
 
 use efb_p4info::P4InfoIndex;
-use efb_p4info::names::{flows, tables as t};
+use efb_p4info::contract::{self, WriteLevel};
+use efb_p4info::names::flows;
 use p4runtime_proto::p4::v1 as p4;
 
 use crate::compile::{Compiled, Desired};
@@ -61,19 +63,13 @@ impl Op {
     }
 }
 
-/// Five levels of writes, then five of deletions.
-const PHASES: usize = 10;
+/// A phase per write level, then one per level for the deletions, in reverse.
+const PHASES: usize = 2 * WriteLevel::COUNT;
 
-/// Table ids by role, from the P4Info.
+/// Table ids from the P4Info, with the write level the contract gives each.
 #[derive(Clone, Debug)]
 pub struct Tables {
-    pub balancing: u32,
-    pub link_ports: u32,
-    pub pairs: u32,
-    pub units: u32,
-    pub buckets: u32,
-    pub ingress_port: u32,
-    pub platform: u32,
+    levels: BTreeMap<u32, WriteLevel>,
     /// The flow tables, in the order of [`flows::ALL`].
     pub flows: [u32; 3],
     names: BTreeMap<u32, String>,
@@ -82,14 +78,12 @@ pub struct Tables {
 impl Tables {
     pub fn new(index: &P4InfoIndex) -> Result<Tables, efb_p4info::P4InfoError> {
         let id = |name: &str| index.table_by_name(name).map(|t| t.id);
+        let mut levels = BTreeMap::new();
+        for spec in contract::TABLES {
+            levels.insert(id(spec.name)?, spec.write_level);
+        }
         Ok(Tables {
-            balancing: id(t::BALANCING)?,
-            link_ports: id(t::LINK_PORTS)?,
-            pairs: id(t::PAIRS)?,
-            units: id(t::UNITS)?,
-            buckets: id(t::BUCKETS)?,
-            ingress_port: id(t::INGRESS_PORT)?,
-            platform: id(t::PLATFORM)?,
+            levels,
             flows: [
                 id(flows::IPV4.table)?,
                 id(flows::IPV6.table)?,
@@ -99,18 +93,9 @@ impl Tables {
         })
     }
 
+    /// Every table the controller writes.
     pub fn all(&self) -> Vec<u32> {
-        let mut all = vec![
-            self.balancing,
-            self.link_ports,
-            self.pairs,
-            self.units,
-            self.buckets,
-            self.ingress_port,
-            self.platform,
-        ];
-        all.extend(self.flows);
-        all
+        self.levels.keys().copied().collect()
     }
 
     pub fn name(&self, id: u32) -> &str {
@@ -120,17 +105,11 @@ impl Tables {
     /// The phase (0 .. PHASES - 1) of a write.
     fn phase(&self, op: &Op) -> usize {
         let table = op.entry().entry.table_id;
-        let level = if table == self.buckets {
-            1
-        } else if table == self.units {
-            2
-        } else if table == self.ingress_port {
-            3
-        } else if self.flows.contains(&table) {
-            4
-        } else {
-            0
-        };
+        let level = self
+            .levels
+            .get(&table)
+            .copied()
+            .unwrap_or(WriteLevel::Pointed) as usize;
         match op {
             Op::Delete(_) => PHASES - 1 - level,
             _ => level,

@@ -16,6 +16,29 @@ pub struct TableSpec {
     /// Whether the default is fixed by the program.
     pub const_default: bool,
     pub direct_counter: Option<&'static str>,
+    /// When a plan writes the table's entries.
+    pub write_level: WriteLevel,
+}
+
+/// When a plan writes a table's entries, removals in the reverse order: what other entries
+/// point at comes first, so that no frame meets an entry whose target is not written yet
+/// (or already removed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WriteLevel {
+    /// Pointed at by others: link ports, pairs, the balancing method, the CPU port.
+    Pointed,
+    /// Buckets, pointing at pairs.
+    Buckets,
+    /// Units, pointing at their region of the buckets.
+    Units,
+    /// Ingress ports: a new link or pair starts receiving only once it is complete.
+    Ports,
+    /// Flows, pointing at units and links.
+    Flows,
+}
+
+impl WriteLevel {
+    pub const COUNT: usize = 5;
 }
 
 pub struct ActionSpec {
@@ -35,6 +58,7 @@ macro_rules! flow_table_spec {
             initial_default: flows::$table.bypass,
             const_default: false,
             direct_counter: Some(flows::$table.counter),
+            write_level: WriteLevel::Flows,
         }
     };
 }
@@ -66,6 +90,7 @@ pub const TABLES: &[TableSpec] = &[
         initial_default: a::UNKNOWN_PORT,
         const_default: true,
         direct_counter: None,
+        write_level: WriteLevel::Ports,
     },
     TableSpec {
         name: t::LINK_PORTS,
@@ -74,6 +99,7 @@ pub const TABLES: &[TableSpec] = &[
         initial_default: a::LINK_MISSING,
         const_default: true,
         direct_counter: None,
+        write_level: WriteLevel::Pointed,
     },
     TableSpec {
         name: t::BALANCING,
@@ -82,6 +108,7 @@ pub const TABLES: &[TableSpec] = &[
         initial_default: a::HASH_LAYER3,
         const_default: false,
         direct_counter: None,
+        write_level: WriteLevel::Pointed,
     },
     flow_table_spec!(IPV4, IPV4_FLOW_FIELDS, [bypass, drop, to_unit]),
     flow_table_spec!(IPV6, IPV6_FLOW_FIELDS, [bypass, drop, to_unit]),
@@ -93,6 +120,7 @@ pub const TABLES: &[TableSpec] = &[
         initial_default: a::UNIT_BYPASS,
         const_default: false,
         direct_counter: None,
+        write_level: WriteLevel::Units,
     },
     TableSpec {
         name: t::BUCKETS,
@@ -101,6 +129,7 @@ pub const TABLES: &[TableSpec] = &[
         initial_default: a::TO_PAIR,
         const_default: false,
         direct_counter: None,
+        write_level: WriteLevel::Buckets,
     },
     TableSpec {
         name: t::PAIRS,
@@ -109,6 +138,7 @@ pub const TABLES: &[TableSpec] = &[
         initial_default: a::PAIR_DOWN,
         const_default: false,
         direct_counter: None,
+        write_level: WriteLevel::Pointed,
     },
     TableSpec {
         name: t::PLATFORM,
@@ -117,6 +147,7 @@ pub const TABLES: &[TableSpec] = &[
         initial_default: a::SET_CPU_PORT,
         const_default: false,
         direct_counter: None,
+        write_level: WriteLevel::Pointed,
     },
 ];
 
