@@ -11,10 +11,11 @@ use yang2::data::{
 };
 use yang2::ffi;
 
+use crate::json_syntax::check_json;
+use crate::ly;
 use crate::schema::{JsonKind, NodeKind, Schema, SchemaId};
 use crate::tree::{Child, DataTree, Inner, LeafList, List};
 use crate::{Error, Problem, Value};
-use crate::{input, ly};
 
 /// How to print.
 #[derive(Clone, Copy, Debug, Default)]
@@ -293,7 +294,7 @@ pub enum Check {
 
 /// Reads RFC 7951 JSON configuration. Every problem libyang finds is returned with its path.
 /// What libyang would let through is refused too, whatever `check` says (see
-/// [`input::check_json`]): a member named twice, bytes after the value.
+/// [`check_json`]): a member named twice, bytes after the value.
 pub fn from_json(schema: &Schema, text: &str, check: Check) -> Result<DataTree, Error> {
     let ly = parse_checked(schema, text, check)?;
     let tree = convert(schema, &ly);
@@ -339,11 +340,11 @@ pub fn from_json_validating<R: Send>(
 fn parse_checked<'a>(schema: &'a Schema, text: &str, check: Check) -> Result<LyTree<'a>, Error> {
     let refused = |problem| Error::Invalid(vec![problem]);
     if text.len() < CHECK_ALONGSIDE_FROM {
-        input::check_json(text).map_err(refused)?;
+        check_json(text).map_err(refused)?;
         return parse_ly(schema, text, check);
     }
     let (checked, parsed) = std::thread::scope(|scope| {
-        let checking = scope.spawn(|| input::check_json(text));
+        let checking = scope.spawn(|| check_json(text));
         let parsed = parse_ly(schema, text, check);
         (checking.join(), parsed)
     });

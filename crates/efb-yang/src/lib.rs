@@ -11,72 +11,26 @@
 
 pub mod compare;
 pub mod diff;
+mod error;
 pub mod explain;
 pub mod input;
 pub mod json;
+mod json_syntax;
 mod ly;
 pub mod path;
+mod problem;
 pub mod rpc;
 pub mod schema;
 pub mod setlines;
 pub mod text;
 pub mod tree;
 pub mod validate;
+mod value;
 
 pub use diff::{Change, RecordKey};
+pub use error::Error;
 pub use ly::{BaseType, EnumItem, TypeInfo};
 pub use path::{DataPath, Segment};
+pub use problem::Problem;
 pub use schema::{JsonKind, NodeKind, Schema, SchemaId, SchemaNodeInfo};
 pub use tree::{Child, DataTree, EditError, Inner, Keys, LeafList, List, NodeRef, Value};
-
-/// One thing wrong with some data: where, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct Problem {
-    /// Data path in libyang's form, e.g. `/ecofilter-balancer:ports/port[name='p1']/mtu`.
-    pub path: String,
-    pub message: String,
-}
-
-impl Problem {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Problem {
-        Problem {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
-
-/// Errors of this crate.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The data (or the module) is not valid; each problem names its path.
-    #[error("{}", list_problems(.0))]
-    Invalid(Vec<Problem>),
-    /// The schema could not be loaded or indexed.
-    #[error("YANG schema: {0}")]
-    Schema(String),
-}
-
-impl Error {
-    /// The problems of an `Invalid` error; a schema error as one problem.
-    pub fn problems(&self) -> Vec<Problem> {
-        match self {
-            Error::Invalid(problems) => problems.clone(),
-            Error::Schema(message) => vec![Problem::new("", message.clone())],
-        }
-    }
-}
-
-fn list_problems(problems: &[Problem]) -> String {
-    text::problem_lines(problems, "")
-}

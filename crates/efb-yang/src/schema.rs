@@ -10,7 +10,10 @@ use yang2::schema::{SchemaNode, SchemaNodeKind};
 use yang2::utils::Binding;
 
 use crate::ly::{self, BaseType, TypeInfo};
+use crate::value::Value;
 use crate::{Error, Problem};
+
+pub use crate::value::JsonKind;
 
 /// Name of the module this management plane serves.
 pub const MODULE_NAME: &str = "ecofilter-balancer";
@@ -49,34 +52,6 @@ pub struct CaseOf {
     /// Schema path of the choice (unique within the module).
     pub choice: String,
     pub case: String,
-}
-
-/// How a value of a leaf is written in RFC 7951 JSON.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum JsonKind {
-    /// A JSON number: integers of 32 bits or less.
-    Number,
-    /// A JSON string: everything else, including 64-bit integers and decimal64.
-    String,
-    Bool,
-    /// `[null]`: the `empty` type.
-    Empty,
-}
-
-impl JsonKind {
-    pub(crate) fn of(base: BaseType) -> JsonKind {
-        match base {
-            BaseType::Uint8
-            | BaseType::Uint16
-            | BaseType::Uint32
-            | BaseType::Int8
-            | BaseType::Int16
-            | BaseType::Int32 => JsonKind::Number,
-            BaseType::Bool => JsonKind::Bool,
-            BaseType::Empty => JsonKind::Empty,
-            _ => JsonKind::String,
-        }
-    }
 }
 
 /// One data-bearing node of the schema.
@@ -513,7 +488,7 @@ impl Schema {
     }
 
     /// Checks a leaf value against its type and returns it in canonical form.
-    pub fn value(&self, id: SchemaId, text: &str) -> Result<crate::Value, String> {
+    pub fn value(&self, id: SchemaId, text: &str) -> Result<Value, String> {
         let node = self
             .ly_node(id)
             .filter(|_| !self.node(id).is_inner())
@@ -524,7 +499,7 @@ impl Schema {
             Some(BaseType::Union) => JsonKind::of(checked.base),
             _ => self.node(id).json_kind(),
         };
-        Ok(crate::Value::new(checked.canonical, kind))
+        Ok(Value::new(checked.canonical, kind))
     }
 
     /// Whether the node sits in configuration (not state, RPC or notification).

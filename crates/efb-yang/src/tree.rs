@@ -12,38 +12,10 @@ use std::sync::Arc;
 use imbl::OrdMap;
 
 use crate::path::{DataPath, Segment};
-use crate::schema::{JsonKind, NodeKind, Schema, SchemaId};
+use crate::schema::{NodeKind, Schema, SchemaId};
 use crate::{Error, Problem};
 
-/// A leaf value in canonical form, with the JSON encoding its type gives it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Value {
-    text: Arc<str>,
-    kind: JsonKind,
-}
-
-impl Value {
-    pub fn new(text: impl Into<Arc<str>>, kind: JsonKind) -> Value {
-        Value {
-            text: text.into(),
-            kind,
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    pub fn kind(&self) -> JsonKind {
-        self.kind
-    }
-}
-
-impl std::fmt::Display for Value {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
+pub use crate::value::Value;
 
 /// The key values of a list entry, in key order.
 pub type Keys = Arc<[Value]>;
