@@ -6,10 +6,13 @@
 //! the configuration owner of CPU. Here a check first takes one of a few permits, then a
 //! buffer from a pool that holds at most as many buffers as there are permits, each
 //! allocated once and reused: memory is `permits × largest m`, whatever the load.
+//!
+//! New hashes ([`hash_password`]) are made here too, so that everything that runs Argon2
+//! is in one file.
 
 use std::sync::{Arc, Mutex};
 
-use argon2::password_hash::PasswordHash;
+use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
 use argon2::{Algorithm, Argon2, Block, Params, Version};
 use tokio::sync::Semaphore;
 
@@ -210,12 +213,35 @@ impl Drop for Buffer {
     }
 }
 
+/// How much work a new password hash costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cost {
+    /// Argon2id with the crate's defaults (19 MiB, 2 passes): for real users.
+    Standard,
+    /// Minimal parameters: for tests, which start many daemons in debug builds.
+    Test,
+}
+
+/// An Argon2id PHC string for `password`.
+pub fn hash_password(password: &str, cost: Cost) -> Result<String, String> {
+    let params = match cost {
+        Cost::Standard => Params::default(),
+        Cost::Test => Params::new(256, 1, 1, None).map_err(|e| e.to_string())?,
+    };
+    let argon = Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
+    let salt_bytes: [u8; 16] = rand::random();
+    let salt = SaltString::encode_b64(&salt_bytes).map_err(|e| e.to_string())?;
+    argon
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::auth::{Cost, hash_password};
 
     #[test]
     fn costs_above_the_maximums_are_refused() {

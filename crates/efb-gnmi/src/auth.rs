@@ -27,8 +27,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use argon2::password_hash::{PasswordHasher, SaltString};
-use argon2::{Argon2, Params};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tonic::metadata::MetadataMap;
@@ -38,6 +36,8 @@ use tracing::{debug, warn};
 use crate::argon::{Checked, Checker, Stored};
 use crate::listen::ConnHandle;
 use crate::login::{Failures, Peer};
+
+pub use crate::argon::{Cost, hash_password};
 
 /// Password checks waiting for their turn at most; more are refused at once.
 const MAX_WAITING: usize = 1024;
@@ -545,30 +545,6 @@ impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-/// How much work a new password hash costs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cost {
-    /// Argon2id with the crate's defaults (19 MiB, 2 passes): for real users.
-    Standard,
-    /// Minimal parameters: for tests, which start many daemons in debug builds.
-    Test,
-}
-
-/// An Argon2id PHC string for `password`.
-pub fn hash_password(password: &str, cost: Cost) -> Result<String, String> {
-    let params = match cost {
-        Cost::Standard => Params::default(),
-        Cost::Test => Params::new(256, 1, 1, None).map_err(|e| e.to_string())?,
-    };
-    let argon = Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
-    let salt_bytes: [u8; 16] = rand::random();
-    let salt = SaltString::encode_b64(&salt_bytes).map_err(|e| e.to_string())?;
-    argon
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
