@@ -26,9 +26,8 @@ def match_memory(stage_table):
     return memory(allocations)
 
 
-def action_data(context, table, stage):
+def action_data(by_name, table, stage):
     """RAM units of the table's direct action data in `stage` (0 when in the match word)."""
-    by_name = {t["name"]: t for t in context["tables"]}
     units = 0
     for ref in table.get("action_data_table_refs") or []:
         if ref.get("how_referenced") != "direct" or ref["name"] not in by_name:
@@ -43,6 +42,7 @@ def main(path):
     context = json.load(open(path))
     print(f"{context['program_name']} for {context['target']}, compiler {context['compiler_version']}")
     print(f"{'table':34} {'entries':>8}  stage:match-memory(units)[+action-data RAMs] ...")
+    by_name = {t["name"]: t for t in context["tables"]}
     last = 0
     for t in context["tables"]:
         stages = t.get("match_attributes", {}).get("stage_tables", [])
@@ -56,7 +56,7 @@ def main(path):
             if not kind:
                 kind = "hash_action" if s.get("stage_table_type") == "hash_action" else "none"
             text = f"{s.get('stage_number')}:{kind}" + (f"({units})" if units else "")
-            data = action_data(context, t, s.get("stage_number"))
+            data = action_data(by_name, t, s.get("stage_number"))
             placed.append(text + (f"+ad({data})" if data else ""))
         print(f"{t['name']:34} {t.get('size', 0):>8}  {' '.join(placed)}")
     print(f"ingress uses stages 0..{last} of the 12 (the compiler's own tables included)")

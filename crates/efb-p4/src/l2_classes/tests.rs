@@ -384,10 +384,10 @@ fn every_frame_reads_back_exactly_the_parts_it_meets() {
     // The frames must exercise overlaps, or the test proves little.
     assert!(overlaps > 10_000, "{overlaps} frames in several parts");
 }
+
 #[test]
 fn many_distinct_cubes_are_refused_before_grouping() {
     let parts: Vec<Vec<Cube>> = (1..=4000).map(|vid| part(&vlan0(vid))).collect();
-    let started = std::time::Instant::now();
     let err = classify(&parts, SIZE).expect_err("8000 cubes");
     assert_eq!(
         err,
@@ -396,60 +396,4 @@ fn many_distinct_cubes_are_refused_before_grouping() {
             capacity: SIZE
         }
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(1));
-}
-
-/// Timings for the report: `cargo test -p efb-p4 --lib l2_classes::tests::timings --
-/// --ignored --nocapture`.
-#[test]
-#[ignore]
-fn timings() {
-    let vlans = |n: u16| (1..=n).map(|vid| part(&vlan0(vid)));
-    let depth_one = |n: u16| {
-        (1..=n).map(|vid| {
-            part(&FlowMatch {
-                vlan_depth: Some(1),
-                ..vlan0(vid)
-            })
-        })
-    };
-    let ether_type = part(&FlowMatch {
-        packet_type: Some(0x88cc),
-        ..FlowMatch::default()
-    });
-    let mac = part(&src_mac([2, 0, 0, 0, 0, 1], [0xff; 6]));
-    let two_types = (0..2).map(|t| {
-        part(&FlowMatch {
-            packet_type: Some(0x9000 + t),
-            ..FlowMatch::default()
-        })
-    });
-    let cases: Vec<(&str, Vec<Vec<Cube>>)> = vec![
-        ("100 VLAN ids", vlans(100).collect()),
-        ("255 VLAN ids", vlans(255).collect()),
-        (
-            "98 VLAN ids at depth 1, 1 EtherType, 1 MAC",
-            depth_one(98).chain([ether_type, mac]).collect(),
-        ),
-        (
-            "98 VLAN ids, 2 EtherTypes (refused)",
-            vlans(98).chain(two_types).collect(),
-        ),
-        ("4000 VLAN ids (refused)", vlans(4000).collect()),
-    ];
-    for (name, parts) in cases {
-        let rounds = 20;
-        let started = std::time::Instant::now();
-        let mut last = None;
-        for _ in 0..rounds {
-            last = Some(classify(&parts, SIZE));
-        }
-        let each = started.elapsed() / rounds;
-        let outcome = match last {
-            Some(Ok(c)) => format!("{} entries, {} bits", c.entries.len(), c.bits),
-            Some(Err(e)) => format!("{e:?}"),
-            None => String::new(),
-        };
-        eprintln!("{name}: {each:?} each; {outcome}");
-    }
 }
