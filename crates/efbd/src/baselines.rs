@@ -8,14 +8,13 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use efb_model::Config;
 use efb_p4::platform::PortCounters;
-
 use efb_yang::text::excerpt;
 
 use crate::chip::{Counters, Flows, Wanted};
-use crate::state::Known;
 
-/// The baselines, shared by every [`crate::state::Known`] the owner hands out.
+/// The baselines, shared by every copy of the state the owner hands out.
 #[derive(Clone, Debug, Default)]
 pub struct Baselines(Arc<Mutex<Taken>>);
 
@@ -92,6 +91,38 @@ impl Baselines {
             }
         }
     }
+
+    /// From now on the ports or flows `names` (configured, as [`configured`] gives them)
+    /// count from the counters `read` for them now; `None`: there is no chip to read.
+    pub fn clear(
+        &self,
+        counted: Counted,
+        names: &[String],
+        read: Option<Counters>,
+    ) -> Result<(), ClearError> {
+        let read = read.ok_or(ClearError::NoChip)?;
+        let entry = counted.entry();
+        match counted {
+            Counted::Ports => {
+                let ports: BTreeMap<String, PortCounters> = names
+                    .iter()
+                    .map(|n| read.ports.get(n).map(|c| (n.clone(), c.clone())))
+                    .collect::<Option<_>>()
+                    .ok_or(ClearError::Unreadable { entry })?;
+                self.clear_ports(&ports);
+            }
+            Counted::Flows => {
+                let counted = read.flows.ok_or(ClearError::Unreadable { entry })?;
+                // A flow nothing hit has no count: zero.
+                let flows = names
+                    .iter()
+                    .map(|n| (n.clone(), counted.get(n).copied().unwrap_or_default()))
+                    .collect();
+                self.clear_flows(&flows);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What `clear ... statistics` clears.
@@ -115,6 +146,20 @@ impl Counted {
             Counted::Flows => "show ecofilter-balancer flow",
         }
     }
+
+    /// The chip's counters a clear of `names` reads.
+    pub fn wanted(self, names: &[String]) -> Wanted {
+        match self {
+            Counted::Ports => Wanted {
+                ports: true,
+                ..Wanted::NOTHING
+            },
+            Counted::Flows => Wanted {
+                flows: Flows::Only(names.to_vec()),
+                ..Wanted::NOTHING
+            },
+        }
+    }
 }
 
 /// Why nothing was cleared.
@@ -134,51 +179,12 @@ pub enum ClearError {
     Unreadable { entry: &'static str },
 }
 
-/// Takes the baselines of the ports or flows `names` (none: every configured one) from
-/// the chip's counters now; the names cleared. Blocking: it reads the chip.
-pub fn clear(known: &Known, counted: Counted, names: &[String]) -> Result<Vec<String>, ClearError> {
-    let names = configured(known, counted, names)?;
-    let entry = counted.entry();
-    let wanted = match counted {
-        Counted::Ports => Wanted {
-            ports: true,
-            ..Wanted::NOTHING
-        },
-        Counted::Flows => Wanted {
-            flows: Flows::Only(names.clone()),
-            ..Wanted::NOTHING
-        },
-    };
-    let read = known.chip_counters(&wanted).ok_or(ClearError::NoChip)?;
-    match counted {
-        Counted::Ports => {
-            let ports: BTreeMap<String, PortCounters> = names
-                .iter()
-                .map(|n| read.ports.get(n).map(|c| (n.clone(), c.clone())))
-                .collect::<Option<_>>()
-                .ok_or(ClearError::Unreadable { entry })?;
-            known.baselines.clear_ports(&ports);
-        }
-        Counted::Flows => {
-            let counted = read.flows.ok_or(ClearError::Unreadable { entry })?;
-            // A flow nothing hit has no count: zero.
-            let flows = names
-                .iter()
-                .map(|n| (n.clone(), counted.get(n).copied().unwrap_or_default()))
-                .collect();
-            known.baselines.clear_flows(&flows);
-        }
-    }
-    Ok(names)
-}
-
 /// `names` (deduplicated), each configured, or every configured name when there is none.
-fn configured(
-    known: &Known,
+pub fn configured(
+    config: &Config,
     counted: Counted,
     names: &[String],
 ) -> Result<Vec<String>, ClearError> {
-    let config = &known.running.config;
     let exists = |name: &str| match counted {
         Counted::Ports => config.ports.contains_key(name),
         Counted::Flows => config.flows.contains_key(name),

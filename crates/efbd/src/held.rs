@@ -83,7 +83,7 @@ impl HeldSessions {
                         let _ = sender.send(Ok(last)).await;
                     }
                 }
-                () = crate::service::stopped(&mut stopping) => {}
+                () = stopped(&mut stopping) => {}
             }
         });
         ReceiverStream::new(receiver)
@@ -117,6 +117,17 @@ fn logged_out(session: SessionId, why: String) -> SessionNotice {
         session,
         closed: why,
         logout: true,
+    }
+}
+
+/// Completes when efbd stops (never without a signal to wait for): held streams and
+/// watched events end then.
+pub(crate) async fn stopped(stopping: &mut Option<watch::Receiver<bool>>) {
+    match stopping {
+        Some(receiver) => {
+            let _ = receiver.wait_for(|stop| *stop).await;
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod events;
 pub mod gnmi_backend;
 pub mod gnmi_server;
 pub mod held;
+pub mod instruments;
 pub mod liveness;
 pub mod logging;
 pub mod metrics;

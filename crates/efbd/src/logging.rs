@@ -6,18 +6,10 @@
 
 use std::os::fd::AsFd;
 
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use crate::events::MAX_RECENT;
-use crate::settings::Log;
-
-/// The formats `log.format` accepts.
-pub const FORMATS: [&str; 4] = ["auto", "text", "json", "journal"];
-
-/// The levels a bare word of `log.level` may be.
-const LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
+use crate::settings::{Log, log_format};
 
 /// Journal fields are upper case; ours carry this prefix (`EFB_EVENT`, `EFB_UNIT`).
 const JOURNAL_PREFIX: &str = "EFB";
@@ -30,49 +22,6 @@ pub enum Writer {
     Journal,
 }
 
-/// Refuses log settings efbd could not follow, naming the setting and what it accepts.
-pub fn check(log: &Log) -> Result<(), String> {
-    filter(&log.level)?;
-    format(&log.format)?;
-    if !(1..=MAX_RECENT).contains(&log.recent_events) {
-        return Err(format!(
-            "log.recent_events = {}: expected 1 to {MAX_RECENT}",
-            log.recent_events
-        ));
-    }
-    Ok(())
-}
-
-/// `log.level` as a filter. A bare word must be a level: tracing would read "debg" as
-/// the name of a module to log everything of, and nothing would say so.
-fn filter(level: &str) -> Result<EnvFilter, String> {
-    let refuse = |why: String| {
-        format!(
-            "log.level (--log-level) = {level:?}: {why}; expected error, warn, info, debug, \
-             trace or off, or TARGET=LEVEL directives separated by commas (efbd=debug,info)"
-        )
-    };
-    if level.trim().is_empty() {
-        return Err(refuse("empty".into()));
-    }
-    for directive in level.split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        let bare = !directive.contains(['=', '[']);
-        if bare && !LEVELS.contains(&directive.to_ascii_lowercase().as_str()) {
-            return Err(refuse(format!("{directive:?} is not a level")));
-        }
-    }
-    EnvFilter::try_new(level).map_err(|e| refuse(e.to_string()))
-}
-
-fn format(text: &str) -> Result<&str, String> {
-    FORMATS.into_iter().find(|f| *f == text).ok_or_else(|| {
-        format!(
-            "log.format (--log-format) = {text:?}: expected one of {}",
-            FORMATS.join(", ")
-        )
-    })
-}
-
 /// The writer for `format`: `auto` is the journal when `journal_stream` (systemd's
 /// `$JOURNAL_STREAM`, "DEVICE:INODE") names `stderr` (its device and inode), text
 /// otherwise. A copy of standard error passed on to a child does not fool it.
@@ -81,7 +30,7 @@ pub fn choose(
     journal_stream: Option<&str>,
     stderr: Option<(u64, u64)>,
 ) -> Result<Writer, String> {
-    Ok(match format(format_setting)? {
+    Ok(match log_format(format_setting)? {
         "text" => Writer::Text,
         "json" => Writer::Json,
         "journal" => Writer::Journal,
@@ -107,7 +56,7 @@ fn stderr_identity() -> Option<(u64, u64)> {
 /// Sets up the log as `log` says; an error names the setting (the journal unreachable
 /// with `log.format = "journal"`).
 pub fn init(log: &Log) -> Result<Writer, String> {
-    let filter = filter(&log.level)?;
+    let filter = log.filter()?;
     let stream = std::env::var("JOURNAL_STREAM").ok();
     let mut writer = choose(&log.format, stream.as_deref(), stderr_identity())?;
     let journal = match writer {
@@ -168,44 +117,5 @@ mod tests {
         assert_eq!(choose("text", Some("25:4711"), stderr), Ok(Writer::Text));
         assert_eq!(choose("json", Some("25:4711"), stderr), Ok(Writer::Json));
         assert_eq!(choose("journal", None, None), Ok(Writer::Journal));
-    }
-
-    #[test]
-    fn bad_levels_and_formats_are_refused_naming_the_setting() {
-        let log = |level: &str, format: &str| Log {
-            level: level.into(),
-            format: format.into(),
-            ..Log::default()
-        };
-        for good in [
-            "info",
-            "WARN",
-            "efbd=debug,info",
-            "efbd::events=info,warn",
-            "off",
-        ] {
-            assert_eq!(check(&log(good, "json")), Ok(()), "{good}");
-        }
-        for bad in ["debg", "info,verbose", "efbd=loud"] {
-            let err = check(&log(bad, "text")).unwrap_err();
-            assert!(
-                err.starts_with("log.level (--log-level)") && err.contains("expected error, warn"),
-                "{err}"
-            );
-        }
-        let err = check(&log("info", "xml")).unwrap_err();
-        assert_eq!(
-            err,
-            "log.format (--log-format) = \"xml\": expected one of auto, text, json, journal"
-        );
-        let none = Log {
-            recent_events: 0,
-            ..Log::default()
-        };
-        assert!(
-            check(&none)
-                .unwrap_err()
-                .starts_with("log.recent_events = 0")
-        );
     }
 }

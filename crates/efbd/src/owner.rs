@@ -27,13 +27,11 @@ use tracing::{error, info};
 use crate::baselines::Baselines;
 use crate::chip::{self, Wanted};
 use crate::events::{self, ConfirmTimeout, Event, Events, Origin, Rollback};
+use crate::instruments::Instruments;
 use crate::liveness::{Liveness, Verdicts};
-use crate::metrics::Instruments;
 use crate::state::Known;
 
-mod live;
-
-pub use live::{BypassError, LookupError, SessionRoute};
+pub mod live;
 
 /// What the owner thread holds.
 pub struct OwnerState {

@@ -7,7 +7,8 @@ use efb_yang::rpc::{self, Input};
 use tonic::{Code, Status};
 
 use crate::errors;
-use crate::owner::{BypassError, LookupError, OwnerState};
+use crate::owner::OwnerState;
+use crate::owner::live::{BypassError, LookupError};
 
 const SET_BYPASS: &str = "set-bypass-ecofilter-unit";
 pub const LOOKUP_SESSION: &str = "lookup-session";

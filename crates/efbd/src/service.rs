@@ -28,7 +28,7 @@ use crate::callers::{Caller, Callers};
 use crate::chip::{CounterLists, Wanted};
 use crate::errors::{bounded, status};
 use crate::events::{self, Events, Recorded};
-use crate::held::{Ending, HeldSessions, NoticeStream};
+use crate::held::{Ending, HeldSessions, NoticeStream, stopped};
 use crate::owner::{Owner, OwnerState};
 use crate::rpcs;
 
@@ -930,10 +930,9 @@ impl Service {
         };
         let known = self.run("ClearStatistics", |s| Ok(s.known())).await?;
         let names = request.names;
-        let cleared =
-            tokio::task::spawn_blocking(move || baselines::clear(&known, counted, &names))
-                .await
-                .map_err(|e| Status::internal(format!("reading the counters: {e}")))?;
+        let cleared = tokio::task::spawn_blocking(move || known.clear_counters(counted, &names))
+            .await
+            .map_err(|e| Status::internal(format!("reading the counters: {e}")))?;
         let cleared = cleared.map_err(|e| {
             let code = match e {
                 ClearError::NotConfigured { .. } => tonic::Code::NotFound,
@@ -1025,16 +1024,6 @@ fn audit_record(r: Record) -> AuditRecord {
             Kind::Access => "access",
         }
         .to_string(),
-    }
-}
-
-/// Completes when efbd stops (never without a signal to wait for).
-pub(crate) async fn stopped(stopping: &mut Option<tokio::sync::watch::Receiver<bool>>) {
-    match stopping {
-        Some(receiver) => {
-            let _ = receiver.wait_for(|stop| *stop).await;
-        }
-        None => std::future::pending().await,
     }
 }
 

@@ -6,6 +6,10 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use serde::Deserialize;
 
+mod log;
+
+pub use log::{Log, log_format};
+
 /// Command-line flags; each overrides the same setting of the TOML file.
 #[derive(Parser, Debug, Default)]
 #[command(name = "efbd", version, about = "EcoFilter Balancer daemon")]
@@ -330,18 +334,6 @@ pub struct P4Runtime {
     pub device_id: u64,
 }
 
-/// efbd's log, and the recent events `show log` reads.
-#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct Log {
-    /// error, warn, info, debug, trace, or TARGET=LEVEL directives (efbd=debug,info).
-    pub level: String,
-    /// auto, text, json or journal (see [`crate::logging`]).
-    pub format: String,
-    /// Events (commits, liveness changes, chip refusals...) kept in memory for `show log`.
-    pub recent_events: usize,
-}
-
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
@@ -527,16 +519,6 @@ impl Default for P4Runtime {
     }
 }
 
-impl Default for Log {
-    fn default() -> Log {
-        Log {
-            level: "info".to_string(),
-            format: "auto".to_string(),
-            recent_events: crate::events::DEFAULT_RECENT,
-        }
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     #[error("cannot read {path}: {source}")]
@@ -623,7 +605,7 @@ impl Settings {
         if self.audit.max_kib < 16 {
             return Err("audit.max_kib must be at least 16".to_string());
         }
-        crate::logging::check(&self.log)?;
+        self.log.check()?;
         if self.management.listen.is_some() && self.gnmi.users.is_none() {
             return Err(
                 "management.listen (TCP) needs gnmi.users: over TCP, clients log in as users of that file"

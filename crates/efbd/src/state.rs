@@ -17,7 +17,7 @@ use efb_yang::path::quote;
 use efb_yang::{DataPath, DataTree, Schema};
 use tracing::error;
 
-use crate::baselines::Baselines;
+use crate::baselines::{self, Baselines, ClearError, Counted};
 use crate::board::{self, BoardPort};
 use crate::chip::{self, Counters, Wanted};
 use crate::liveness;
@@ -57,6 +57,19 @@ impl Known {
         self.baselines.apply(&mut counters);
         counters.ports_onto_board();
         Some(counters)
+    }
+
+    /// Takes the baselines of the ports or flows `names` (none: every configured one) from
+    /// the chip's counters now; the names cleared. Blocking: it reads the chip.
+    pub fn clear_counters(
+        &self,
+        counted: Counted,
+        names: &[String],
+    ) -> Result<Vec<String>, ClearError> {
+        let names = baselines::configured(&self.running.config, counted, names)?;
+        let read = self.chip_counters(&counted.wanted(&names));
+        self.baselines.clear(counted, &names, read)?;
+        Ok(names)
     }
 
     /// The counters `wanted` as the chip has them (to take baselines from).
