@@ -12,7 +12,7 @@ use efb_model::Config;
 use efb_p4::platform::PortCounters;
 use efb_yang::text::excerpt;
 
-use crate::chip::{Counters, Flows, Wanted};
+use crate::chip::{Counters, CountersToRead, Flows};
 
 /// The baselines, shared by every copy of the state the owner hands out.
 #[derive(Clone, Debug, Default)]
@@ -148,15 +148,15 @@ impl Counted {
     }
 
     /// The chip's counters a clear of `names` reads.
-    pub fn wanted(self, names: &[String]) -> Wanted {
+    pub fn to_read(self, names: &[String]) -> CountersToRead {
         match self {
-            Counted::Ports => Wanted {
+            Counted::Ports => CountersToRead {
                 ports: true,
-                ..Wanted::NOTHING
+                ..CountersToRead::NOTHING
             },
-            Counted::Flows => Wanted {
+            Counted::Flows => CountersToRead {
                 flows: Flows::Only(names.to_vec()),
-                ..Wanted::NOTHING
+                ..CountersToRead::NOTHING
             },
         }
     }

@@ -111,10 +111,10 @@ impl Counters {
     }
 }
 
-/// Which counters a request needs: reading every flow's counters for `show ports` would
-/// cost a read of the whole flow table.
+/// Which of the chip's counters to read for a request: reading every flow's counters for
+/// `show ports` would cost a read of the whole flow table.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Wanted {
+pub struct CountersToRead {
     pub flows: Flows,
     /// The configured ports' (`/ports`).
     pub ports: bool,
@@ -159,7 +159,7 @@ impl CounterLists {
     }
 
     /// The counters under `path` (or above it: the root wants all).
-    pub fn under(&self, path: &DataPath) -> Wanted {
+    pub fn under(&self, path: &DataPath) -> CountersToRead {
         let flows = if self.flows.overlaps(path) {
             one_flow(&self.flows, path)
                 .map(|name| Flows::Only(vec![name]))
@@ -167,7 +167,7 @@ impl CounterLists {
         } else {
             Flows::None
         };
-        Wanted {
+        CountersToRead {
             flows,
             ports: self.ports.overlaps(path),
             board: self.board.overlaps(path),
@@ -175,8 +175,8 @@ impl CounterLists {
     }
 
     /// Every entry's counters of the lists `covers` accepts (gNMI patterns).
-    pub fn covered(&self, covers: impl Fn(&DataPath) -> bool) -> Wanted {
-        Wanted {
+    pub fn covered(&self, covers: impl Fn(&DataPath) -> bool) -> CountersToRead {
+        CountersToRead {
             flows: if covers(&self.flows) {
                 Flows::All
             } else {
@@ -188,16 +188,16 @@ impl CounterLists {
     }
 }
 
-impl Wanted {
+impl CountersToRead {
     /// No counters: nothing to read from the chip.
-    pub const NOTHING: Wanted = Wanted {
+    pub const NOTHING: CountersToRead = CountersToRead {
         flows: Flows::None,
         ports: false,
         board: false,
     };
 
     pub fn is_nothing(&self) -> bool {
-        *self == Wanted::NOTHING
+        *self == CountersToRead::NOTHING
     }
 }
 
@@ -210,7 +210,7 @@ fn one_flow(flows: &DataPath, path: &DataPath) -> Option<String> {
 }
 
 /// Reads the counters (blocking: not to be called on the runtime's threads).
-pub fn counters(driver: &Driver, config: &Config, wanted: &Wanted) -> Counters {
+pub fn counters(driver: &Driver, config: &Config, wanted: &CountersToRead) -> Counters {
     let mut out = Counters::default();
     // Some(None): every flow. Only configured names: counters for another would make it
     // appear.
@@ -266,7 +266,7 @@ pub fn device_port(map: &PortMap, config: &Config, name: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
-    fn wanted(path: &str) -> Wanted {
+    fn wanted(path: &str) -> CountersToRead {
         let schema = Schema::load().expect("schema");
         let path = DataPath::parse(&schema, path).expect("a path");
         CounterLists::of(&schema).expect("lists").under(&path)

@@ -102,12 +102,12 @@ impl Backend for GnmiBackend {
         if wanted.is_nothing() {
             return Ok(snapshot);
         }
-        let known = self.owner.call(|s| s.known()).await.map_err(gone)?;
+        let inputs = self.owner.call(|s| s.state_inputs()).await.map_err(gone)?;
         let schema = self.schema.clone();
         // A read of 100 000 flow counters must not hold up the async threads.
         tokio::task::spawn_blocking(move || {
             let before = now_ns();
-            let Some(counters) = known.counters(&wanted) else {
+            let Some(counters) = inputs.counters(&wanted) else {
                 return snapshot;
             };
             // Values read now carry now (the middle of the read), not the last commit's

@@ -22,7 +22,7 @@ use crate::instruments::Instruments;
 use crate::liveness;
 use crate::owner::{Owner, Status};
 use crate::settings::Metrics as Settings;
-use crate::state::Known;
+use crate::state::StateInputs;
 
 /// Listens where the settings say, if metrics are on; an address in use stops efbd with
 /// the setting named.
@@ -69,27 +69,27 @@ impl Sources {
     pub async fn scrape(&self) -> Scraped {
         let mut scraped = vec![self.instruments.registry()];
         // The owner gone, efbd is stopping: what it held does not matter any more.
-        let Ok((known, status)) = self.owner.call(|s| (s.known(), s.status())).await else {
+        let Ok((inputs, status)) = self.owner.call(|s| (s.state_inputs(), s.status())).await else {
             return scraped;
         };
         let sources = self.clone();
         // The chip's counters are read with blocking calls.
-        match tokio::task::spawn_blocking(move || sources.read(&known, &status)).await {
+        match tokio::task::spawn_blocking(move || sources.read(&inputs, &status)).await {
             Ok(registry) => scraped.push(Arc::new(registry)),
             Err(e) => warn!(%e, "metrics: reading the state failed"),
         }
         scraped
     }
 
-    fn read(&self, known: &Known, status: &Status) -> Registry {
+    fn read(&self, inputs: &StateInputs, status: &Status) -> Registry {
         let mut out = Values::default();
         daemon(&mut out, status, self.instruments.started());
         gnmi(&mut out, self.gnmi.as_ref());
-        units(&mut out, known);
-        if let Some(driver) = &known.driver {
+        units(&mut out, inputs);
+        if let Some(driver) = &inputs.driver {
             chip(&mut out, driver);
-            pairs(&mut out, &known.pairs);
-            flows(&mut out, driver, &known.running.config, self.max_flows);
+            pairs(&mut out, &inputs.pairs);
+            flows(&mut out, driver, &inputs.running.config, self.max_flows);
         }
         process(&mut out);
         out.into_registry()
@@ -202,8 +202,8 @@ fn chip(out: &mut Values, driver: &Driver) {
     );
 }
 
-fn units(out: &mut Values, known: &Known) {
-    let statuses = liveness::unit_statuses(&known.running.config, &known.live);
+fn units(out: &mut Values, inputs: &StateInputs) {
+    let statuses = liveness::unit_statuses(&inputs.running.config, &inputs.live);
     let unit = |name: &String| vec![("unit", name.clone())];
     out.state_set(
         "efb_unit_status",
@@ -222,7 +222,7 @@ fn units(out: &mut Values, known: &Known) {
         &["auto", "bypass", "primary"],
         statuses
             .keys()
-            .map(|name| (unit(name), known.live.mode(name).as_str())),
+            .map(|name| (unit(name), inputs.live.mode(name).as_str())),
     );
     out.gauges(
         "efb_unit_active_pairs",

@@ -47,7 +47,7 @@ async fn follow_events(
     let Some(owner) = interfaces.upgrade().map(|i| i.owner.clone()) else {
         return;
     };
-    let driver = owner.call(|s| s.known().driver).await.ok().flatten();
+    let driver = owner.call(|s| s.state_inputs().driver).await.ok().flatten();
     drop(owner);
     let mut ports = driver.map(|d| d.watch_port_states());
     loop {
@@ -70,16 +70,16 @@ async fn follow_events(
 #[tonic::async_trait]
 impl Source for BoxInterfaces {
     async fn interfaces(&self) -> Result<Vec<Interface>, Status> {
-        let known = self
+        let inputs = self
             .owner
-            .call(|s| s.known())
+            .call(|s| s.state_inputs())
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
-        let chip = match &known.driver {
+        let chip = match &inputs.driver {
             Some(driver) => driver.chip_interfaces().await.unwrap_or_default(),
             None => BTreeMap::new(),
         };
-        Ok(box_interfaces(&known.running.config, &chip))
+        Ok(box_interfaces(&inputs.running.config, &chip))
     }
 
     fn events(&self) -> watch::Receiver<u64> {

@@ -25,11 +25,11 @@ use tokio::sync::broadcast;
 use tracing::{error, info};
 
 use crate::baselines::Baselines;
-use crate::chip::{self, Wanted};
+use crate::chip::{self, CountersToRead};
 use crate::events::{self, ConfirmTimeout, Event, Events, Origin, Rollback};
 use crate::instruments::Instruments;
 use crate::liveness::{Liveness, Verdicts};
-use crate::state::Known;
+use crate::state::StateInputs;
 
 pub mod live;
 
@@ -83,24 +83,24 @@ impl OwnerState {
         events: Events,
     ) -> OwnerState {
         // Nothing known yet: no chip, nothing probed, every pair up.
-        let known = Known {
+        let inputs = StateInputs {
             running: datastore.running().clone(),
             live: LiveState::all_up(),
             pairs: Vec::new(),
             driver: None,
             baselines: Baselines::default(),
         };
-        let latest = Arc::new(snapshot(datastore.schema(), &known, 0));
+        let latest = Arc::new(snapshot(datastore.schema(), &inputs, 0));
         OwnerState {
             datastore,
-            live: known.live,
+            live: inputs.live,
             state_version: 0,
             started: Instant::now(),
             snapshots,
             latest,
             driver: None,
             liveness: None,
-            baselines: known.baselines,
+            baselines: inputs.baselines,
             events,
             instruments: Instruments::default(),
             told_warnings: HashSet::new(),
@@ -421,10 +421,10 @@ impl OwnerState {
         self.latest.clone()
     }
 
-    /// What the daemon knows now, to build the operational tree from (with or without the
-    /// chip's counters) off this thread.
-    pub fn known(&self) -> Known {
-        Known {
+    /// What the operational tree is built from now (with or without the chip's counters),
+    /// off this thread.
+    pub fn state_inputs(&self) -> StateInputs {
+        StateInputs {
             running: self.datastore.running().clone(),
             live: self.live.clone(),
             pairs: self.pairs(),
@@ -455,23 +455,28 @@ impl OwnerState {
         {
             liveness.config_changed(self.running_config());
         }
-        let next = Arc::new(snapshot(self.schema(), &self.known(), self.state_version));
+        let next = Arc::new(snapshot(
+            self.schema(),
+            &self.state_inputs(),
+            self.state_version,
+        ));
         self.latest = next.clone();
         // No subscriber is not an error.
         let _ = self.snapshots.send(next);
     }
 }
 
-/// Configuration and state as `known`; counters are read when a client asks for them.
-fn snapshot(schema: &Schema, known: &Known, state_version: u64) -> Snapshot {
+/// Configuration and state as `inputs` make them; counters are read when a client asks
+/// for them.
+fn snapshot(schema: &Schema, inputs: &StateInputs, state_version: u64) -> Snapshot {
     Snapshot {
-        commit_id: known.running.commit_id,
+        commit_id: inputs.running.commit_id,
         state_version,
         timestamp_ns: SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64),
-        running: known.running.tree.clone(),
-        operational: known.tree(schema, &Wanted::NOTHING),
+        running: inputs.running.tree.clone(),
+        operational: inputs.tree(schema, &CountersToRead::NOTHING),
     }
 }
 

@@ -25,7 +25,7 @@ use tracing::{Instrument, info_span};
 use crate::audit::AuditLog;
 use crate::baselines::{self, ClearError};
 use crate::callers::{Caller, Callers};
-use crate::chip::{CounterLists, Wanted};
+use crate::chip::{CounterLists, CountersToRead};
 use crate::errors::{bounded, status};
 use crate::events::{self, Events, Recorded};
 use crate::held::{Ending, HeldSessions, NoticeStream, stopped};
@@ -255,11 +255,11 @@ impl Service {
         &self,
         reader: Reader<'_>,
         method: &'static str,
-        wanted: Wanted,
+        wanted: CountersToRead,
     ) -> Result<DataTree, Status> {
-        let known = self.read(reader, method, |s| Ok(s.known())).await?;
+        let inputs = self.read(reader, method, |s| Ok(s.state_inputs())).await?;
         let schema = self.schema.clone();
-        tokio::task::spawn_blocking(move || known.tree(&schema, &wanted))
+        tokio::task::spawn_blocking(move || inputs.tree(&schema, &wanted))
             .await
             .map_err(|e| Status::internal(format!("reading the counters: {e}")))
     }
@@ -273,7 +273,10 @@ impl Service {
     ) -> Result<DataTree, Status> {
         let session = reader.1;
         match which {
-            Which::Operational => self.operational(reader, method, Wanted::NOTHING).await,
+            Which::Operational => {
+                self.operational(reader, method, CountersToRead::NOTHING)
+                    .await
+            }
             Which::Running => self.read(reader, method, |s| Ok(s.running_tree())).await,
             Which::Candidate => {
                 self.read(reader, method, move |s| ds(s.candidate(session)))
@@ -928,9 +931,11 @@ impl Service {
             Counted::Ports => baselines::Counted::Ports,
             Counted::Flows => baselines::Counted::Flows,
         };
-        let known = self.run("ClearStatistics", |s| Ok(s.known())).await?;
+        let inputs = self
+            .run("ClearStatistics", |s| Ok(s.state_inputs()))
+            .await?;
         let names = request.names;
-        let cleared = tokio::task::spawn_blocking(move || known.clear_counters(counted, &names))
+        let cleared = tokio::task::spawn_blocking(move || inputs.clear_counters(counted, &names))
             .await
             .map_err(|e| Status::internal(format!("reading the counters: {e}")))?;
         let cleared = cleared.map_err(|e| {

@@ -19,16 +19,18 @@ use tracing::error;
 
 use crate::baselines::{self, Baselines, ClearError, Counted};
 use crate::board::{self, BoardPort};
-use crate::chip::{self, Counters, Wanted};
+use crate::chip::{self, Counters, CountersToRead};
 use crate::liveness;
 
 const BALANCER: &str = "/ecofilter-balancer:ecofilter-balancer";
 const BOARD: &str = "/ecofilter-balancer:board";
 
-/// What the daemon knows at one moment beyond the configuration, taken from the owner so
-/// that the tree is built (and the counters read) off its thread.
+/// What the operational state is built from: the running configuration and what the
+/// daemon knows beside it at one moment (liveness, bypass modes, the chip to read counters
+/// through, their baselines). Taken from the owner so that the tree is built (and the
+/// counters read) off its thread; the metrics read the same values.
 #[derive(Clone)]
-pub struct Known {
+pub struct StateInputs {
     pub running: Running,
     pub live: LiveState,
     /// Every probed pair.
@@ -39,20 +41,20 @@ pub struct Known {
     pub baselines: Baselines,
 }
 
-impl Known {
+impl StateInputs {
     /// The operational tree (the one place it is built): running configuration, the state
     /// known, and the counters `wanted` read from the chip now. Reading them blocks: with
     /// counters wanted, not on the runtime's threads nor the owner's.
-    pub fn tree(&self, schema: &Schema, wanted: &Wanted) -> DataTree {
+    pub fn tree(&self, schema: &Schema, wanted: &CountersToRead) -> DataTree {
         let counters = self.counters(wanted);
-        let mut put = Putter::new(schema, self.running.tree.clone());
-        put_state(self, counters.as_ref(), &mut put);
-        put.finish()
+        let mut leaves = LeafWriter::new(schema, self.running.tree.clone());
+        put_state(self, counters.as_ref(), &mut leaves);
+        leaves.finish()
     }
 
-    /// The counters `wanted`, if any and if there is a chip (blocking, as [`Known::tree`]),
-    /// counted since they were last cleared.
-    pub fn counters(&self, wanted: &Wanted) -> Option<Counters> {
+    /// The counters `wanted`, if any and if there is a chip (blocking, as
+    /// [`StateInputs::tree`]), counted since they were last cleared.
+    pub fn counters(&self, wanted: &CountersToRead) -> Option<Counters> {
         let mut counters = self.chip_counters(wanted)?;
         self.baselines.apply(&mut counters);
         counters.ports_onto_board();
@@ -67,13 +69,13 @@ impl Known {
         names: &[String],
     ) -> Result<Vec<String>, ClearError> {
         let names = baselines::configured(&self.running.config, counted, names)?;
-        let read = self.chip_counters(&counted.wanted(&names));
+        let read = self.chip_counters(&counted.to_read(&names));
         self.baselines.clear(counted, &names, read)?;
         Ok(names)
     }
 
     /// The counters `wanted` as the chip has them (to take baselines from).
-    pub fn chip_counters(&self, wanted: &Wanted) -> Option<Counters> {
+    pub fn chip_counters(&self, wanted: &CountersToRead) -> Option<Counters> {
         if wanted.is_nothing() {
             return None;
         }
@@ -82,18 +84,18 @@ impl Known {
     }
 }
 
-/// Sets leaves of a tree by path and text, keeping the paths or values the schema refuses:
-/// every path here is written by this module, so a refused one is a bug (a misspelt leaf)
-/// that must not just go missing from the tree.
-struct Putter<'a> {
+/// Writes the state's leaves into a tree by path and text, keeping the paths or values the
+/// schema refuses: every path here is written by this module, so a refused one is a bug (a
+/// misspelt leaf) that must not just go missing from the tree.
+struct LeafWriter<'a> {
     schema: &'a Schema,
     tree: DataTree,
     refused: Vec<String>,
 }
 
-impl<'a> Putter<'a> {
-    fn new(schema: &'a Schema, tree: DataTree) -> Putter<'a> {
-        Putter {
+impl<'a> LeafWriter<'a> {
+    fn new(schema: &'a Schema, tree: DataTree) -> LeafWriter<'a> {
+        LeafWriter {
             schema,
             tree,
             refused: Vec::new(),
@@ -116,7 +118,7 @@ impl<'a> Putter<'a> {
         }
     }
 
-    /// Merges a tree made apart (by another putter).
+    /// Merges a tree made apart (by another writer).
     fn merge(&mut self, other: &DataTree) {
         self.tree.merge(self.schema, other);
     }
@@ -137,36 +139,36 @@ impl<'a> Putter<'a> {
 
 /// An operational tree with the chip's counters put in (a gNMI snapshot read with them).
 pub fn with_counters(schema: &Schema, tree: &DataTree, counters: &Counters) -> DataTree {
-    let mut put = Putter::new(schema, tree.clone());
-    put_counters(counters, &mut put);
-    put.finish()
+    let mut leaves = LeafWriter::new(schema, tree.clone());
+    put_counters(counters, &mut leaves);
+    leaves.finish()
 }
 
-fn put_state(known: &Known, counters: Option<&Counters>, put: &mut Putter<'_>) {
-    let Known {
+fn put_state(inputs: &StateInputs, counters: Option<&Counters>, leaves: &mut LeafWriter<'_>) {
+    let StateInputs {
         running,
         live,
         pairs,
         ..
-    } = known;
-    put.put(
+    } = inputs;
+    leaves.put(
         format!("{BALANCER}/balancing-config-hash"),
         &efb_balancing::config_hash(&running.config),
     );
     let statuses = liveness::unit_statuses(&running.config, live);
     for (unit, (active, live_pairs)) in &statuses {
         let state = format!("{BALANCER}/ecofilter-unit[name={}]/state", quote(unit));
-        put.put(format!("{state}/bypass-mode"), live.mode(unit).as_str());
-        put.put(
+        leaves.put(format!("{state}/bypass-mode"), live.mode(unit).as_str());
+        leaves.put(
             format!("{state}/status"),
             liveness::unit_status_name(*active),
         );
-        put.put(format!("{state}/active-pairs"), &live_pairs.to_string());
+        leaves.put(format!("{state}/active-pairs"), &live_pairs.to_string());
     }
-    put_pairs(pairs, &statuses, put);
-    put.merge(&board_tree(put.schema, &running.config));
+    put_pairs(pairs, &statuses, leaves);
+    leaves.merge(&board_tree(leaves.schema, &running.config));
     if let Some(counters) = counters {
-        put_counters(counters, put);
+        put_counters(counters, leaves);
     }
 }
 
@@ -174,7 +176,7 @@ fn put_state(known: &Known, counters: Option<&Counters>, put: &mut Putter<'_>) {
 fn put_pairs(
     pairs: &[PairState],
     statuses: &BTreeMap<String, (bool, usize)>,
-    put: &mut Putter<'_>,
+    leaves: &mut LeafWriter<'_>,
 ) {
     for p in pairs {
         let state = format!(
@@ -182,69 +184,69 @@ fn put_pairs(
             quote(&p.unit),
             quote(&p.pair)
         );
-        put.put(format!("{state}/status"), p.status.as_str());
-        put.put(format!("{state}/probes-lost"), &p.probes_lost().to_string());
-        put.put(format!("{state}/status-changes"), &p.changes.to_string());
-        put.put(format!("{state}/rounds-lost"), &p.rounds_lost.to_string());
-        put.put(
+        leaves.put(format!("{state}/status"), p.status.as_str());
+        leaves.put(format!("{state}/probes-lost"), &p.probes_lost().to_string());
+        leaves.put(format!("{state}/status-changes"), &p.changes.to_string());
+        leaves.put(format!("{state}/rounds-lost"), &p.rounds_lost.to_string());
+        leaves.put(
             format!("{state}/rounds-lost-in-a-row"),
             &p.lost_in_a_row.to_string(),
         );
         if let Some(reason) = &p.reason {
-            put.put(format!("{state}/reason"), reason);
+            leaves.put(format!("{state}/reason"), reason);
         }
         // A keep-alive that left by the WAN port came back on the LAN side: "to LAN".
         let [out_of_lan, out_of_wan] = p.time_on_path_ns;
         if let Some(ns) = out_of_wan {
-            put.put(format!("{state}/time-on-path-to-lan-ns"), &ns.to_string());
+            leaves.put(format!("{state}/time-on-path-to-lan-ns"), &ns.to_string());
         }
         if let Some(ns) = out_of_lan {
-            put.put(format!("{state}/time-on-path-to-wan-ns"), &ns.to_string());
+            leaves.put(format!("{state}/time-on-path-to-wan-ns"), &ns.to_string());
         }
         let since = p
             .last_change
             .map(|when| humantime::format_rfc3339_millis(when).to_string());
         if let Some(since) = &since {
-            put.put(format!("{state}/last-change"), since);
+            leaves.put(format!("{state}/last-change"), since);
         }
         let unit = format!(
             "/ecofilter-balancer:liveness/profile-status/ecofilter-unit[name={}]",
             quote(&p.unit)
         );
-        put.put(format!("{unit}/profile"), &p.profile);
+        leaves.put(format!("{unit}/profile"), &p.profile);
         if let Some((active, _)) = statuses.get(&p.unit) {
-            put.put(
+            leaves.put(
                 format!("{unit}/status"),
                 liveness::unit_status_name(*active),
             );
         }
         let pair = format!("{unit}/pair[name={}]", quote(&p.pair));
-        put.put(format!("{pair}/status"), p.status.as_str());
-        put.put(format!("{pair}/rounds-lost"), &p.rounds_lost.to_string());
-        put.put(
+        leaves.put(format!("{pair}/status"), p.status.as_str());
+        leaves.put(format!("{pair}/rounds-lost"), &p.rounds_lost.to_string());
+        leaves.put(
             format!("{pair}/rounds-lost-in-a-row"),
             &p.lost_in_a_row.to_string(),
         );
         if let Some(since) = &since {
-            put.put(format!("{pair}/last-change"), since);
+            leaves.put(format!("{pair}/last-change"), since);
         }
         if let Some(reason) = &p.reason {
-            put.put(format!("{pair}/reason"), reason);
+            leaves.put(format!("{pair}/reason"), reason);
         }
         for (side, sent_out_of, back_on) in [("lan", 0, 1), ("wan", 1, 0)] {
             let port = format!("{pair}/port[name={}]", quote(&p.ports[sent_out_of]));
-            put.put(format!("{port}/side"), side);
-            put.put(
+            leaves.put(format!("{port}/side"), side);
+            leaves.put(
                 format!("{port}/probes-sent"),
                 &p.sent[sent_out_of].to_string(),
             );
-            put.put(
+            leaves.put(
                 format!("{port}/probes-lost"),
                 &p.lost[sent_out_of].to_string(),
             );
             // What came back on this port left by the other one.
             if let Some(ns) = p.time_on_path_ns[back_on] {
-                put.put(format!("{port}/time-on-path-ns"), &ns.to_string());
+                leaves.put(format!("{port}/time-on-path-ns"), &ns.to_string());
             }
         }
     }
@@ -267,26 +269,26 @@ fn board_tree(schema: &Schema, config: &Config) -> DataTree {
     {
         return tree.clone();
     }
-    let mut put = Putter::new(schema, DataTree::new());
-    put_board(&ports, &mut put);
-    let tree = put.finish();
+    let mut leaves = LeafWriter::new(schema, DataTree::new());
+    put_board(&ports, &mut leaves);
+    let tree = leaves.finish();
     *kept = Some((ports, tree.clone()));
     tree
 }
 
 /// Usage of each physical port; device port, configured port and users of each lane.
-fn put_board(ports: &[BoardPort], put: &mut Putter<'_>) {
+fn put_board(ports: &[BoardPort], leaves: &mut LeafWriter<'_>) {
     for port in ports {
         let at = format!("{BOARD}/port[number='{}']", port.number);
-        put.put(format!("{at}/usage"), port.usage.as_str());
+        leaves.put(format!("{at}/usage"), port.usage.as_str());
         for lane in &port.lanes {
             let at = format!("{at}/lane[lane='{}']", lane.lane);
-            put.put(format!("{at}/device-port"), &lane.device_port.to_string());
+            leaves.put(format!("{at}/device-port"), &lane.device_port.to_string());
             if let Some(name) = &lane.port {
-                put.put(format!("{at}/port"), name);
+                leaves.put(format!("{at}/port"), name);
             }
             if let Some(users) = &lane.used_by {
-                put.put(format!("{at}/used-by"), users);
+                leaves.put(format!("{at}/used-by"), users);
             }
         }
     }
@@ -294,8 +296,8 @@ fn put_board(ports: &[BoardPort], put: &mut Putter<'_>) {
 
 /// Status and counters of a device port: a configured port's `state`, or a lane of the
 /// board (the same leaves).
-fn put_port_counters(at: &str, c: &PortCounters, put: &mut Putter<'_>) {
-    put.put(
+fn put_port_counters(at: &str, c: &PortCounters, leaves: &mut LeafWriter<'_>) {
+    leaves.put(
         format!("{at}/oper-status"),
         if c.up { "up" } else { "down" },
     );
@@ -306,24 +308,24 @@ fn put_port_counters(at: &str, c: &PortCounters, put: &mut Putter<'_>) {
         ("out-frames", c.out_frames),
         ("out-bytes", c.out_bytes),
     ] {
-        put.put(format!("{at}/counters/{leaf}"), &value.to_string());
+        leaves.put(format!("{at}/counters/{leaf}"), &value.to_string());
     }
 }
 
-fn put_counters(counters: &Counters, put: &mut Putter<'_>) {
+fn put_counters(counters: &Counters, leaves: &mut LeafWriter<'_>) {
     for (flow, entries) in &counters.entries {
         let state = format!("{BALANCER}/flow[name={}]/state", quote(flow));
-        put.put(format!("{state}/entries"), &entries.to_string());
+        leaves.put(format!("{state}/entries"), &entries.to_string());
         // Unread counters stay unknown; read ones of a flow no packet hit are zero.
         if let Some(flows) = &counters.flows {
             let (packets, bytes) = flows.get(flow).copied().unwrap_or_default();
-            put.put(format!("{state}/packets"), &packets.to_string());
-            put.put(format!("{state}/bytes"), &bytes.to_string());
+            leaves.put(format!("{state}/packets"), &packets.to_string());
+            leaves.put(format!("{state}/bytes"), &bytes.to_string());
         }
     }
     for (port, c) in &counters.ports {
         let state = format!("/ecofilter-balancer:ports/port[name={}]/state", quote(port));
-        put_port_counters(&state, c, put);
+        put_port_counters(&state, c, leaves);
     }
     let map = board::port_map();
     for (device_port, c) in &counters.board {
@@ -336,7 +338,7 @@ fn put_counters(counters: &Counters, put: &mut Putter<'_>) {
             continue;
         };
         let at = format!("{BOARD}/port[number='{port}']/lane[lane='{lane}']");
-        put_port_counters(&at, c, put);
+        put_port_counters(&at, c, leaves);
     }
 }
 
@@ -481,22 +483,22 @@ mod tests {
         assert!(!pairs.is_empty(), "the example site probes its pairs");
 
         let counters = counted(&running);
-        let known = Known {
+        let inputs = StateInputs {
             running,
             live,
             pairs,
             driver: None,
             baselines: Baselines::default(),
         };
-        let mut put = Putter::new(schema, known.running.tree.clone());
-        put_state(&known, Some(&counters), &mut put);
+        let mut leaves = LeafWriter::new(schema, inputs.running.tree.clone());
+        put_state(&inputs, Some(&counters), &mut leaves);
         assert!(
-            put.refused.is_empty(),
+            leaves.refused.is_empty(),
             "state paths the schema refuses: {:#?}",
-            put.refused
+            leaves.refused
         );
         let mut produced = BTreeSet::new();
-        nodes_in(put.finish().root(), &mut produced);
+        nodes_in(leaves.finish().root(), &mut produced);
 
         let state_leaves: Vec<_> = schema
             .nodes()
@@ -555,16 +557,16 @@ mod tests {
     #[test]
     fn a_misspelt_state_path_is_kept_as_refused() {
         let schema = Schema::load().expect("schema");
-        let mut put = Putter::new(&schema, DataTree::new());
-        put.put(format!("{BALANCER}/flow[name='f']/state/packets"), "1");
-        put.put(format!("{BALANCER}/flow[name='f']/state/packet"), "1");
-        put.put(format!("{BALANCER}/flow[name='f']/state/bytes"), "many");
-        assert_eq!(put.refused.len(), 2, "{:#?}", put.refused);
+        let mut leaves = LeafWriter::new(&schema, DataTree::new());
+        leaves.put(format!("{BALANCER}/flow[name='f']/state/packets"), "1");
+        leaves.put(format!("{BALANCER}/flow[name='f']/state/packet"), "1");
+        leaves.put(format!("{BALANCER}/flow[name='f']/state/bytes"), "many");
+        assert_eq!(leaves.refused.len(), 2, "{:#?}", leaves.refused);
         assert!(
-            put.refused[0].contains("state/packet ="),
+            leaves.refused[0].contains("state/packet ="),
             "{}",
-            put.refused[0]
+            leaves.refused[0]
         );
-        assert!(put.refused[1].contains("many"), "{}", put.refused[1]);
+        assert!(leaves.refused[1].contains("many"), "{}", leaves.refused[1]);
     }
 }
