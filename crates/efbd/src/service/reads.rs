@@ -1,0 +1,157 @@
+//! Reading a datastore for a request: in the caller's session when it names one, the
+//! operational tree off the owner's thread, and list keys and changes as the API answers
+//! them.
+
+use efb_datastore::SessionId;
+use efb_mgmt_proto::v1::*;
+use efb_yang::{DataPath, DataTree, NodeRef, Schema, setlines};
+use tonic::Status;
+
+use super::accepted::Which;
+use super::{Service, ds};
+use crate::callers::Caller;
+use crate::chip::CountersToRead;
+use crate::errors::bounded;
+use crate::owner::OwnerState;
+
+impl Service {
+    /// The operational tree with the counters `wanted` read from the chip, off the owner's
+    /// thread (a read of 100 000 flow counters must not hold up commits).
+    pub(super) async fn operational(
+        &self,
+        reader: Reader<'_>,
+        method: &'static str,
+        wanted: CountersToRead,
+    ) -> Result<DataTree, Status> {
+        let inputs = self.read(reader, method, |s| Ok(s.state_inputs())).await?;
+        let schema = self.schema.clone();
+        tokio::task::spawn_blocking(move || inputs.tree(&schema, &wanted))
+            .await
+            .map_err(|e| Status::internal(format!("reading the counters: {e}")))
+    }
+
+    /// A datastore's tree; the operational one without counters.
+    pub(super) async fn tree(
+        &self,
+        reader: Reader<'_>,
+        method: &'static str,
+        which: Which,
+    ) -> Result<DataTree, Status> {
+        let session = reader.1;
+        match which {
+            Which::Operational => {
+                self.operational(reader, method, CountersToRead::NOTHING)
+                    .await
+            }
+            Which::Running => self.read(reader, method, |s| Ok(s.running_tree())).await,
+            Which::Candidate => {
+                self.read(reader, method, move |s| ds(s.candidate(session)))
+                    .await
+            }
+            Which::Startup => self
+                .read(reader, method, |s| ds(s.startup()))
+                .await?
+                .ok_or_else(|| {
+                    Status::not_found("no startup configuration: nothing was saved yet")
+                }),
+        }
+    }
+
+    /// A read for `reader`: in its session when it names one (its own, or NOT_FOUND), which
+    /// is then not idle any more.
+    pub(super) async fn read<R, F>(
+        &self,
+        reader: Reader<'_>,
+        method: &'static str,
+        job: F,
+    ) -> Result<R, Status>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
+    {
+        let (caller, session) = reader;
+        if session == 0 {
+            self.run(method, job).await
+        } else {
+            self.run_in(caller, method, session, job).await
+        }
+    }
+}
+
+/// Who reads, and the session the request names (0: none).
+pub(super) type Reader<'a> = (&'a Caller, SessionId);
+
+pub(super) fn parse_path(schema: &Schema, text: &str) -> Result<DataPath, Status> {
+    if text.trim().is_empty() {
+        return Ok(DataPath::root());
+    }
+    DataPath::parse(schema, text).map_err(|e| bounded(Status::invalid_argument(e.to_string())))
+}
+
+pub(super) fn list_keys(
+    schema: &Schema,
+    tree: &DataTree,
+    path: &DataPath,
+    prefix: &str,
+    limit: usize,
+) -> ListKeysReply {
+    let Some(NodeRef::List(list)) = tree.get(schema, path) else {
+        return ListKeysReply::default();
+    };
+    // The first `limit` as people count them (p2 before p10), the order the shell lists.
+    let mut keys: Vec<&str> = list
+        .keys()
+        .filter_map(|keys| keys.first())
+        .map(|key| key.as_str())
+        .filter(|key| key.starts_with(prefix))
+        .collect();
+    let total = keys.len() as u64;
+    keys.sort_by(|a, b| efb_text_table::natural_cmp(a, b));
+    keys.truncate(limit);
+    ListKeysReply {
+        keys: keys.into_iter().map(str::to_string).collect(),
+        total,
+    }
+}
+
+/// One change as a JSON object on its line (`show | compare | display json`): what was
+/// done, where (libyang's path and the shell's words), the value and the one it replaced.
+pub(super) fn change_json(schema: &Schema, change: &efb_yang::Change) -> String {
+    use efb_yang::Change;
+    let path = change.path();
+    let mut object = serde_json::json!({
+        "path": path.display(schema).to_string(),
+        "words": setlines::words(schema, path),
+    });
+    match change {
+        Change::Create { .. } => object["operation"] = "create".into(),
+        Change::Delete { .. } => object["operation"] = "delete".into(),
+        Change::Set { old, new, .. } => {
+            object["operation"] = "set".into();
+            object["value"] = new.as_str().into();
+            if let Some(old) = old {
+                object["was"] = old.as_str().into();
+            }
+        }
+    }
+    object.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_come_as_people_count_them_before_the_limit_cuts() {
+        let schema = Schema::load().unwrap();
+        let mut tree = DataTree::new();
+        let lines = ["p10", "p2", "p1", "p9-0"]
+            .map(|p| format!("set ports port {p} description x"))
+            .join("\n");
+        setlines::apply_lines(&schema, &mut tree, &lines).unwrap();
+        let ports = DataPath::parse(&schema, "/ecofilter-balancer:ports/port").unwrap();
+        let reply = list_keys(&schema, &tree, &ports, "p", 3);
+        assert_eq!(reply.keys, ["p1", "p2", "p9-0"]);
+        assert_eq!(reply.total, 4);
+    }
+}

@@ -1,0 +1,555 @@
+//! The management API's requests (the `Management` trait), one method each: the caller's
+//! role checked, the job run on the owner, changes audited, the answer made.
+
+use efb_datastore::{DatastoreError, LoadMode, Opener};
+use efb_gnmi::access::Operation;
+use efb_mgmt_proto::v1::management_server::Management;
+use efb_mgmt_proto::v1::*;
+use efb_yang::json::{self, PrintOptions};
+use efb_yang::setlines;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use super::accepted::{
+    COMPARE_FORMATS, DATASTORES, GET_FORMATS, LOAD_FORMATS, LOAD_MODES, ProtoLoadMode, Which, known,
+};
+use super::commit::describe_commit;
+use super::logs::{audit_record, log_event};
+use super::reads::{change_json, list_keys, parse_path};
+use super::sessions::{dropped, session_record};
+use super::statistics::describe_clear;
+use super::{Service, ds, first_line, ok, problem, unix_ms};
+use crate::errors::{bounded, status};
+use crate::events;
+use crate::held::{Ending, NoticeStream, stopped};
+use crate::rpcs;
+
+/// Audit records `show system audit` returns when the request does not say.
+const DEFAULT_AUDIT_RECORDS: usize = 100;
+
+#[tonic::async_trait]
+impl Management for Service {
+    async fn hello(&self, request: Request<HelloRequest>) -> Result<Response<HelloReply>, Status> {
+        self.allow(&request, Operation::Show, || "hello".into())
+            .await?;
+        let module = self.schema.module();
+        ok(HelloReply {
+            daemon_version: env!("CARGO_PKG_VERSION").to_string(),
+            module_name: module.name.clone(),
+            module_revision: module.revision.clone(),
+            module_text: efb_yang::schema::MODULE_TEXT.to_string(),
+        })
+    }
+
+    async fn status(&self, request: Request<Empty>) -> Result<Response<StatusReply>, Status> {
+        let caller = self
+            .allow(&request, Operation::Show, || "show system status".into())
+            .await?;
+        let datastore = self.datastore_dir.clone();
+        let reply = self
+            .run("Status", move |s| {
+                let status = s.status();
+                Ok(StatusReply {
+                    daemon_version: env!("CARGO_PKG_VERSION").to_string(),
+                    datastore,
+                    uptime_seconds: status.uptime.as_secs(),
+                    running_commit_id: status.running_commit_id,
+                    confirm_deadline_unix_ms: unix_ms(status.confirm_deadline),
+                    sessions: status.sessions as u32,
+                    chip: status.chip,
+                    manual_modes: status
+                        .manual_modes
+                        .into_iter()
+                        .map(|(unit, mode)| UnitMode {
+                            unit,
+                            mode: mode.as_str().to_string(),
+                        })
+                        .collect(),
+                    open_sessions: status
+                        .open_sessions
+                        .into_iter()
+                        .map(|s| SessionSummary {
+                            session: s.id,
+                            yours: s.holder == caller.holder,
+                            user: s.user,
+                            idle_seconds: s.idle.as_secs(),
+                            uncommitted: s.uncommitted,
+                            from: s.from,
+                            age_seconds: s.age.as_secs(),
+                        })
+                        .collect(),
+                })
+            })
+            .await?;
+        ok(reply)
+    }
+
+    type OpenSessionStream = NoticeStream;
+
+    async fn open_session(
+        &self,
+        request: Request<OpenSessionRequest>,
+    ) -> Result<Response<NoticeStream>, Status> {
+        let asked = request.get_ref().user.clone();
+        let caller = self
+            .allow(&request, Operation::Show, || "open a session".into())
+            .await?;
+        let opener = Opener {
+            user: self.recorded_user(&caller, &asked)?,
+            holder: caller.holder.clone(),
+            from: caller.from.clone(),
+            admin: caller.is_admin(),
+        };
+        let session = self
+            .run("OpenSession", move |s| ds(s.open_session(&opener)))
+            .await?;
+        let (owner, audit, role) = (self.owner.clone(), self.audit.clone(), caller.role);
+        let close = move |why: String| async move {
+            let closed = owner.call(move |s| s.close_session(session)).await;
+            if let Ok(Some(info)) = closed {
+                let why = format!("{why}{}", dropped(&info));
+                audit.record(session_record(&info, role, &why));
+            }
+        };
+        let callers = self.callers.clone();
+        let revoked = async move {
+            callers.until_refused(&caller, Operation::Show).await;
+            format!("{} no longer has a role", caller.name)
+        };
+        ok(self
+            .held
+            .hold(session, role, self.stopping.clone(), revoked, close))
+    }
+
+    async fn close_session(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
+        let caller = self
+            .allow(&request, Operation::Show, || "close a session".into())
+            .await?;
+        let session = request.into_inner().session;
+        let closed = self
+            .run_in(&caller, "CloseSession", session, move |s| {
+                Ok(s.close_session(session))
+            })
+            .await?;
+        self.held.end(session, Ending::Quietly);
+        if let Some(info) = closed {
+            self.audit
+                .record(session_record(&info, caller.role, "closed by its client"));
+        }
+        ok(Empty {})
+    }
+
+    async fn logout(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
+        let session = request.get_ref().session;
+        let what = format!("request system logout session {session}");
+        let caller = self
+            .allow(&request, Operation::Logout, || what.clone())
+            .await?;
+        let closed = self
+            .run("Logout", move |s| {
+                s.close_session(session)
+                    .ok_or_else(|| status(DatastoreError::UnknownSession(session)))
+            })
+            .await;
+        let closed = self.audited(&caller, what, closed, |info| {
+            format!(
+                "closed the session of {} ({}){}",
+                info.user,
+                info.from,
+                dropped(info)
+            )
+        })?;
+        let by = format!(
+            "logged out by {} (request system logout session {session})",
+            caller.name
+        );
+        self.held.end(
+            session,
+            Ending::LoggedOut(format!("{by}{}", dropped(&closed))),
+        );
+        ok(Empty {})
+    }
+
+    async fn edit_lines(
+        &self,
+        request: Request<EditLinesRequest>,
+    ) -> Result<Response<EditReply>, Status> {
+        let caller = self
+            .allow(&request, Operation::Edit, || {
+                format!("edit: {}", first_line(&request.get_ref().lines))
+            })
+            .await?;
+        let EditLinesRequest { session, lines } = request.into_inner();
+        let outcome = self
+            .run_in(&caller, "EditLines", session, move |s| {
+                ds(s.edit_lines(session, &lines))
+            })
+            .await?;
+        ok(EditReply {
+            broken: outcome.broken.into_iter().map(problem).collect(),
+            ..lines_applied(outcome.applied)
+        })
+    }
+
+    async fn load(&self, request: Request<LoadRequest>) -> Result<Response<EditReply>, Status> {
+        let caller = self
+            .allow(&request, Operation::Edit, || {
+                format!("load ({} bytes)", request.get_ref().content.len())
+            })
+            .await?;
+        let request = request.into_inner();
+        let session = request.session;
+        let mode = match known(
+            "mode",
+            request.mode,
+            &LOAD_MODES,
+            ProtoLoadMode::as_str_name,
+        )? {
+            ProtoLoadMode::Merge => LoadMode::Merge,
+            ProtoLoadMode::Override => LoadMode::Override,
+        };
+        let format = known("format", request.format, &LOAD_FORMATS, Format::as_str_name)?;
+        let content = request.content;
+        self.run_in(&caller, "Load", session, move |s| match format {
+            Format::Set => ds(s.load_lines(session, mode, &content)).map(lines_applied),
+            _ => {
+                let outcome = ds(s.load_json(session, mode, &content))?;
+                Ok(EditReply {
+                    incomplete: outcome.incomplete.into_iter().map(problem).collect(),
+                    ..EditReply::default()
+                })
+            }
+        })
+        .await
+        .map(Response::new)
+    }
+
+    async fn discard(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
+        let caller = self
+            .allow(&request, Operation::Edit, || "discard".into())
+            .await?;
+        let session = request.into_inner().session;
+        self.run_in(&caller, "Discard", session, move |s| ds(s.discard(session)))
+            .await?;
+        ok(Empty {})
+    }
+
+    async fn rollback(
+        &self,
+        request: Request<RollbackRequest>,
+    ) -> Result<Response<EditReply>, Status> {
+        let caller = self
+            .allow(&request, Operation::Edit, || {
+                format!("rollback {}", request.get_ref().index)
+            })
+            .await?;
+        let RollbackRequest { session, index } = request.into_inner();
+        self.run_in(&caller, "Rollback", session, move |s| {
+            ds(s.rollback(session, index as usize))
+        })
+        .await?;
+        ok(EditReply::default())
+    }
+
+    async fn compare(&self, request: Request<CompareRequest>) -> Result<Response<Lines>, Status> {
+        let caller = self
+            .allow(&request, Operation::Show, || "compare".into())
+            .await?;
+        let request = request.into_inner();
+        let session = request.session;
+        let format = known(
+            "format",
+            request.format,
+            &COMPARE_FORMATS,
+            Format::as_str_name,
+        )?;
+        let rollback = request.rollback.map(|n| n as usize);
+        let (base, candidate) = self
+            .run_in(&caller, "Compare", session, move |s| {
+                ds(s.compared(session, rollback))
+            })
+            .await?;
+        let schema = &self.schema;
+        let changes = || efb_yang::diff::diff(schema, &base, &candidate);
+        let lines = match format {
+            Format::Hierarchy => efb_yang::compare::hierarchical(schema, &base, &candidate),
+            Format::Paths => changes().iter().map(|c| c.describe(schema)).collect(),
+            Format::Json => changes().iter().map(|c| change_json(schema, c)).collect(),
+            Format::Set => setlines::render_changes(schema, &changes()),
+        };
+        ok(Lines { lines })
+    }
+
+    async fn commit(
+        &self,
+        request: Request<CommitRequest>,
+    ) -> Result<Response<CommitReply>, Status> {
+        let what = describe_commit(request.get_ref());
+        let caller = self
+            .allow(&request, Operation::Commit, || what.clone())
+            .await?;
+        let request = request.into_inner();
+        let reply = self.commit_reply(&caller, request).await;
+        self.audited(&caller, what, reply, |r| match r.commit_id {
+            0 => format!("{} changes, nothing committed", r.changes),
+            id => format!("commit {id}, {} changes", r.changes),
+        })
+        .map(Response::new)
+    }
+
+    async fn confirm(&self, request: Request<Empty>) -> Result<Response<ConfirmReply>, Status> {
+        let caller = self
+            .allow(&request, Operation::Confirm, || "confirm".into())
+            .await?;
+        let id = self.run("Confirm", |s| ds(s.confirm())).await;
+        let id = self.audited(&caller, "confirm".into(), id, |id| match id {
+            Some(id) => format!("confirmed commit {id}"),
+            None => "nothing waited for a confirmation".into(),
+        })?;
+        ok(ConfirmReply {
+            commit_id: id.unwrap_or(0),
+        })
+    }
+
+    async fn save(&self, request: Request<Empty>) -> Result<Response<Empty>, Status> {
+        let what = "save (running becomes startup)";
+        let caller = self
+            .allow(&request, Operation::Save, || what.into())
+            .await?;
+        let saved = self.run("Save", |s| ds(s.save())).await;
+        self.audited(&caller, what.into(), saved, |()| "saved".into())?;
+        ok(Empty {})
+    }
+
+    async fn history(&self, request: Request<Empty>) -> Result<Response<HistoryReply>, Status> {
+        self.allow(&request, Operation::Show, || "show system commit".into())
+            .await?;
+        let commits = self
+            .run("History", |s| {
+                Ok(s.history()
+                    .into_iter()
+                    .map(|c| CommitInfo {
+                        index: c.index as u32,
+                        id: c.id,
+                        time: c.time,
+                        user: c.user,
+                        comment: c.comment.unwrap_or_default(),
+                        kind: serde_json::to_value(c.kind)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        records: c.records as u32,
+                        pending_confirm: c.pending_confirm,
+                    })
+                    .collect())
+            })
+            .await?;
+        ok(HistoryReply { commits })
+    }
+
+    async fn commit_changes(
+        &self,
+        request: Request<CommitChangesRequest>,
+    ) -> Result<Response<Lines>, Status> {
+        self.allow(&request, Operation::Show, || {
+            "show a commit's changes".into()
+        })
+        .await?;
+        let index = request.into_inner().index as usize;
+        let changes = self
+            .run("CommitChanges", move |s| ds(s.commit_changes(index)))
+            .await?;
+        let lines = setlines::render_changes(&self.schema, &changes);
+        ok(Lines { lines })
+    }
+
+    async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetReply>, Status> {
+        let caller = self
+            .allow(&request, Operation::Show, || {
+                format!("show {}", first_line(&request.get_ref().path))
+            })
+            .await?;
+        let request = request.into_inner();
+        let session = request.session;
+        let schema = self.schema.clone();
+        let path = parse_path(&schema, &request.path)?;
+        let datastore = known(
+            "datastore",
+            request.datastore,
+            &DATASTORES,
+            Which::as_str_name,
+        )?;
+        let format = known("format", request.format, &GET_FORMATS, Format::as_str_name)?;
+        let with_defaults = request.with_defaults;
+        let tree = if datastore == Which::Operational {
+            let wanted = self.counter_lists.under(&path);
+            self.operational((&caller, session), "Get", wanted).await?
+        } else {
+            self.tree((&caller, session), "Get", datastore).await?
+        };
+        let part = tree.subtree(&path);
+        let text = match format {
+            Format::Set => setlines::render_tree(&schema, &part).join("\n"),
+            _ => json::to_json(
+                &schema,
+                &part,
+                PrintOptions {
+                    with_defaults,
+                    pretty: true,
+                },
+            ),
+        };
+        ok(GetReply { text })
+    }
+
+    async fn list_keys(
+        &self,
+        request: Request<ListKeysRequest>,
+    ) -> Result<Response<ListKeysReply>, Status> {
+        let caller = self
+            .allow(&request, Operation::Show, || "list keys".into())
+            .await?;
+        let request = request.into_inner();
+        let session = request.session;
+        let path = parse_path(&self.schema, &request.list_path)?;
+        let datastore = known(
+            "datastore",
+            request.datastore,
+            &DATASTORES,
+            Which::as_str_name,
+        )?;
+        let (prefix, limit) = (request.prefix, request.limit.max(1) as usize);
+        let tree = self.tree((&caller, session), "ListKeys", datastore).await?;
+        ok(list_keys(&self.schema, &tree, &path, &prefix, limit))
+    }
+
+    async fn call(&self, request: Request<CallRequest>) -> Result<Response<CallReply>, Status> {
+        let operation = match request.get_ref().rpc.as_str() {
+            rpcs::LOOKUP_SESSION => Operation::Lookup,
+            _ => Operation::Call,
+        };
+        let what = format!(
+            "call {} {}",
+            request.get_ref().rpc,
+            first_line(&request.get_ref().input_json)
+        );
+        let caller = self.allow(&request, operation, || what.clone()).await?;
+        let request = request.into_inner();
+        let output = self.call_rpc(request).await;
+        if !operation.changes() {
+            return output.map(Response::new);
+        }
+        self.audited(&caller, what, output, |_| "done".into())
+            .map(Response::new)
+    }
+
+    async fn audit(&self, request: Request<AuditRequest>) -> Result<Response<AuditReply>, Status> {
+        self.allow(&request, Operation::Show, || "show system audit".into())
+            .await?;
+        let last = match request.into_inner().last {
+            0 => DEFAULT_AUDIT_RECORDS,
+            n => n as usize,
+        };
+        let log = self.audit_log.clone();
+        let records = tokio::task::spawn_blocking(move || log.last(last))
+            .await
+            .map_err(|e| Status::internal(format!("reading the audit log: {e}")))?;
+        ok(AuditReply {
+            records: records.into_iter().map(audit_record).collect(),
+        })
+    }
+
+    async fn recent_events(
+        &self,
+        request: Request<RecentEventsRequest>,
+    ) -> Result<Response<RecentEventsReply>, Status> {
+        self.allow(&request, Operation::Show, || "show log".into())
+            .await?;
+        let RecentEventsRequest { max, kinds } = request.into_inner();
+        let kinds = events::kinds_of(&kinds).map_err(|e| bounded(Status::invalid_argument(e)))?;
+        let max = match max {
+            0 => usize::MAX,
+            n => n as usize,
+        };
+        let events = self.events.recent(max, &kinds);
+        ok(RecentEventsReply {
+            events: events.into_iter().map(log_event).collect(),
+        })
+    }
+
+    type WatchEventsStream = ReceiverStream<Result<LogEvent, Status>>;
+
+    async fn watch_events(
+        &self,
+        request: Request<RecentEventsRequest>,
+    ) -> Result<Response<Self::WatchEventsStream>, Status> {
+        let caller = self
+            .allow(&request, Operation::Show, || "watch events".into())
+            .await?;
+        let kinds = events::kinds_of(&request.into_inner().kinds)
+            .map_err(|e| bounded(Status::invalid_argument(e)))?;
+        let mut live = self.events.watch();
+        let mut stopping = self.stopping.clone();
+        let callers = self.callers.clone();
+        let (sender, receiver) = tokio::sync::mpsc::channel(16);
+        tokio::spawn(async move {
+            let revoked = callers.until_refused(&caller, Operation::Show);
+            tokio::pin!(revoked);
+            loop {
+                let next = tokio::select! {
+                    next = live.recv() => next,
+                    () = stopped(&mut stopping) => break,
+                    () = &mut revoked => {
+                        let message = format!(
+                            "permission denied: {} no longer has a role that may watch events",
+                            caller.name
+                        );
+                        let _ = sender.send(Err(Status::permission_denied(message))).await;
+                        break;
+                    }
+                };
+                let sent = match next {
+                    Ok(r) if kinds.is_empty() || kinds.contains(&r.event.kind()) => {
+                        sender.send(Ok(log_event(r))).await
+                    }
+                    Ok(_) => Ok(()),
+                    Err(RecvError::Lagged(missed)) => {
+                        // A stream ends with its error: the watcher starts again if it wants.
+                        let message = format!("{missed} events missed: the watcher fell behind");
+                        let _ = sender.send(Err(Status::data_loss(message))).await;
+                        break;
+                    }
+                    Err(RecvError::Closed) => break,
+                };
+                // The client went away.
+                if sent.is_err() {
+                    break;
+                }
+            }
+        });
+        ok(ReceiverStream::new(receiver))
+    }
+
+    async fn clear_statistics(
+        &self,
+        request: Request<ClearStatisticsRequest>,
+    ) -> Result<Response<ClearStatisticsReply>, Status> {
+        let what = describe_clear(request.get_ref());
+        let caller = self
+            .allow(&request, Operation::Clear, || what.clone())
+            .await?;
+        let cleared = self.clear(request.into_inner()).await;
+        self.audited(&caller, what, cleared, |r| {
+            format!("{} counted from zero", r.cleared.len())
+        })
+        .map(Response::new)
+    }
+}
+
+fn lines_applied(applied: usize) -> EditReply {
+    EditReply {
+        applied: applied as u32,
+        ..EditReply::default()
+    }
+}

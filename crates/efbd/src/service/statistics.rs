@@ -1,0 +1,57 @@
+//! `clear ... statistics`: baselines taken off the owner's thread, and the audit's words.
+
+use efb_mgmt_proto::v1::*;
+use tonic::Status;
+
+use super::accepted::{COUNTED, known};
+use super::{Service, first_line};
+use crate::baselines::{self, ClearError};
+use crate::errors::bounded;
+
+impl Service {
+    /// Takes baselines of the counters now, off the owner's thread (it reads the chip).
+    pub(super) async fn clear(
+        &self,
+        request: ClearStatisticsRequest,
+    ) -> Result<ClearStatisticsReply, Status> {
+        let counted = match known("what", request.what, &COUNTED, Counted::as_str_name)? {
+            Counted::Ports => baselines::Counted::Ports,
+            Counted::Flows => baselines::Counted::Flows,
+        };
+        let inputs = self
+            .run("ClearStatistics", |s| Ok(s.state_inputs()))
+            .await?;
+        let names = request.names;
+        let cleared = tokio::task::spawn_blocking(move || inputs.clear_counters(counted, &names))
+            .await
+            .map_err(|e| Status::internal(format!("reading the counters: {e}")))?;
+        let cleared = cleared.map_err(|e| {
+            let code = match e {
+                ClearError::NotConfigured { .. } => tonic::Code::NotFound,
+                ClearError::NoChip | ClearError::Unreadable { .. } => {
+                    tonic::Code::FailedPrecondition
+                }
+            };
+            bounded(Status::new(code, e.to_string()))
+        })?;
+        tracing::info!(cleared = cleared.len(), "statistics cleared");
+        Ok(ClearStatisticsReply { cleared })
+    }
+}
+
+/// A clear in the shell's words, for the audit.
+pub(super) fn describe_clear(request: &ClearStatisticsRequest) -> String {
+    let list = match Counted::try_from(request.what) {
+        Ok(Counted::Ports) => "ports",
+        Ok(Counted::Flows) => "ecofilter-balancer flow",
+        Err(_) => "(unknown counters)",
+    };
+    let mut what = format!("clear {list} statistics");
+    for name in request.names.iter().take(20) {
+        what += &format!(" {}", first_line(name));
+    }
+    if request.names.len() > 20 {
+        what += &format!(" ... ({} names)", request.names.len());
+    }
+    what
+}

@@ -1,0 +1,81 @@
+//! `[gnmi.connections]` and `[management.connections]`: the connections one listener
+//! takes, and the limits they make.
+
+use serde::Deserialize;
+
+/// The connections of one listener.
+#[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Connections {
+    /// Open at once; past it, the oldest connection that made no admitted request yet is
+    /// closed to make room, or the new one refused when there is none.
+    pub max: usize,
+    /// Open at once from one peer: a Unix account, an address, an IPv6 /64.
+    pub per_peer: usize,
+    /// Of `max`, the places only admins' connections may take [default: an eighth].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_for_admins: Option<usize>,
+    /// Seconds from accept to the end of the handshake (TLS, then HTTP/2's preface).
+    pub handshake_timeout_s: u64,
+    /// Seconds from accept to a first request the server admits (a caller identified,
+    /// whose role may make it); a connection without one is closed then.
+    pub first_request_timeout_s: u64,
+    /// Seconds of silence after which a connection is pinged (HTTP/2); one that does not
+    /// answer within as long again is closed. 0: no pings.
+    pub keepalive_s: u64,
+}
+
+impl Default for Connections {
+    fn default() -> Connections {
+        Connections {
+            max: 256,
+            per_peer: 64,
+            kept_for_admins: None,
+            handshake_timeout_s: 5,
+            first_request_timeout_s: 10,
+            keepalive_s: 30,
+        }
+    }
+}
+
+impl Connections {
+    pub(super) fn check(&self, section: &str) -> Result<(), String> {
+        for (value, field) in [
+            (self.max as u64, "max"),
+            (self.per_peer as u64, "per_peer"),
+            (self.handshake_timeout_s, "handshake_timeout_s"),
+            (self.first_request_timeout_s, "first_request_timeout_s"),
+        ] {
+            if value == 0 {
+                return Err(format!("{section}.{field} must be at least 1"));
+            }
+        }
+        if self.kept_for_admins() >= self.max {
+            return Err(format!(
+                "{section}.kept_for_admins = {} leaves no connection for other roles: it must be below {section}.max ({})",
+                self.kept_for_admins(),
+                self.max
+            ));
+        }
+        Ok(())
+    }
+
+    fn kept_for_admins(&self) -> usize {
+        self.kept_for_admins.unwrap_or(self.max / 8)
+    }
+
+    /// The listener's limits; `section` names the settings ("gnmi.connections").
+    pub fn limits(&self, name: &'static str, section: &'static str) -> efb_gnmi::listen::Limits {
+        efb_gnmi::listen::Limits {
+            max: self.max,
+            per_peer: self.per_peer,
+            kept_for_admins: self.kept_for_admins(),
+            handshake_timeout: std::time::Duration::from_secs(self.handshake_timeout_s),
+            first_request_timeout: std::time::Duration::from_secs(self.first_request_timeout_s),
+            keepalive: (self.keepalive_s > 0)
+                .then(|| std::time::Duration::from_secs(self.keepalive_s)),
+            name,
+            settings: section,
+        }
+    }
+}
