@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use efb_balancing::{BypassMode, LiveState};
 use efb_datastore::{
     CommitInfo, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, EditOutcome, Holder,
-    LoadMode, LoadOutcome, Opener, SessionId, SessionInfo, SessionLimits,
+    LoadMode, LoadOutcome, Opener, Running, SessionId, SessionInfo, SessionLimits,
 };
 use efb_gnmi::backend::{Pending, Snapshot};
 use efb_liveness::PairState;
@@ -59,6 +59,26 @@ pub struct OwnerState {
     /// The running configuration's warnings, told when it was committed: a commit tells
     /// only the warnings its change brought, not every one still true.
     told_warnings: HashSet<Problem>,
+    /// The running configuration's balancing hash.
+    running_hash: RunningHash,
+}
+
+/// The balancing hash of one running configuration: the commit event, the state tree and
+/// the commit reply all tell it, and hashing a 100 000-flow configuration at each of them
+/// would be paid several times per commit and at every change of liveness.
+struct RunningHash {
+    /// The running configuration it is of (commit ids are never reused).
+    commit_id: u64,
+    hash: String,
+}
+
+impl RunningHash {
+    fn of(running: &Running) -> RunningHash {
+        RunningHash {
+            commit_id: running.commit_id,
+            hash: efb_balancing::config_hash(&running.config),
+        }
+    }
 }
 
 /// The daemon as `show system status` tells it.
@@ -82,9 +102,11 @@ impl OwnerState {
         snapshots: broadcast::Sender<Arc<Snapshot>>,
         events: Events,
     ) -> OwnerState {
+        let running_hash = RunningHash::of(datastore.running());
         // Nothing known yet: no chip, nothing probed, every pair up.
         let inputs = StateInputs {
             running: datastore.running().clone(),
+            config_hash: running_hash.hash.clone(),
             live: LiveState::all_up(),
             pairs: Vec::new(),
             driver: None,
@@ -104,6 +126,7 @@ impl OwnerState {
             events,
             instruments: Instruments::default(),
             told_warnings: HashSet::new(),
+            running_hash,
         }
     }
 
@@ -252,6 +275,30 @@ impl OwnerState {
             .unwrap_or_default()
     }
 
+    /// The running configuration's balancing hash, worked out again only when running
+    /// changed (a new commit id).
+    pub fn running_hash(&mut self) -> String {
+        let running = self.datastore.running();
+        if self.running_hash.commit_id != running.commit_id {
+            self.running_hash = RunningHash::of(running);
+        }
+        self.running_hash.hash.clone()
+    }
+
+    /// The balancing hashes of the configurations before and after a commit or check (none
+    /// for a commit of nothing): `before` is running's, taken before it; after a commit, the
+    /// new running one's is the owner's own; a check's candidate is hashed here.
+    pub fn config_hashes(&mut self, before: String, outcome: &CommitOutcome) -> (String, String) {
+        let Some((_, after)) = outcome.configs() else {
+            return (String::new(), String::new());
+        };
+        let after = match outcome.commit_id {
+            Some(_) => self.running_hash(),
+            None => efb_balancing::config_hash(after),
+        };
+        (before, after)
+    }
+
     /// One gNMI Set: a session of its own, the edits, the commit; all or nothing.
     pub fn gnmi_commit(
         &mut self,
@@ -343,7 +390,7 @@ impl OwnerState {
             .commit_finished(origin, error, started.elapsed());
     }
 
-    fn committed(&self, result: &Result<CommitOutcome, DatastoreError>, origin: Origin) {
+    fn committed(&mut self, result: &Result<CommitOutcome, DatastoreError>, origin: Origin) {
         self.chip_refused("commit", result);
         if let Ok(outcome) = result
             && let Some(commit) = self.commit_event(outcome, origin)
@@ -361,7 +408,7 @@ impl OwnerState {
     /// The commit `outcome` made, from the history's record of it; none for a check or
     /// a commit of nothing. Its changes are counted in the metrics here, where every new
     /// running configuration passes.
-    fn commit_event(&self, outcome: &CommitOutcome, origin: Origin) -> Option<events::Commit> {
+    fn commit_event(&mut self, outcome: &CommitOutcome, origin: Origin) -> Option<events::Commit> {
         let id = outcome.commit_id?;
         self.instruments.changes_committed(outcome.change_count());
         let info = self.datastore.history().into_iter().find(|c| c.id == id)?;
@@ -371,7 +418,7 @@ impl OwnerState {
             origin,
             comment: info.comment.unwrap_or_default(),
             changes: outcome.change_count(),
-            hash: efb_balancing::config_hash(&self.running_config()),
+            hash: self.running_hash(),
         })
     }
 }
@@ -423,8 +470,9 @@ impl OwnerState {
 
     /// What the operational tree is built from now (with or without the chip's counters),
     /// off this thread.
-    pub fn state_inputs(&self) -> StateInputs {
+    pub fn state_inputs(&mut self) -> StateInputs {
         StateInputs {
+            config_hash: self.running_hash(),
             running: self.datastore.running().clone(),
             live: self.live.clone(),
             pairs: self.pairs(),
@@ -455,11 +503,8 @@ impl OwnerState {
         {
             liveness.config_changed(self.running_config());
         }
-        let next = Arc::new(snapshot(
-            self.schema(),
-            &self.state_inputs(),
-            self.state_version,
-        ));
+        let inputs = self.state_inputs();
+        let next = Arc::new(snapshot(self.schema(), &inputs, self.state_version));
         self.latest = next.clone();
         // No subscriber is not an error.
         let _ = self.snapshots.send(next);

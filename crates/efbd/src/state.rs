@@ -32,6 +32,8 @@ const BOARD: &str = "/ecofilter-balancer:board";
 #[derive(Clone)]
 pub struct StateInputs {
     pub running: Running,
+    /// The running configuration's balancing hash, as the owner keeps it.
+    pub config_hash: String,
     pub live: LiveState,
     /// Every probed pair.
     pub pairs: Vec<PairState>,
@@ -147,14 +149,12 @@ pub fn with_counters(schema: &Schema, tree: &DataTree, counters: &Counters) -> D
 fn put_state(inputs: &StateInputs, counters: Option<&Counters>, leaves: &mut LeafWriter<'_>) {
     let StateInputs {
         running,
+        config_hash,
         live,
         pairs,
         ..
     } = inputs;
-    leaves.put(
-        format!("{BALANCER}/balancing-config-hash"),
-        &efb_balancing::config_hash(&running.config),
-    );
+    leaves.put(format!("{BALANCER}/balancing-config-hash"), config_hash);
     let statuses = liveness::unit_statuses(&running.config, live);
     for (unit, (active, live_pairs)) in &statuses {
         let state = format!("{BALANCER}/ecofilter-unit[name={}]/state", quote(unit));
@@ -484,6 +484,7 @@ mod tests {
 
         let counters = counted(&running);
         let inputs = StateInputs {
+            config_hash: efb_balancing::config_hash(&running.config),
             running,
             live,
             pairs,
