@@ -51,7 +51,7 @@ pub enum DatastoreError {
 }
 
 /// What kind of failure an error is, whatever the protocol that reports it: the one table
-/// that gives each a gRPC code is `efb_gnmi::errors::code`, used by gNMI and by efbd's
+/// that gives each a gRPC code is `efb_northbound::status::code`, used by gNMI and by efbd's
 /// management API alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {

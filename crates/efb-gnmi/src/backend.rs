@@ -3,28 +3,15 @@
 //! through the same datastore the shell uses, and the pending `commit confirmed`.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use efb_datastore::{DatastoreError, Edit};
-use efb_yang::{DataTree, Problem, Schema};
+use efb_yang::{Problem, Schema};
 use tokio::sync::broadcast;
 
-use crate::path::Pattern;
+pub use efb_northbound::published::{Pending, Snapshot, pending_message};
 
-/// The configuration and state at one moment, as committed (never ahead of a commit).
-#[derive(Clone, Debug)]
-pub struct Snapshot {
-    /// The commit running reflects.
-    pub commit_id: u64,
-    /// Bumped at every change of state (a bypass mode, later pair liveness).
-    pub state_version: u64,
-    /// When this snapshot was taken, in nanoseconds since the Unix epoch.
-    pub timestamp_ns: u64,
-    /// Running configuration.
-    pub running: DataTree,
-    /// Running configuration and the state the daemon knows.
-    pub operational: DataTree,
-}
+use crate::path::Pattern;
 
 /// A commit went through.
 #[derive(Clone, Debug, Default)]
@@ -32,13 +19,6 @@ pub struct Committed {
     /// `None` when the edits changed nothing.
     pub commit_id: Option<u64>,
     pub warnings: Vec<Problem>,
-}
-
-/// A `commit confirmed` waiting for its confirmation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pending {
-    pub commit_id: u64,
-    pub deadline: SystemTime,
 }
 
 /// Why the backend refused (each maps to a gNMI status code in one place).
@@ -75,19 +55,6 @@ impl From<DatastoreError> for BackendError {
 
 fn lines(problems: &[Problem]) -> String {
     efb_yang::text::problem_lines(problems, "")
-}
-
-/// Says which commit waits for its confirmation, and until when.
-pub fn pending_message(pending: &Pending) -> String {
-    let left = pending
-        .deadline
-        .duration_since(SystemTime::now())
-        .unwrap_or_default()
-        .as_secs();
-    format!(
-        "commit {} (commit confirmed) waits for its confirmation for {left} more seconds: confirm or cancel it first",
-        pending.commit_id
-    )
 }
 
 /// The daemon, as the gNMI server sees it.

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::Users;
-use crate::tls::TlsIdentity;
-use crate::{audit, listen};
+use efb_northbound::auth::Users;
+use efb_northbound::tls::TlsIdentity;
+use efb_northbound::{audit, listen};
 
 /// How the server runs.
 #[derive(Clone, Debug)]

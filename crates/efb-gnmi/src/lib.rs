@@ -7,21 +7,12 @@
 //! - [`path`]: gNMI paths against the schema (origins, keys, wildcards).
 //! - [`encode`] / [`decode`]: JSON, JSON_IETF (RFC 7951) and PROTO scalars out of and
 //!   into data trees, driven by the schema; [`defaults`]: leaves at their YANG default.
-//! - [`auth`]: users, passwords, client certificates; [`argon`] runs the password checks
-//!   in bounded memory, `login` counts failures per peer. [`tls`]: the server certificate
-//!   and the client CA.
-//! - [`access`]: who may do what, the one decision for gNMI and the management API;
-//!   [`audit`]: who did what.
-//! - [`listen`]: bounded connections (limits in all and per peer, deadlines for the
-//!   handshake and the first request, keepalive), also for efbd's management API;
-//!   [`guard`]: callers judged from a request's head, before its body is read.
+//! - Who the caller is, what it may do, what it did, and bounded connections are
+//!   efb-northbound's, shared with efbd's management API: this crate only turns gNMI's
+//!   requests into them (a Set's audit line is `set_audit`).
 //!
 //! efbd binds the listener (so it can print the address) and calls [`serve`].
 
-pub mod access;
-pub mod argon;
-pub mod audit;
-pub mod auth;
 pub mod backend;
 mod config;
 pub mod decode;
@@ -29,23 +20,21 @@ pub mod defaults;
 pub mod encode;
 pub mod errors;
 mod gate;
-pub mod guard;
-pub mod listen;
-mod login;
 mod message;
 mod openconfig;
 pub mod path;
 mod service;
 mod set;
+mod set_audit;
 mod subscribe;
 #[cfg(test)]
 mod testing;
-pub mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use efb_northbound::{TlsIdentity, guard, listen, tls};
 use futures::StreamExt;
 use gnmi_proto::gnmi::g_nmi_server::GNmiServer;
 use tokio::net::TcpListener;
@@ -53,11 +42,9 @@ use tokio::sync::watch;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::codec::CompressionEncoding;
 
-pub use auth::{Caller, Role, Users};
 pub use backend::Backend;
 pub use config::{Activity, ServerConfig};
 pub use service::{GnmiJudge, GnmiService};
-pub use tls::TlsIdentity;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

@@ -15,7 +15,6 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::{Instrument, info_span};
 
 use crate::ServerConfig;
-use crate::auth::Caller;
 use crate::backend::Backend;
 use crate::defaults;
 use crate::encode::{Encoder, Encoding, Filter, json_typed};
@@ -25,7 +24,9 @@ use crate::message::{
 };
 use crate::path::{Pattern, to_gnmi};
 use crate::set::SetState;
+use crate::set_audit::{describe_set, record_set};
 use crate::subscribe::Subscriptions;
+use efb_northbound::auth::Caller;
 
 /// The gNMI service of one efbd.
 pub struct GnmiService {
@@ -59,7 +60,8 @@ impl GnmiService {
         }
         let caller = self.config.users.identify(request).await;
         let caller = caller.map_err(errors::bounded)?;
-        let show = crate::access::may(Some(caller.role), crate::access::Operation::Show);
+        let show =
+            efb_northbound::access::may(Some(caller.role), efb_northbound::access::Operation::Show);
         show.map_err(|denied| denied.status(&caller.user))?;
         Ok(caller)
     }
@@ -83,19 +85,19 @@ impl GnmiJudge {
 }
 
 #[tonic::async_trait]
-impl crate::guard::Judge for GnmiJudge {
+impl efb_northbound::guard::Judge for GnmiJudge {
     type Caller = Caller;
 
     async fn judge(
         &self,
         head: &Request<()>,
         method: &str,
-    ) -> Result<crate::guard::Admitted<Caller>, Status> {
+    ) -> Result<efb_northbound::guard::Admitted<Caller>, Status> {
         let is_set = method == "/gnmi.gNMI/Set";
         let operation = if is_set {
-            crate::access::Operation::Commit
+            efb_northbound::access::Operation::Commit
         } else {
-            crate::access::Operation::Show
+            efb_northbound::access::Operation::Show
         };
         let caller = self
             .config
@@ -103,18 +105,16 @@ impl crate::guard::Judge for GnmiJudge {
             .identify(head)
             .await
             .map_err(errors::bounded)?;
-        if let Err(denied) = crate::access::may(Some(caller.role), operation) {
+        if let Err(denied) = efb_northbound::access::may(Some(caller.role), operation) {
             let refused = denied.status(&caller.user);
             if is_set {
                 let what = "Set (refused before its body was read)".to_string();
-                self.config
-                    .audit
-                    .gnmi_set::<()>(&caller, what, &Err(refused.clone()));
+                record_set::<()>(&self.config.audit, &caller, what, &Err(refused.clone()));
             }
             return Err(refused);
         }
-        Ok(crate::guard::Admitted {
-            admin: caller.role == crate::auth::Role::Admin,
+        Ok(efb_northbound::guard::Admitted {
+            admin: caller.role == efb_northbound::auth::Role::Admin,
             max_message: if is_set {
                 self.config.max_message_bytes
             } else {
@@ -171,7 +171,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         let caller = self.caller(&request).await?;
         let span =
             info_span!("gnmi", rpc = "Set", user = %caller.user, role = caller.role.as_str());
-        let what = crate::audit::describe_set(request.get_ref());
+        let what = describe_set(request.get_ref());
         let result = match crate::openconfig::refuse_set(request.get_ref()) {
             Ok(()) => crate::set::set(&self.set, &caller, request.into_inner())
                 .instrument(span)
@@ -179,7 +179,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
                 .map_err(errors::bounded),
             Err(refused) => Err(refused),
         };
-        self.config.audit.gnmi_set(&caller, what, &result);
+        record_set(&self.config.audit, &caller, what, &result);
         result
     }
 

@@ -23,12 +23,12 @@ use tonic::metadata::MetadataValue;
 use tonic::{Response, Status};
 use tracing::{info, warn};
 
-use crate::auth::Caller;
 use crate::backend::{Backend, Committed, pending_message};
 use crate::decode::fragment;
 use crate::errors;
 use crate::message::now_ns;
 use crate::path::{PathError, Pattern};
+use efb_northbound::auth::Caller;
 
 /// What Set needs: the backend, and the commit confirmed made over gNMI that waits.
 pub(crate) struct SetState {
@@ -60,7 +60,8 @@ pub(crate) async fn set(
     caller: &Caller,
     request: SetRequest,
 ) -> Result<Response<SetResponse>, Status> {
-    let commit = crate::access::may(Some(caller.role), crate::access::Operation::Commit);
+    let commit =
+        efb_northbound::access::may(Some(caller.role), efb_northbound::access::Operation::Commit);
     commit.map_err(|denied| denied.status(&caller.user))?;
     if !request.union_replace.is_empty() {
         return Err(Status::unimplemented(

@@ -25,11 +25,11 @@ use tonic::{Status, Streaming};
 use tracing::{Instrument, Span, debug, info};
 
 use crate::ServerConfig;
-use crate::auth::Caller;
 use crate::backend::Backend;
 use crate::errors;
 use crate::message::{check_models, check_read_extensions, encoding, reflected_prefix};
 use crate::path::Pattern;
+use efb_northbound::auth::Caller;
 
 mod changes;
 mod count;

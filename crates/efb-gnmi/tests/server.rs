@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use efb_datastore::Edit;
-use efb_gnmi::auth::{Cost, Users, hash_password};
 use efb_gnmi::backend::{Backend, BackendError, Committed, Pending, Snapshot};
 use efb_gnmi::{ServerConfig, service};
+use efb_northbound::auth::{Cost, Users, hash_password};
 use efb_yang::json::{Check, from_json};
 use efb_yang::{DataTree, Schema};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;

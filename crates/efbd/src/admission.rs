@@ -1,5 +1,5 @@
 //! Who may call which method of the management API, judged from the request's head before
-//! its body is read ([`efb_gnmi::guard`]): an account in no group sending a 400 MiB Load
+//! its body is read ([`efb_northbound::guard`]): an account in no group sending a 400 MiB Load
 //! is refused with nothing read. Each method needs the least role of what it can do (a
 //! Call may be a lookup, which a viewer may make: its handler judges the rest once it
 //! knows which operation is called). Only the methods that carry configuration may send
@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use efb_gnmi::access::{self, Operation};
-use efb_gnmi::audit::{self, Audit, Kind, Record};
-use efb_gnmi::guard::{Admitted, Judge};
+use efb_northbound::access::{self, Operation};
+use efb_northbound::audit::{self, Audit, Kind, Record};
+use efb_northbound::guard::{Admitted, Judge};
 use tonic::{Request, Status};
 
 use crate::callers::{Caller, Callers};

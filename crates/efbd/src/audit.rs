@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use efb_gnmi::audit::{Kind, Record, Sink, now_ms};
+use efb_northbound::audit::{Kind, Record, Sink, now_ms};
 use tracing::error;
 
 pub const FILE: &str = "audit.log";

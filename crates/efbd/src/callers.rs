@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use efb_datastore::Holder;
-use efb_gnmi::access::{self, Operation};
-use efb_gnmi::audit::{self, Audit, Kind, Record};
-use efb_gnmi::listen::ConnInfo;
-use efb_gnmi::{Role, Users};
+use efb_northbound::access::{self, Operation};
+use efb_northbound::audit::{self, Audit, Kind, Record};
+use efb_northbound::listen::ConnInfo;
+use efb_northbound::{Role, Users};
 use nix::unistd::{Gid, Group, Uid, User, getgrouplist};
 use tonic::transport::server::UdsConnectInfo;
 use tonic::{Request, Status};

@@ -1,16 +1,16 @@
 //! Where the management API's errors become gRPC statuses (and so the shell's messages).
-//! The code of each kind of error is gNMI's too: [`efb_gnmi::errors::code`] is the one
+//! The code of each kind of error is gNMI's too: [`efb_northbound::status::code`] is the one
 //! table. Every status the management API returns passes through [`bounded`]: its message
 //! never grows past [`efb_yang::text::MESSAGE_BYTES`], whatever input it quotes, so it
 //! always reaches the client.
 
 use efb_datastore::{ChipError, DatastoreError, SessionLimit};
-use efb_gnmi::errors::code;
+use efb_northbound::status::code;
 use efb_yang::Problem;
 use efb_yang::text;
 use tonic::Status;
 
-pub use efb_gnmi::errors::bounded;
+pub use efb_northbound::status::bounded;
 
 use crate::owner::OwnerGone;
 

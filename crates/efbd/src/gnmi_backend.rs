@@ -23,7 +23,7 @@ pub struct GnmiBackend {
 }
 
 /// The refusal keeps its kind: gNMI gives it the code the management API gives it
-/// (`efb_gnmi::errors::code`).
+/// (`efb_northbound::status::code`).
 fn error(e: DatastoreError) -> BackendError {
     BackendError::from(e)
 }

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use efb_datastore::SessionId;
-use efb_gnmi::Role;
 use efb_mgmt_proto::v1::SessionNotice;
+use efb_northbound::Role;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
-use efb_gnmi::backend::Snapshot;
+use efb_northbound::published::Snapshot;
 use efb_model::{Config, Port};
 use efb_openconfig::{Interface, Source};
 use tokio::sync::{broadcast, watch};

@@ -17,9 +17,9 @@ use efb_datastore::{
     CommitInfo, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, EditOutcome, Holder,
     LoadMode, LoadOutcome, Opener, Running, SessionId, SessionInfo, SessionLimits,
 };
-use efb_gnmi::backend::{Pending, Snapshot};
 use efb_liveness::PairState;
 use efb_model::Config;
+use efb_northbound::published::{Pending, Snapshot};
 use efb_yang::{DataTree, Problem, Schema};
 use tokio::sync::broadcast;
 use tracing::{error, info};

@@ -1,6 +1,6 @@
 //! The management API: a thin translation of gRPC requests into jobs for the configuration
 //! owner. One tracing span per request. Every request is checked against the caller's role
-//! ([`efb_gnmi::access::may`], the one decision gNMI shares); refusals and changes go to
+//! ([`efb_northbound::access::may`], the one decision gNMI shares); refusals and changes go to
 //! the audit.
 //!
 //! Here is what every request goes through: the caller's role, the audit, a job on the
@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use efb_datastore::{DatastoreError, Holder, SessionId};
-use efb_gnmi::access::{self, Operation};
-use efb_gnmi::audit::{self, Audit, Kind, Record};
 use efb_mgmt_proto::v1::*;
+use efb_northbound::access::{self, Operation};
+use efb_northbound::audit::{self, Audit, Kind, Record};
 use efb_yang::Schema;
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};

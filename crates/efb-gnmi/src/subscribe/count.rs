@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use tonic::Status;
 use tracing::warn;
 
-use crate::listen;
+use efb_northbound::listen;
 
 /// Subscribe RPCs under way, in all and per user, within their maximums.
 pub(super) struct Count {

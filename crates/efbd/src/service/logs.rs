@@ -2,8 +2,8 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use efb_gnmi::audit::{Kind, Record};
 use efb_mgmt_proto::v1::*;
+use efb_northbound::audit::{Kind, Record};
 
 use crate::events::Recorded;
 
@@ -12,7 +12,10 @@ pub(super) fn audit_record(r: Record) -> AuditRecord {
     AuditRecord {
         time: humantime::format_rfc3339_seconds(time).to_string(),
         user: r.user,
-        role: r.role.map_or("none", efb_gnmi::Role::as_str).to_string(),
+        role: r
+            .role
+            .map_or("none", efb_northbound::Role::as_str)
+            .to_string(),
         from: r.from,
         what: r.what,
         accepted: r.accepted,

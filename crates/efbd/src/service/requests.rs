@@ -2,9 +2,9 @@
 //! role checked, the job run on the owner, changes audited, the answer made.
 
 use efb_datastore::{DatastoreError, LoadMode, Opener};
-use efb_gnmi::access::Operation;
 use efb_mgmt_proto::v1::management_server::Management;
 use efb_mgmt_proto::v1::*;
+use efb_northbound::access::Operation;
 use efb_yang::json::{self, PrintOptions};
 use efb_yang::setlines;
 use tokio::sync::broadcast::error::RecvError;

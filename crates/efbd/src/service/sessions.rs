@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use efb_datastore::SessionInfo;
-use efb_gnmi::access::Operation;
-use efb_gnmi::audit::{self, Kind, Record};
+use efb_northbound::access::Operation;
+use efb_northbound::audit::{self, Kind, Record};
 use tonic::Status;
 
 use super::{Service, ds};
@@ -50,7 +50,7 @@ impl Service {
 /// A session closed (`why`: "closed: ..."), for the audit, with how long it was open.
 pub(super) fn session_record(
     info: &SessionInfo,
-    role: Option<efb_gnmi::Role>,
+    role: Option<efb_northbound::Role>,
     why: &str,
 ) -> Record {
     let age = humantime::format_duration(Duration::from_secs(info.age.as_secs()));

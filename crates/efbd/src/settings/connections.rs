@@ -65,8 +65,12 @@ impl Connections {
     }
 
     /// The listener's limits; `section` names the settings ("gnmi.connections").
-    pub fn limits(&self, name: &'static str, section: &'static str) -> efb_gnmi::listen::Limits {
-        efb_gnmi::listen::Limits {
+    pub fn limits(
+        &self,
+        name: &'static str,
+        section: &'static str,
+    ) -> efb_northbound::listen::Limits {
+        efb_northbound::listen::Limits {
             max: self.max,
             per_peer: self.per_peer,
             kept_for_admins: self.kept_for_admins(),

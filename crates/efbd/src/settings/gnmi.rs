@@ -58,7 +58,7 @@ impl Default for Gnmi {
             client_ca: None,
             max_message_mib: 256,
             subscriber_queue: 64,
-            password_checks: efb_gnmi::auth::default_checks(),
+            password_checks: efb_northbound::auth::default_checks(),
             login_failures: 10,
             login_failures_per_user: 20,
             login_failures_total: 100,

@@ -1,0 +1,155 @@
+//! A gNMI Set in the audit: what it asked, in a line, and how it ended. The audit itself
+//! (records, sinks, bounds) is the northbound's, shared with the management API.
+
+use std::fmt::Write as _;
+
+use efb_northbound::audit::{Audit, Kind, Record, now_ms, refusal};
+use efb_northbound::auth::Caller;
+use gnmi_proto::gnmi::{Path, SetRequest};
+use tonic::Status;
+
+/// Records a Set by `caller`: `what` from [`describe_set`], and how it ended.
+pub fn record_set<T>(audit: &Audit, caller: &Caller, what: String, result: &Result<T, Status>) {
+    let from = match caller.peer {
+        Some(peer) => format!("gNMI {peer}"),
+        None => "gNMI".to_string(),
+    };
+    audit.record(Record {
+        time_ms: now_ms(),
+        user: caller.user.clone(),
+        role: Some(caller.role),
+        from,
+        what,
+        accepted: result.is_ok(),
+        result: match result {
+            Ok(_) => "committed".to_string(),
+            Err(status) => refusal(status),
+        },
+        kind: match result {
+            Err(status) if status.code() == tonic::Code::PermissionDenied => Kind::Access,
+            _ => Kind::Change,
+        },
+    });
+}
+
+/// A Set in a line: its operations and the paths they name (the first few).
+pub fn describe_set(request: &SetRequest) -> String {
+    let prefix = request.prefix.as_ref();
+    let mut parts: Vec<String> = Vec::new();
+    parts.extend(request.delete.iter().map(|p| text("delete", prefix, p)));
+    for (op, updates) in [("replace", &request.replace), ("update", &request.update)] {
+        parts.extend(
+            updates
+                .iter()
+                .map(|u| text(op, prefix, u.path.as_ref().unwrap_or(&Path::default()))),
+        );
+    }
+    let total = parts.len();
+    let mut what = format!(
+        "Set: {}",
+        parts.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+    );
+    if total > 5 {
+        let _ = write!(what, " and {} more", total - 5);
+    }
+    if total == 0 {
+        what.push_str("nothing");
+    }
+    what
+}
+
+fn text(op: &str, prefix: Option<&Path>, path: &Path) -> String {
+    let mut out = format!("{op} ");
+    for elem in prefix.into_iter().chain([path]).flat_map(|p| &p.elem) {
+        out.push('/');
+        out.push_str(&elem.name);
+        let mut keys: Vec<_> = elem.key.iter().collect();
+        keys.sort();
+        for (k, v) in keys {
+            let _ = write!(out, "[{k}={v}]");
+        }
+    }
+    if out.len() == op.len() + 1 {
+        out.push('/');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use efb_northbound::audit::Sink;
+    use efb_northbound::auth::Role;
+    use gnmi_proto::gnmi::{PathElem, Update};
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<Record>>);
+
+    impl Sink for Kept {
+        fn record(&self, record: &Record) {
+            self.0.lock().unwrap().push(record.clone());
+        }
+    }
+
+    fn path(names: &[&str]) -> Path {
+        Path {
+            elem: names
+                .iter()
+                .map(|n| PathElem {
+                    name: n.to_string(),
+                    key: [("name".to_string(), "p1".to_string())]
+                        .into_iter()
+                        .filter(|_| *n == "port")
+                        .collect(),
+                })
+                .collect(),
+            ..Path::default()
+        }
+    }
+
+    #[test]
+    fn a_set_is_described_by_its_operations_and_paths() {
+        let request = SetRequest {
+            delete: vec![path(&["ports", "port"])],
+            update: vec![Update {
+                path: Some(path(&["ecofilter-balancer"])),
+                ..Update::default()
+            }],
+            ..SetRequest::default()
+        };
+        assert_eq!(
+            describe_set(&request),
+            "Set: delete /ports/port[name=p1], update /ecofilter-balancer"
+        );
+        assert_eq!(describe_set(&SetRequest::default()), "Set: nothing");
+    }
+
+    #[test]
+    fn a_refused_set_is_recorded_as_from_gnmi_with_its_refusal() {
+        let kept = Arc::new(Kept::default());
+        let audit = Audit::new(kept.clone());
+        let caller = Caller {
+            user: "ada".into(),
+            role: Role::Viewer,
+            peer: Some("10.0.0.1:5000".parse().unwrap()),
+            certificate: false,
+        };
+        let refused: Result<(), Status> = Err(Status::permission_denied("no\nmore"));
+        record_set(
+            &audit,
+            &caller,
+            format!("Set: {}\x1b", "x".repeat(1000)),
+            &refused,
+        );
+        let records = kept.0.lock().unwrap();
+        assert_eq!(records.len(), 1);
+        let r = &records[0];
+        assert_eq!(r.from, "gNMI 10.0.0.1:5000");
+        assert_eq!(r.result, "PermissionDenied: no");
+        assert_eq!(r.kind, Kind::Access);
+        assert!(!r.accepted && r.what.len() < 420 && !r.what.contains('\x1b'));
+    }
+}
