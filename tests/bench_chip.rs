@@ -11,6 +11,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use efb_cli::client::Client;
+use efb_cli::commit_report;
+use efb_mgmt_proto::v1::chip_writes::Outcome;
 use efb_mgmt_proto::v1::{CommitRequest, Datastore, Format, LoadMode};
 use efb_tests::figures::{peak_resident_kib, site_with_flows, summary};
 use efb_tests::{Daemon, Target};
@@ -65,8 +67,9 @@ fn initial_push(client: &mut Client, flows: usize) {
         })
         .unwrap();
     let took = started.elapsed();
-    let chip = reply.chip.join(" ");
-    let written = number_before(&chip, "entries") as f64;
+    let chip = reply.chip_writes.unwrap_or_default();
+    assert_eq!(chip.outcome(), Outcome::Written, "{chip:?}");
+    let written = chip.entries as f64;
     let writing = took.saturating_sub(checked).as_secs_f64();
     println!(
         "{:<52} {written} entries, commit {:.2} s ({:.0} entries/s); of which writing about {writing:.2} s ({:.0} entries/s; commit check: {:.2} s)",
@@ -93,7 +96,7 @@ fn one_flow_commits(client: &mut Client, flows: usize, rounds: usize) {
         let reply = client.commit(CommitRequest::default()).unwrap();
         times.push(started.elapsed());
         assert_eq!(
-            reply.chip,
+            commit_report::chip(&reply),
             ["chip programmed: 1 entry written"],
             "one flow, one entry"
         );

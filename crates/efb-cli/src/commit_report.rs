@@ -3,7 +3,8 @@
 //! follow), what the change does to the sessions flowing now (buckets that move to another
 //! filter core), and what the chip is written.
 
-use efb_mgmt_proto::v1::CommitReply;
+use efb_mgmt_proto::v1::chip_writes::Outcome;
+use efb_mgmt_proto::v1::{ChipWrites, CommitReply, TableWrites};
 use efb_yang::text::grouped;
 
 /// Change lines shown one by one; more are summarised by list.
@@ -17,7 +18,7 @@ pub fn check(reply: &CommitReply) -> Vec<String> {
     )];
     lines.extend(changes(reply));
     lines.extend(consequences(reply, Mood::Check));
-    lines.extend(reply.chip.iter().cloned());
+    lines.extend(chip(reply));
     lines
 }
 
@@ -106,6 +107,59 @@ fn changes(reply: &CommitReply) -> Vec<String> {
     lines
 }
 
+/// What the chip was written (or, for a check, would be), in words.
+pub fn chip(reply: &CommitReply) -> Vec<String> {
+    let Some(writes) = &reply.chip_writes else {
+        return Vec::new();
+    };
+    match writes.outcome() {
+        Outcome::NoChip => Vec::new(),
+        Outcome::Written => vec![format!(
+            "chip programmed: {} entr{} written",
+            writes.entries,
+            if writes.entries == 1 { "y" } else { "ies" }
+        )],
+        Outcome::Offline => {
+            vec!["chip NOT programmed (offline commit): out of sync until it reconnects".into()]
+        }
+        Outcome::Planned => planned(writes),
+        Outcome::NotCompiled => vec![format!("chip: cannot compile: {}", writes.not_compiled)],
+    }
+}
+
+/// `chip: 4 writes`, the writes per table, and each write when there are few.
+fn planned(writes: &ChipWrites) -> Vec<String> {
+    let mut lines = vec![format!(
+        "chip: {} write{}",
+        writes.entries,
+        if writes.entries == 1 { "" } else { "s" }
+    )];
+    lines.extend(
+        writes
+            .tables
+            .iter()
+            .map(|t| format!("  {}", table_writes(t))),
+    );
+    lines.extend(
+        writes
+            .listed
+            .iter()
+            .map(|w| format!("  {}: {} {}", w.source, w.update, w.table)),
+    );
+    lines
+}
+
+/// `flows_ipv4.flows: 2 inserts`, `link_ports: 1 deletion`.
+fn table_writes(t: &TableWrites) -> String {
+    let one = match t.update.as_str() {
+        "modify" => "modification",
+        "delete" => "deletion",
+        other => other,
+    };
+    let plural = if t.count == 1 { "" } else { "s" };
+    format!("{}: {} {one}{plural}", t.table, t.count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +179,77 @@ mod tests {
             "{check:?}"
         );
         assert_eq!(commit[1], "traffic: no bucket moves");
+    }
+
+    fn reply(writes: ChipWrites) -> CommitReply {
+        CommitReply {
+            chip_writes: Some(writes),
+            ..CommitReply::default()
+        }
+    }
+
+    /// The chip's writes arrive as data; these are the words the shell has for each outcome.
+    #[test]
+    fn the_chip_writes_in_words() {
+        let written = |entries| ChipWrites {
+            outcome: Outcome::Written as i32,
+            entries,
+            ..ChipWrites::default()
+        };
+        assert_eq!(
+            chip(&reply(written(1))),
+            ["chip programmed: 1 entry written"]
+        );
+        assert_eq!(
+            chip(&reply(written(12))),
+            ["chip programmed: 12 entries written"]
+        );
+        assert!(chip(&CommitReply::default()).is_empty());
+        assert!(chip(&reply(ChipWrites::default())).is_empty(), "no chip");
+        let offline = ChipWrites {
+            outcome: Outcome::Offline as i32,
+            ..ChipWrites::default()
+        };
+        assert!(chip(&reply(offline))[0].starts_with("chip NOT programmed"));
+        let planned = ChipWrites {
+            outcome: Outcome::Planned as i32,
+            entries: 2,
+            tables: vec![
+                TableWrites {
+                    table: "flows_ipv4.flows".into(),
+                    update: "delete".into(),
+                    count: 1,
+                },
+                TableWrites {
+                    table: "units".into(),
+                    update: "modify".into(),
+                    count: 1,
+                },
+            ],
+            listed: vec![efb_mgmt_proto::v1::EntryWrite {
+                source: "ecofilter-balancer flow bgp".into(),
+                update: "delete".into(),
+                table: "flows_ipv4.flows".into(),
+            }],
+            ..ChipWrites::default()
+        };
+        assert_eq!(
+            chip(&reply(planned)),
+            [
+                "chip: 2 writes",
+                "  flows_ipv4.flows: 1 deletion",
+                "  units: 1 modification",
+                "  ecofilter-balancer flow bgp: delete flows_ipv4.flows",
+            ]
+        );
+        let refused = ChipWrites {
+            outcome: Outcome::NotCompiled as i32,
+            not_compiled: "no port 40 on this board".into(),
+            ..ChipWrites::default()
+        };
+        assert_eq!(
+            chip(&reply(refused)),
+            ["chip: cannot compile: no port 40 on this board"]
+        );
     }
 }

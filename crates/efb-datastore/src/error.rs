@@ -3,6 +3,8 @@
 
 use efb_yang::Problem;
 
+use crate::chip_writes::UpdateKind;
+
 #[derive(Debug, thiserror::Error)]
 pub enum DatastoreError {
     /// The candidate breaks YANG or the rules: nothing was committed.
@@ -207,8 +209,7 @@ impl ChipError {
 pub struct Refusal {
     /// The configuration path the entry comes from.
     pub path: String,
-    /// `insert`, `modify` or `delete`.
-    pub update: String,
+    pub update: UpdateKind,
     pub table: String,
     /// The chip's status code, as gRPC names it (`ResourceExhausted`).
     pub code: String,

@@ -9,6 +9,7 @@
 //! - `commit check`, `commit confirmed` (rolled back by itself, also across restarts),
 //!   comments, 50 commits of history, `rollback N`, `compare`, `discard`, `save`, `load`.
 
+mod chip_writes;
 mod datastore;
 mod error;
 pub mod files;
@@ -18,6 +19,7 @@ mod southbound;
 mod store;
 mod types;
 
+pub use chip_writes::{ChipWrites, EntryWrite, Planned, TableWrites, UpdateKind};
 pub use datastore::{Datastore, HISTORY_LENGTH, ValidationObserver};
 pub use error::{ChipError, DatastoreError, ErrorKind, Refusal, Refusals, SessionLimit};
 pub use limits::{

@@ -12,6 +12,7 @@ use efb_yang::input::{self, Limit};
 use efb_yang::validate::Scope;
 use efb_yang::{DataPath, DataTree, Problem, Schema, Value};
 
+use crate::chip_writes::ChipWrites;
 use crate::store::CommitKind;
 
 /// Where and how to open a datastore.
@@ -123,7 +124,7 @@ pub struct CommitOutcome {
     /// This commit confirmed a pending `commit confirmed`.
     pub confirmed: Option<u64>,
     /// What the chip was (or, for a check, would be) written.
-    pub chip: Vec<String>,
+    pub chip: ChipWrites,
     /// The configuration before and after (snapshots: free to keep).
     before: DataTree,
     after: DataTree,
@@ -147,7 +148,7 @@ impl CommitOutcome {
             scope,
             confirm_deadline: None,
             confirmed: None,
-            chip: Vec::new(),
+            chip: ChipWrites::NoChip,
             before,
             after,
             schema,

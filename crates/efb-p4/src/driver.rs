@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, SystemTime};
 
 use efb_balancing::LiveState;
-use efb_datastore::{ChipError, Running, Southbound};
+use efb_datastore::{ChipError, ChipWrites, EntryWrite, Planned, Running, Southbound};
 use efb_model::Config;
 use efb_p4info::{P4InfoIndex, PortMap};
 use p4runtime_proto::p4::config::v1::P4Info;
@@ -668,7 +668,7 @@ impl Southbound for Driver {
         _current: &Running,
         next: &Running,
         offline_ok: bool,
-    ) -> Result<Vec<String>, ChipError> {
+    ) -> Result<ChipWrites, ChipError> {
         let driver = self.clone();
         let config = next.config.clone();
         let result = self.runtime.block_on(async move {
@@ -686,18 +686,13 @@ impl Southbound for Driver {
             }
         });
         Ok(if connected {
-            vec![format!(
-                "chip programmed: {written} entr{} written",
-                if written == 1 { "y" } else { "ies" }
-            )]
+            ChipWrites::Written { entries: written }
         } else {
-            vec![
-                "chip NOT programmed (offline commit): out of sync until it reconnects".to_string(),
-            ]
+            ChipWrites::Offline
         })
     }
 
-    fn preview(&mut self, _current: &Running, next: &Running) -> Vec<String> {
+    fn preview(&mut self, _current: &Running, next: &Running) -> ChipWrites {
         let driver = self.clone();
         let config = next.config.clone();
         self.runtime.block_on(async move {
@@ -708,31 +703,26 @@ impl Southbound for Driver {
             {
                 Ok(compiled) => {
                     let plan = Plan::between(&inner.tables, &inner.programmed, &compiled);
-                    let mut lines = vec![format!(
-                        "chip: {} write{}",
-                        plan.len(),
-                        if plan.len() == 1 { "" } else { "s" }
-                    )];
-                    lines.extend(
-                        plan.summary(&inner.tables)
-                            .into_iter()
-                            .map(|l| format!("  {l}")),
-                    );
                     // A few writes are worth seeing one by one, with the configuration
-                    // that makes each; thousands are the table counts above.
-                    if plan.len() <= LISTED_WRITES {
-                        lines.extend(plan.ops().map(|op| {
-                            format!(
-                                "  {}: {} {}",
-                                op.entry().source,
-                                op.kind(),
-                                inner.tables.name(op.entry().entry.table_id),
-                            )
-                        }));
-                    }
-                    lines
+                    // that makes each; thousands are the table counts.
+                    let listed = if plan.len() <= LISTED_WRITES {
+                        plan.ops()
+                            .map(|op| EntryWrite {
+                                source: op.entry().source.clone(),
+                                update: op.kind(),
+                                table: inner.tables.name(op.entry().entry.table_id).to_string(),
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    ChipWrites::Planned(Planned {
+                        writes: plan.len(),
+                        per_table: plan.summary(&inner.tables),
+                        listed,
+                    })
                 }
-                Err(e) => vec![format!("chip: cannot compile: {e}")],
+                Err(e) => ChipWrites::NotCompiled(e.to_string()),
             }
         })
     }

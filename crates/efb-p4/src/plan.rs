@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use efb_datastore::{TableWrites, UpdateKind};
 use efb_p4info::P4InfoIndex;
 use efb_p4info::contract::{self, WriteLevel};
 use efb_p4info::names::flows;
@@ -54,11 +55,11 @@ impl Op {
         }
     }
 
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> UpdateKind {
         match self {
-            Op::Insert(_) => "insert",
-            Op::Modify { .. } => "modify",
-            Op::Delete(_) => "delete",
+            Op::Insert(_) => UpdateKind::Insert,
+            Op::Modify { .. } => UpdateKind::Modify,
+            Op::Delete(_) => UpdateKind::Delete,
         }
     }
 }
@@ -188,20 +189,26 @@ impl Plan {
         self.phases.iter().flatten()
     }
 
-    /// Writes per table and kind: "flows: 1 modification", "buckets: 512 inserts".
-    pub fn summary(&self, tables: &Tables) -> Vec<String> {
-        let mut counts: BTreeMap<(String, &'static str), usize> = BTreeMap::new();
+    /// Writes per table and kind (`flows: 1 modification`, `buckets: 512 inserts`), by
+    /// table name, then update name.
+    pub fn summary(&self, tables: &Tables) -> Vec<TableWrites> {
+        // Keyed by the update's name, so that a table's deletions come before its inserts
+        // as the report has always listed them.
+        let mut counts: BTreeMap<(&str, &str), (UpdateKind, usize)> = BTreeMap::new();
         for op in self.ops() {
-            *counts
-                .entry((
-                    tables.name(op.entry().entry.table_id).to_string(),
-                    op.kind(),
-                ))
-                .or_default() += 1;
+            let table = tables.name(op.entry().entry.table_id);
+            counts
+                .entry((table, op.kind().as_str()))
+                .or_insert((op.kind(), 0))
+                .1 += 1;
         }
         counts
             .into_iter()
-            .map(|((table, kind), n)| format!("{table}: {n} {}", noun(kind, n)))
+            .map(|((table, _), (update, count))| TableWrites {
+                table: table.to_string(),
+                update,
+                count,
+            })
             .collect()
     }
 }
@@ -233,20 +240,6 @@ fn modifications<'a>(before: &'a [Desired], after: &'a [Desired]) -> impl Iterat
             old: a.clone(),
             new: b.clone(),
         })
-}
-
-/// `2 inserts`, `1 modification`, `3 deletions`.
-fn noun(kind: &str, n: usize) -> String {
-    let one = match kind {
-        "modify" => "modification",
-        "delete" => "deletion",
-        other => other,
-    };
-    if n == 1 {
-        one.to_string()
-    } else {
-        format!("{one}s")
-    }
 }
 
 /// Inserts, modifies and deletes from the entries that left and came. A default entry is

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use efb_balancing::LiveState;
+use efb_datastore::{TableWrites, UpdateKind};
 use efb_model::Config;
 use efb_model::validation::Validator;
 use efb_p4::compile::{CompileError, range_prefixes};
@@ -23,6 +24,20 @@ struct Fixture {
     validator: Validator,
     compiler: Compiler,
     tables: Tables,
+}
+
+/// A plan's writes per table and kind, in words: `flows: 2 inserts`.
+fn summary(plan: &Plan, tables: &Tables) -> Vec<String> {
+    let noun = |update: UpdateKind| match update {
+        UpdateKind::Insert => "insert",
+        UpdateKind::Modify => "modification",
+        UpdateKind::Delete => "deletion",
+    };
+    let words = |t: &TableWrites| {
+        let plural = if t.count == 1 { "" } else { "s" };
+        format!("{}: {} {}{plural}", t.table, t.count, noun(t.update))
+    };
+    plan.summary(tables).iter().map(words).collect()
 }
 
 fn fixture() -> Fixture {
@@ -120,7 +135,7 @@ fn entries_per_table_follow_the_configuration() {
     );
     let compiled = f.compile(&config, &Compiled::default());
     let plan = Plan::reconcile(&f.tables, &Default::default(), &compiled);
-    let summary = plan.summary(&f.tables);
+    let summary = summary(&plan, &f.tables);
     // 2 links x 2 ports + 8 pairs x 2 ports + the CPU port; 8 x 17 = 136 slots -> 4096
     // buckets; one unit, 8 pairs, 2 links; the balancing and platform defaults are
     // modified. Flows, per table they can match: to-filters 1 in each; multicast-v4 and
@@ -167,7 +182,7 @@ fn one_changed_flow_of_many_is_one_write() {
     let plan = Plan::between(&f.tables, &before, &after);
     assert_eq!(plan.len(), 1);
     assert_eq!(
-        plan.summary(&f.tables),
+        summary(&plan, &f.tables),
         vec!["flows_ipv4.flows: 1 modification"]
     );
     // A priority is part of the key: a priority change is a delete and an insert.
@@ -177,7 +192,7 @@ fn one_changed_flow_of_many_is_one_write() {
     );
     let plan = Plan::between(&f.tables, &before, &f.compile(&moved, &before));
     assert_eq!(
-        plan.summary(&f.tables),
+        summary(&plan, &f.tables),
         vec!["flows_ipv4.flows: 1 deletion", "flows_ipv4.flows: 1 insert"]
     );
 }
@@ -201,7 +216,7 @@ fn a_new_link_keeps_the_numbers_of_the_others() {
     let plan = Plan::between(&f.tables, &before, &after);
     // Only the new link's entries: two ingress ports and its ports' entry.
     assert_eq!(
-        plan.summary(&f.tables),
+        summary(&plan, &f.tables),
         vec!["ingress_port: 2 inserts", "link_ports: 1 insert"]
     );
     // The new link's ports start receiving only after its link_ports entry exists.
@@ -242,9 +257,9 @@ fn removals_go_last_and_in_reverse() {
             phase(&["pairs"]),
         ],
         "{:?}",
-        plan.summary(&f.tables)
+        summary(&plan, &f.tables)
     );
-    assert!(plan.ops().all(|op| op.kind() == "delete"));
+    assert!(plan.ops().all(|op| op.kind() == UpdateKind::Delete));
 }
 
 #[test]
@@ -256,7 +271,7 @@ fn a_dead_pair_is_one_write_and_rebalance_moves_only_its_buckets() {
     live.down_pairs.insert(("ef1".into(), "f1-te3-te4".into()));
     let after = f.compiler.compile(&config, &live, &before).unwrap();
     assert_eq!(
-        Plan::between(&f.tables, &before, &after).summary(&f.tables),
+        summary(&Plan::between(&f.tables, &before, &after), &f.tables),
         vec!["pairs: 1 modification"]
     );
     let rebalancing = f.config(
@@ -272,7 +287,7 @@ fn a_dead_pair_is_one_write_and_rebalance_moves_only_its_buckets() {
         .filter(|op| f.tables.name(op.entry().entry.table_id) == "buckets")
         .count();
     assert!((17 * 30..=17 * 31).contains(&moved), "{moved}");
-    assert!(plan.ops().all(|op| op.kind() == "modify"));
+    assert!(plan.ops().all(|op| op.kind() == UpdateKind::Modify));
 
     // In two steps: the bypass (the pair's one entry) without a bucket, then the buckets,
     // ending where the one step ends.
@@ -281,7 +296,7 @@ fn a_dead_pair_is_one_write_and_rebalance_moves_only_its_buckets() {
         .compile_bypass_first(&rebalancing, &live, &before)
         .unwrap();
     assert_eq!(
-        Plan::between(&f.tables, &before, &bypassed).summary(&f.tables),
+        summary(&Plan::between(&f.tables, &before, &bypassed), &f.tables),
         vec!["pairs: 1 modification"]
     );
     let rebalanced = f.compiler.compile(&rebalancing, &live, &bypassed).unwrap();
@@ -331,14 +346,14 @@ fn a_grown_unit_writes_its_new_region_before_reading_it_and_frees_the_old_after(
     );
     let plan = Plan::between(&f.tables, &before, &after);
     assert_eq!(
-        plan.summary(&f.tables),
+        summary(&plan, &f.tables),
         vec![
             "buckets: 4096 deletions",
             "buckets: 8192 inserts",
             "units: 1 modification"
         ]
     );
-    let phase = |table: &str, kind: &str| {
+    let phase = |table: &str, kind: UpdateKind| {
         plan.phases
             .iter()
             .position(|ops| {
@@ -348,8 +363,8 @@ fn a_grown_unit_writes_its_new_region_before_reading_it_and_frees_the_old_after(
             })
             .unwrap()
     };
-    assert!(phase("buckets", "insert") < phase("units", "modify"));
-    assert!(phase("units", "modify") < phase("buckets", "delete"));
+    assert!(phase("buckets", UpdateKind::Insert) < phase("units", UpdateKind::Modify));
+    assert!(phase("units", UpdateKind::Modify) < phase("buckets", UpdateKind::Delete));
     // Every slot written is in the new region; every slot freed in the old.
     let slot = |op: &efb_p4::Op| {
         let m = &op.entry().entry.r#match[0];
@@ -364,7 +379,7 @@ fn a_grown_unit_writes_its_new_region_before_reading_it_and_frees_the_old_after(
         .ops()
         .filter(|op| f.tables.name(op.entry().entry.table_id) == "buckets")
     {
-        let range = if op.kind() == "insert" {
+        let range = if op.kind() == UpdateKind::Insert {
             8192..16384
         } else {
             0..4096

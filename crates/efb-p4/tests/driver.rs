@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use efb_balancing::{LiveState, Session};
-use efb_datastore::{ChipError, Running, Southbound};
+use efb_datastore::{ChipError, ChipWrites, Running, Southbound};
 use efb_model::Config;
 use efb_model::validation::Validator;
 use efb_p4::{Driver, DriverSettings, DriverStatus};
@@ -112,7 +112,7 @@ async fn apply(
     driver: &Driver,
     next: &Arc<Config>,
     offline: bool,
-) -> Result<Vec<String>, ChipError> {
+) -> Result<ChipWrites, ChipError> {
     let mut d = driver.clone();
     let next = running(next);
     tokio::task::spawn_blocking(move || d.apply(&next, &next, offline))
@@ -233,8 +233,8 @@ async fn a_refused_commit_leaves_the_target_as_it_was() {
     let small = config(&format!(
         "{small_unit}set ecofilter-balancer flow one priority 9 match ip-proto 17"
     ));
-    let lines = apply(&driver, &small, false).await.unwrap();
-    assert_eq!(lines, vec!["chip programmed: 2 entries written"]);
+    let written = apply(&driver, &small, false).await.unwrap();
+    assert_eq!(written, ChipWrites::Written { entries: 2 });
     driver.stop().await;
 }
 
@@ -286,7 +286,7 @@ async fn without_the_chip_a_commit_fails_unless_offline() {
     );
     assert!(err.to_string().contains("commit offline"), "{err}");
     let ok = apply(&driver, &changed, true).await.unwrap();
-    assert!(ok[0].contains("NOT programmed"), "{ok:?}");
+    assert_eq!(ok, ChipWrites::Offline);
     assert!(!driver.status().in_sync);
     driver.stop().await;
 }

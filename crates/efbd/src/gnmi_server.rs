@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use efb_gnmi::ServerConfig;
-use efb_northbound::published::Snapshot;
 use efb_northbound::audit::Audit;
 use efb_northbound::auth::{Cost, LoginLimits, Users, hash_password as hash};
+use efb_northbound::published::Snapshot;
 use efb_northbound::{TlsIdentity, tls};
 use efb_yang::Schema;
 use tokio::net::TcpListener;

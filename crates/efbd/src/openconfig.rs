@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
-use efb_northbound::published::Snapshot;
 use efb_model::{Config, Port};
+use efb_northbound::published::Snapshot;
 use efb_openconfig::{Interface, Source};
 use tokio::sync::{broadcast, watch};
 use tonic::Status;

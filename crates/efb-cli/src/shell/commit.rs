@@ -48,7 +48,7 @@ impl Shell {
                 commit_report::Mood::Commit,
             ));
         }
-        lines.extend(reply.chip.iter().cloned());
+        lines.extend(commit_report::chip(&reply));
         if reply.confirmed_commit_id != 0 {
             lines.push(format!("commit {} confirmed", reply.confirmed_commit_id));
         }

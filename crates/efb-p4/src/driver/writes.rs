@@ -75,7 +75,7 @@ fn describe_failure(tables: &Tables, chunk: &[Op], failure: WriteFailure) -> (Ve
                 code,
                 Refusal {
                     path: op.entry().source.clone(),
-                    update: op.kind().to_string(),
+                    update: op.kind(),
                     table: tables.name(op.entry().entry.table_id).to_string(),
                     code: format!("{code:?}"),
                     message,

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use efb_datastore::CommitRequest as DsCommit;
+use efb_datastore::{ChipWrites, CommitRequest as DsCommit};
+use efb_mgmt_proto::v1 as proto;
 use efb_mgmt_proto::v1::*;
 use efb_yang::setlines;
 use efb_yang::validate::Scope;
@@ -63,7 +64,7 @@ impl Service {
             confirm_deadline_unix_ms: unix_ms(outcome.confirm_deadline),
             confirmed_commit_id: outcome.confirmed.unwrap_or(0),
             validation_scope: validation_scope(outcome.scope),
-            chip: outcome.chip,
+            chip_writes: Some(chip_writes(outcome.chip)),
             config_hash_before,
             config_hash_after,
             change_summary,
@@ -108,4 +109,45 @@ pub(super) fn validation_scope(scope: Scope) -> String {
         Scope::Entries(1) => "everything but the flows, and the 1 flow it concerns".to_string(),
         Scope::Entries(n) => format!("everything but the flows, and the {n} flows it concerns"),
     }
+}
+
+/// The chip's writes as the management API carries them.
+fn chip_writes(writes: ChipWrites) -> proto::ChipWrites {
+    use proto::chip_writes::Outcome;
+    let mut reply = proto::ChipWrites::default();
+    match writes {
+        ChipWrites::NoChip => reply.set_outcome(Outcome::NoChip),
+        ChipWrites::Written { entries } => {
+            reply.set_outcome(Outcome::Written);
+            reply.entries = entries as u64;
+        }
+        ChipWrites::Offline => reply.set_outcome(Outcome::Offline),
+        ChipWrites::Planned(planned) => {
+            reply.set_outcome(Outcome::Planned);
+            reply.entries = planned.writes as u64;
+            reply.tables = planned
+                .per_table
+                .into_iter()
+                .map(|t| proto::TableWrites {
+                    table: t.table,
+                    update: t.update.as_str().to_string(),
+                    count: t.count as u64,
+                })
+                .collect();
+            reply.listed = planned
+                .listed
+                .into_iter()
+                .map(|w| proto::EntryWrite {
+                    source: w.source,
+                    update: w.update.as_str().to_string(),
+                    table: w.table,
+                })
+                .collect();
+        }
+        ChipWrites::NotCompiled(why) => {
+            reply.set_outcome(Outcome::NotCompiled);
+            reply.not_compiled = why;
+        }
+    }
+    reply
 }
