@@ -13,7 +13,6 @@ use efb_model::Config;
 use efb_p4::Driver;
 use efb_p4::platform::PortCounters;
 use efb_p4info::PortName;
-use efb_yang::path::quote;
 use efb_yang::{DataPath, DataTree, Schema};
 use tracing::error;
 
@@ -22,8 +21,12 @@ use crate::board::{self, BoardPort};
 use crate::chip::{self, Counters, CountersToRead};
 use crate::liveness;
 
-const BALANCER: &str = "/ecofilter-balancer:ecofilter-balancer";
-const BOARD: &str = "/ecofilter-balancer:board";
+mod paths;
+
+use paths::{
+    BalancerLeaf, BoardPortLeaf, DevicePortLeaf, FlowLeaf, LaneLeaf, PairLeaf, ProfilePairLeaf,
+    ProfilePortLeaf, ProfileUnitLeaf, UnitLeaf,
+};
 
 /// What the operational state is built from: the running configuration and what the
 /// daemon knows beside it at one moment (liveness, bypass modes, the chip to read counters
@@ -86,9 +89,9 @@ impl StateInputs {
     }
 }
 
-/// Writes the state's leaves into a tree by path and text, keeping the paths or values the
-/// schema refuses: every path here is written by this module, so a refused one is a bug (a
-/// misspelt leaf) that must not just go missing from the tree.
+/// Writes the state's leaves into a tree by typed path ([`paths`]) and text, keeping the
+/// values the schema refuses: a refused one is a bug (a value out of its type) that must
+/// not just go missing from the tree.
 struct LeafWriter<'a> {
     schema: &'a Schema,
     tree: DataTree,
@@ -104,7 +107,12 @@ impl<'a> LeafWriter<'a> {
         }
     }
 
-    fn put(&mut self, path: String, text: &str) {
+    /// Writes `leaf` of the container `at`.
+    fn put<L: paths::Leaf>(&mut self, at: &paths::At<L>, leaf: L, text: &str) {
+        self.put_path(at.leaf(leaf), text);
+    }
+
+    fn put_path(&mut self, path: String, text: &str) {
         let schema = self.schema;
         let set = DataPath::parse(schema, &path)
             .map_err(|e| e.to_string())
@@ -154,16 +162,14 @@ fn put_state(inputs: &StateInputs, counters: Option<&Counters>, leaves: &mut Lea
         pairs,
         ..
     } = inputs;
-    leaves.put(format!("{BALANCER}/balancing-config-hash"), config_hash);
+    leaves.put(&paths::balancer(), BalancerLeaf::ConfigHash, config_hash);
     let statuses = liveness::unit_statuses(&running.config, live);
     for (unit, (active, live_pairs)) in &statuses {
-        let state = format!("{BALANCER}/ecofilter-unit[name={}]/state", quote(unit));
-        leaves.put(format!("{state}/bypass-mode"), live.mode(unit).as_str());
-        leaves.put(
-            format!("{state}/status"),
-            liveness::unit_status_name(*active),
-        );
-        leaves.put(format!("{state}/active-pairs"), &live_pairs.to_string());
+        let state = paths::unit_state(unit);
+        leaves.put(&state, UnitLeaf::BypassMode, live.mode(unit).as_str());
+        let status = liveness::unit_status_name(*active);
+        leaves.put(&state, UnitLeaf::Status, status);
+        leaves.put(&state, UnitLeaf::ActivePairs, &live_pairs.to_string());
     }
     put_pairs(pairs, &statuses, leaves);
     leaves.merge(&board_tree(leaves.schema, &running.config));
@@ -179,74 +185,60 @@ fn put_pairs(
     leaves: &mut LeafWriter<'_>,
 ) {
     for p in pairs {
-        let state = format!(
-            "{BALANCER}/ecofilter-unit[name={}]/pair[name={}]/state",
-            quote(&p.unit),
-            quote(&p.pair)
-        );
-        leaves.put(format!("{state}/status"), p.status.as_str());
-        leaves.put(format!("{state}/probes-lost"), &p.probes_lost().to_string());
-        leaves.put(format!("{state}/status-changes"), &p.changes.to_string());
-        leaves.put(format!("{state}/rounds-lost"), &p.rounds_lost.to_string());
-        leaves.put(
-            format!("{state}/rounds-lost-in-a-row"),
-            &p.lost_in_a_row.to_string(),
-        );
+        let state = paths::pair_state(&p.unit, &p.pair);
+        leaves.put(&state, PairLeaf::Status, p.status.as_str());
+        leaves.put(&state, PairLeaf::ProbesLost, &p.probes_lost().to_string());
+        leaves.put(&state, PairLeaf::StatusChanges, &p.changes.to_string());
+        leaves.put(&state, PairLeaf::RoundsLost, &p.rounds_lost.to_string());
+        let in_a_row = p.lost_in_a_row.to_string();
+        leaves.put(&state, PairLeaf::RoundsLostInARow, &in_a_row);
         if let Some(reason) = &p.reason {
-            leaves.put(format!("{state}/reason"), reason);
+            leaves.put(&state, PairLeaf::Reason, reason);
         }
         // A keep-alive that left by the WAN port came back on the LAN side: "to LAN".
         let [out_of_lan, out_of_wan] = p.time_on_path_ns;
         if let Some(ns) = out_of_wan {
-            leaves.put(format!("{state}/time-on-path-to-lan-ns"), &ns.to_string());
+            leaves.put(&state, PairLeaf::TimeOnPathToLanNs, &ns.to_string());
         }
         if let Some(ns) = out_of_lan {
-            leaves.put(format!("{state}/time-on-path-to-wan-ns"), &ns.to_string());
+            leaves.put(&state, PairLeaf::TimeOnPathToWanNs, &ns.to_string());
         }
         let since = p
             .last_change
             .map(|when| humantime::format_rfc3339_millis(when).to_string());
         if let Some(since) = &since {
-            leaves.put(format!("{state}/last-change"), since);
+            leaves.put(&state, PairLeaf::LastChange, since);
         }
-        let unit = format!(
-            "/ecofilter-balancer:liveness/profile-status/ecofilter-unit[name={}]",
-            quote(&p.unit)
-        );
-        leaves.put(format!("{unit}/profile"), &p.profile);
+        let unit = paths::profile_unit(&p.unit);
+        leaves.put(&unit, ProfileUnitLeaf::Profile, &p.profile);
         if let Some((active, _)) = statuses.get(&p.unit) {
-            leaves.put(
-                format!("{unit}/status"),
-                liveness::unit_status_name(*active),
-            );
+            let status = liveness::unit_status_name(*active);
+            leaves.put(&unit, ProfileUnitLeaf::Status, status);
         }
-        let pair = format!("{unit}/pair[name={}]", quote(&p.pair));
-        leaves.put(format!("{pair}/status"), p.status.as_str());
-        leaves.put(format!("{pair}/rounds-lost"), &p.rounds_lost.to_string());
+        let pair = paths::profile_pair(&p.unit, &p.pair);
+        leaves.put(&pair, ProfilePairLeaf::Status, p.status.as_str());
         leaves.put(
-            format!("{pair}/rounds-lost-in-a-row"),
-            &p.lost_in_a_row.to_string(),
+            &pair,
+            ProfilePairLeaf::RoundsLost,
+            &p.rounds_lost.to_string(),
         );
+        leaves.put(&pair, ProfilePairLeaf::RoundsLostInARow, &in_a_row);
         if let Some(since) = &since {
-            leaves.put(format!("{pair}/last-change"), since);
+            leaves.put(&pair, ProfilePairLeaf::LastChange, since);
         }
         if let Some(reason) = &p.reason {
-            leaves.put(format!("{pair}/reason"), reason);
+            leaves.put(&pair, ProfilePairLeaf::Reason, reason);
         }
         for (side, sent_out_of, back_on) in [("lan", 0, 1), ("wan", 1, 0)] {
-            let port = format!("{pair}/port[name={}]", quote(&p.ports[sent_out_of]));
-            leaves.put(format!("{port}/side"), side);
-            leaves.put(
-                format!("{port}/probes-sent"),
-                &p.sent[sent_out_of].to_string(),
-            );
-            leaves.put(
-                format!("{port}/probes-lost"),
-                &p.lost[sent_out_of].to_string(),
-            );
+            let port = paths::profile_port(&p.unit, &p.pair, &p.ports[sent_out_of]);
+            leaves.put(&port, ProfilePortLeaf::Side, side);
+            let sent = p.sent[sent_out_of].to_string();
+            leaves.put(&port, ProfilePortLeaf::ProbesSent, &sent);
+            let lost = p.lost[sent_out_of].to_string();
+            leaves.put(&port, ProfilePortLeaf::ProbesLost, &lost);
             // What came back on this port left by the other one.
             if let Some(ns) = p.time_on_path_ns[back_on] {
-                leaves.put(format!("{port}/time-on-path-ns"), &ns.to_string());
+                leaves.put(&port, ProfilePortLeaf::TimeOnPathNs, &ns.to_string());
             }
         }
     }
@@ -279,16 +271,17 @@ fn board_tree(schema: &Schema, config: &Config) -> DataTree {
 /// Usage of each physical port; device port, configured port and users of each lane.
 fn put_board(ports: &[BoardPort], leaves: &mut LeafWriter<'_>) {
     for port in ports {
-        let at = format!("{BOARD}/port[number='{}']", port.number);
-        leaves.put(format!("{at}/usage"), port.usage.as_str());
+        let at = paths::board_port(port.number);
+        leaves.put(&at, BoardPortLeaf::Usage, port.usage.as_str());
         for lane in &port.lanes {
-            let at = format!("{at}/lane[lane='{}']", lane.lane);
-            leaves.put(format!("{at}/device-port"), &lane.device_port.to_string());
+            let at = paths::board_lane(port.number, lane.lane);
+            let device_port = lane.device_port.to_string();
+            leaves.put(&at, LaneLeaf::DevicePort, &device_port);
             if let Some(name) = &lane.port {
-                leaves.put(format!("{at}/port"), name);
+                leaves.put(&at, LaneLeaf::Port, name);
             }
             if let Some(users) = &lane.used_by {
-                leaves.put(format!("{at}/used-by"), users);
+                leaves.put(&at, LaneLeaf::UsedBy, users);
             }
         }
     }
@@ -296,36 +289,37 @@ fn put_board(ports: &[BoardPort], leaves: &mut LeafWriter<'_>) {
 
 /// Status and counters of a device port: a configured port's `state`, or a lane of the
 /// board (the same leaves).
-fn put_port_counters(at: &str, c: &PortCounters, leaves: &mut LeafWriter<'_>) {
-    leaves.put(
-        format!("{at}/oper-status"),
-        if c.up { "up" } else { "down" },
-    );
+fn put_port_counters(
+    at: &paths::At<DevicePortLeaf>,
+    c: &PortCounters,
+    leaves: &mut LeafWriter<'_>,
+) {
+    let status = if c.up { "up" } else { "down" };
+    leaves.put(at, DevicePortLeaf::OperStatus, status);
     for (leaf, value) in [
-        ("in-frames", c.in_frames),
-        ("in-bytes", c.in_bytes),
-        ("in-discards", c.in_discards),
-        ("out-frames", c.out_frames),
-        ("out-bytes", c.out_bytes),
+        (DevicePortLeaf::InFrames, c.in_frames),
+        (DevicePortLeaf::InBytes, c.in_bytes),
+        (DevicePortLeaf::InDiscards, c.in_discards),
+        (DevicePortLeaf::OutFrames, c.out_frames),
+        (DevicePortLeaf::OutBytes, c.out_bytes),
     ] {
-        leaves.put(format!("{at}/counters/{leaf}"), &value.to_string());
+        leaves.put(at, leaf, &value.to_string());
     }
 }
 
 fn put_counters(counters: &Counters, leaves: &mut LeafWriter<'_>) {
     for (flow, entries) in &counters.entries {
-        let state = format!("{BALANCER}/flow[name={}]/state", quote(flow));
-        leaves.put(format!("{state}/entries"), &entries.to_string());
+        let state = paths::flow_state(flow);
+        leaves.put(&state, FlowLeaf::Entries, &entries.to_string());
         // Unread counters stay unknown; read ones of a flow no packet hit are zero.
         if let Some(flows) = &counters.flows {
             let (packets, bytes) = flows.get(flow).copied().unwrap_or_default();
-            leaves.put(format!("{state}/packets"), &packets.to_string());
-            leaves.put(format!("{state}/bytes"), &bytes.to_string());
+            leaves.put(&state, FlowLeaf::Packets, &packets.to_string());
+            leaves.put(&state, FlowLeaf::Bytes, &bytes.to_string());
         }
     }
     for (port, c) in &counters.ports {
-        let state = format!("/ecofilter-balancer:ports/port[name={}]/state", quote(port));
-        put_port_counters(&state, c, leaves);
+        put_port_counters(&paths::port_state(port), c, leaves);
     }
     let map = board::port_map();
     for (device_port, c) in &counters.board {
@@ -337,8 +331,7 @@ fn put_counters(counters: &Counters, leaves: &mut LeafWriter<'_>) {
         else {
             continue;
         };
-        let at = format!("{BOARD}/port[number='{port}']/lane[lane='{lane}']");
-        put_port_counters(&at, c, leaves);
+        put_port_counters(&paths::lane_status(port, lane), c, leaves);
     }
 }
 
@@ -354,19 +347,6 @@ mod tests {
     use efb_yang::{Child, Inner, NodeKind, SchemaId};
 
     use super::*;
-
-    /// State leaves efbd leaves out: the platform's port counters count no errors nor
-    /// outgoing discards, and the status of a probed pair's port is not filled in under
-    /// profile-status (the port's oper-status is under /ports).
-    const NOT_KNOWN: [&str; 7] = [
-        "/ecofilter-balancer:ports/port/state/counters/in-errors",
-        "/ecofilter-balancer:ports/port/state/counters/out-errors",
-        "/ecofilter-balancer:ports/port/state/counters/out-discards",
-        "/ecofilter-balancer:board/port/lane/counters/in-errors",
-        "/ecofilter-balancer:board/port/lane/counters/out-errors",
-        "/ecofilter-balancer:board/port/lane/counters/out-discards",
-        "/ecofilter-balancer:liveness/profile-status/ecofilter-unit/pair/port/status",
-    ];
 
     fn example_site(validator: &Validator) -> Running {
         let path = concat!(
@@ -515,7 +495,7 @@ mod tests {
             .iter()
             .filter(|n| !produced.contains(&n.id))
             .map(|n| n.schema_path.as_str())
-            .filter(|path| !NOT_KNOWN.contains(path))
+            .filter(|path| !paths::NOT_WRITTEN.contains(path))
             .collect();
         assert!(
             missing.is_empty(),
@@ -525,19 +505,19 @@ mod tests {
             .iter()
             .filter(|n| produced.contains(&n.id))
             .map(|n| n.schema_path.as_str())
-            .filter(|path| NOT_KNOWN.contains(path))
+            .filter(|path| paths::NOT_WRITTEN.contains(path))
             .collect();
         assert!(
             known_after_all.is_empty(),
-            "produced now, take them out of NOT_KNOWN: {known_after_all:#?}"
+            "produced now, take them out of NOT_WRITTEN: {known_after_all:#?}"
         );
     }
 
     /// The usage of physical port 1 in the board's tree for `config`.
     fn usage_of_port_1(schema: &Schema, config: &Config) -> String {
         let tree = board_tree(schema, config);
-        let path =
-            DataPath::parse(schema, &format!("{BOARD}/port[number='1']/usage")).expect("a path");
+        let path = DataPath::parse(schema, &paths::board_port(1).leaf(BoardPortLeaf::Usage))
+            .expect("a path");
         tree.leaf(schema, &path)
             .map(|v| v.as_str().to_string())
             .unwrap_or_default()
@@ -559,9 +539,13 @@ mod tests {
     fn a_misspelt_state_path_is_kept_as_refused() {
         let schema = Schema::load().expect("schema");
         let mut leaves = LeafWriter::new(&schema, DataTree::new());
-        leaves.put(format!("{BALANCER}/flow[name='f']/state/packets"), "1");
-        leaves.put(format!("{BALANCER}/flow[name='f']/state/packet"), "1");
-        leaves.put(format!("{BALANCER}/flow[name='f']/state/bytes"), "many");
+        let flow = paths::flow_state("f");
+        leaves.put(&flow, FlowLeaf::Packets, "1");
+        leaves.put_path(
+            flow.leaf(FlowLeaf::Packets).replace("packets", "packet"),
+            "1",
+        );
+        leaves.put(&flow, FlowLeaf::Bytes, "many");
         assert_eq!(leaves.refused.len(), 2, "{:#?}", leaves.refused);
         assert!(
             leaves.refused[0].contains("state/packet ="),
