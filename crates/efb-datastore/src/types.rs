@@ -125,6 +125,9 @@ pub struct CommitOutcome {
     pub confirmed: Option<u64>,
     /// What the chip was (or, for a check, would be) written.
     pub chip: ChipWrites,
+    /// Warnings left out of `warnings` because an earlier commit told them and they still
+    /// hold: set by efbd's owner, which remembers what it told.
+    pub earlier_warnings: usize,
     /// The configuration before and after (snapshots: free to keep).
     before: DataTree,
     after: DataTree,
@@ -149,6 +152,7 @@ impl CommitOutcome {
             confirm_deadline: None,
             confirmed: None,
             chip: ChipWrites::NoChip,
+            earlier_warnings: 0,
             before,
             after,
             schema,

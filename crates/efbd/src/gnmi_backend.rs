@@ -4,14 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use efb_datastore::{CommitOutcome, DatastoreError, Edit};
+use efb_datastore::{CommitOutcome, CommitRequest, DatastoreError, Edit};
 use efb_gnmi::backend::{Backend, BackendError, Committed, Pending, Snapshot, pending_message};
 use efb_gnmi::path::{Pattern, Relation};
 use efb_yang::Schema;
 use tokio::sync::broadcast;
 
 use crate::chip::CounterLists;
-use crate::owner::{Owner, OwnerGone};
+use crate::events::Origin;
+use crate::owner::{Candidate, Owner, OwnerGone};
 use crate::state;
 
 pub struct GnmiBackend {
@@ -49,7 +50,16 @@ impl GnmiBackend {
                 if unless_pending && let Some(pending) = s.pending_confirm() {
                     return Err(BackendError::Precondition(pending_message(&pending)));
                 }
-                s.gnmi_commit(&user, &edits, confirm)
+                let candidate = Candidate::Edits {
+                    user: &user,
+                    edits: &edits,
+                };
+                let request = CommitRequest {
+                    comment: Some("gNMI Set".to_string()),
+                    confirm_timeout: confirm,
+                    ..CommitRequest::default()
+                };
+                s.commit(Origin::Gnmi, candidate, request)
                     .map(committed)
                     .map_err(error)
             })

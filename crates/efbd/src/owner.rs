@@ -236,27 +236,61 @@ impl OwnerState {
     }
 }
 
+/// Where a commit's candidate comes from.
+pub enum Candidate<'a> {
+    /// A session's candidate (the shell, the management API).
+    Session(SessionId),
+    /// Running with `edits`, in a session of the commit's own (a gNMI Set: all or nothing).
+    Edits { user: &'a str, edits: &'a [Edit] },
+}
+
 /// Commits, from the shell and from gNMI.
 impl OwnerState {
-    /// Commits a session's candidate.
+    /// The one way into a commit or a check, whoever asks: the datastore validates the
+    /// candidate, has the chip written (the southbound plans and writes; a refusal leaves
+    /// everything as it was) and persists running; then, in [`Self::committed`], what
+    /// happened is published (counted, evented; the state and snapshot follow the job:
+    /// `publish_if_changed`). Warnings are told once.
     pub fn commit(
         &mut self,
-        session: SessionId,
+        origin: Origin,
+        candidate: Candidate<'_>,
         request: CommitRequest,
     ) -> Result<CommitOutcome, DatastoreError> {
         let counted = (!request.check_only).then(Instant::now);
-        let result = self.datastore.commit(session, request);
+        let result = match candidate {
+            Candidate::Session(session) => self.datastore.commit(session, request),
+            Candidate::Edits { user, edits } => self.commit_edits(user, edits, request),
+        };
         if let Some(started) = counted {
-            self.count_commit(Origin::Shell, started, result.as_ref().err());
+            self.count_commit(origin, started, result.as_ref().err());
         }
-        self.committed(&result, Origin::Shell);
+        self.committed(&result, origin);
+        let mut outcome = result?;
+        outcome.earlier_warnings = self.tell_warnings_once(&mut outcome);
+        Ok(outcome)
+    }
+
+    /// Running with `edits`, committed in a session of its own, closed after.
+    fn commit_edits(
+        &mut self,
+        user: &str,
+        edits: &[Edit],
+        request: CommitRequest,
+    ) -> Result<CommitOutcome, DatastoreError> {
+        let ds = &mut self.datastore;
+        let session = ds.open_session(user);
+        let result = ds
+            .edit(session, edits)
+            .and_then(|()| ds.commit(session, request));
+        ds.close_session(session);
         result
     }
 
     /// Each warning is told once: a commit's outcome keeps the warnings no earlier commit
     /// told; returns how many it left out (still true, told before). A check keeps all: it
     /// was asked.
-    pub fn tell_warnings_once(&mut self, outcome: &mut CommitOutcome) -> usize {
+    fn tell_warnings_once(&mut self, outcome: &mut CommitOutcome) -> usize {
         if outcome.commit_id.is_none() {
             return 0;
         }
@@ -297,36 +331,6 @@ impl OwnerState {
             None => efb_balancing::config_hash(after),
         };
         (before, after)
-    }
-
-    /// One gNMI Set: a session of its own, the edits, the commit; all or nothing.
-    pub fn gnmi_commit(
-        &mut self,
-        user: &str,
-        edits: &[Edit],
-        confirm: Option<Duration>,
-    ) -> Result<CommitOutcome, DatastoreError> {
-        let started = Instant::now();
-        let ds = &mut self.datastore;
-        let session = ds.open_session(user);
-        let result = ds.edit(session, edits).and_then(|()| {
-            ds.commit(
-                session,
-                CommitRequest {
-                    comment: Some("gNMI Set".to_string()),
-                    confirm_timeout: confirm,
-                    ..CommitRequest::default()
-                },
-            )
-        });
-        ds.close_session(session);
-        self.count_commit(Origin::Gnmi, started, result.as_ref().err());
-        self.committed(&result, Origin::Gnmi);
-        let mut result = result;
-        if let Ok(outcome) = &mut result {
-            self.tell_warnings_once(outcome);
-        }
-        result
     }
 
     /// Confirms the pending `commit confirmed`; returns the commit it confirmed.

@@ -12,6 +12,8 @@ use tonic::Status;
 
 use super::{Service, ds, first_line, problem, unix_ms};
 use crate::callers::Caller;
+use crate::events::Origin;
+use crate::owner::Candidate;
 
 /// Change lines a commit reply carries at most (the count is always exact).
 pub(super) const MAX_CHANGE_LINES: usize = 1000;
@@ -30,14 +32,14 @@ impl Service {
             check_only: request.check_only,
             offline: request.offline,
         };
-        let (outcome, moves, earlier_warnings, hashes) = self
+        let (outcome, moves, hashes) = self
             .run_in(caller, "Commit", session, move |s| {
                 let before = s.running_hash();
-                let mut outcome = ds(s.commit(session, ds_request))?;
-                let earlier = s.tell_warnings_once(&mut outcome);
+                let candidate = Candidate::Session(session);
+                let outcome = ds(s.commit(Origin::Shell, candidate, ds_request))?;
                 let moves = s.bucket_moves(&outcome);
                 let hashes = s.config_hashes(before, &outcome);
-                Ok((outcome, moves, earlier, hashes))
+                Ok((outcome, moves, hashes))
             })
             .await?;
         // Asked for by a check; a commit does not pay it (15 ms at 100 000 flows, cargo bench
@@ -57,7 +59,7 @@ impl Service {
             commit_id: outcome.commit_id.unwrap_or(0),
             changes: outcome.change_count() as u64,
             consequences,
-            earlier_warnings: earlier_warnings as u32,
+            earlier_warnings: outcome.earlier_warnings as u32,
             warnings: outcome.warnings.into_iter().map(problem).collect(),
             change_lines,
             change_lines_total,
