@@ -119,7 +119,7 @@ fn criteria(m: &FlowMatch, kind: FrameKind) -> Option<Vec<Criteria>> {
 }
 
 /// The Ethernet-layer criteria of a match (VLAN tags and depth, MPLS depth, MACs,
-/// EtherType): the flow tables' today, the `l2_classes` table's tomorrow, so both read
+/// EtherType): the flow tables' today, the `frame_classes` table's tomorrow, so both read
 /// them from here.
 pub(crate) struct EthernetCriteria {
     /// (field, value, mask) in the order the flow tables have always listed them.
