@@ -23,6 +23,37 @@ pub const MAX_PASSES: u32 = 16;
 /// Largest `p` (lanes).
 pub const MAX_LANES: u32 = 8;
 
+/// Why a stored password hash is refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HashError {
+    #[error("the password must be an Argon2 PHC string (efbd --hash-password prints one): {0}")]
+    NotPhc(String),
+    #[error("{0} is not an Argon2 hash")]
+    NotArgon2(String),
+    #[error("version {version}: {message}")]
+    Version { version: u32, message: String },
+    #[error("parameters: {0}")]
+    Parameters(String),
+    /// A cost above the maximums: every login would pay it.
+    #[error("the hash asks for {what} = {value}; efbd accepts at most {max}")]
+    TooCostly {
+        what: &'static str,
+        value: u32,
+        max: u32,
+    },
+    #[error("the hash has no salt")]
+    NoSalt,
+    #[error("salt: {0}")]
+    Salt(String),
+    #[error("the hash has no output")]
+    NoOutput,
+}
+
+/// Why a new password hash could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot hash the password: {0}")]
+pub struct HashingFailed(String);
+
 /// A stored hash, parsed once: what a check recomputes and what it must find.
 #[derive(Clone, Debug)]
 pub(crate) struct Stored {
@@ -35,32 +66,27 @@ pub(crate) struct Stored {
 
 impl Stored {
     /// An Argon2 PHC string, refused when its parameters exceed the maximums above.
-    pub fn parse(phc: &str) -> Result<Stored, String> {
-        let parsed = PasswordHash::new(phc).map_err(|e| {
-            format!(
-                "the password must be an Argon2 PHC string (efbd --hash-password prints one): {e}"
-            )
-        })?;
+    pub fn parse(phc: &str) -> Result<Stored, HashError> {
+        let parsed = PasswordHash::new(phc).map_err(|e| HashError::NotPhc(e.to_string()))?;
         let algorithm = Algorithm::try_from(parsed.algorithm)
-            .map_err(|_| format!("{} is not an Argon2 hash", parsed.algorithm))?;
+            .map_err(|_| HashError::NotArgon2(parsed.algorithm.to_string()))?;
         let version = match parsed.version {
-            Some(v) => Version::try_from(v).map_err(|e| format!("version {v}: {e}"))?,
+            Some(v) => Version::try_from(v).map_err(|e| HashError::Version {
+                version: v,
+                message: e.to_string(),
+            })?,
             None => Version::default(),
         };
-        let params = Params::try_from(&parsed).map_err(|e| format!("parameters: {e}"))?;
+        let params = Params::try_from(&parsed).map_err(|e| HashError::Parameters(e.to_string()))?;
         check_cost(&params)?;
         let mut salt = [0u8; 64];
         let salt = parsed
             .salt
-            .ok_or("the hash has no salt")?
+            .ok_or(HashError::NoSalt)?
             .decode_b64(&mut salt)
-            .map_err(|e| format!("salt: {e}"))?
+            .map_err(|e| HashError::Salt(e.to_string()))?
             .to_vec();
-        let hash = parsed
-            .hash
-            .ok_or("the hash has no output")?
-            .as_bytes()
-            .to_vec();
+        let hash = parsed.hash.ok_or(HashError::NoOutput)?.as_bytes().to_vec();
         Ok(Stored {
             algorithm,
             version,
@@ -105,24 +131,16 @@ impl Stored {
     }
 }
 
-fn check_cost(params: &Params) -> Result<(), String> {
-    let too_much = |what: &str, value: u32, max: u32| {
-        format!("the hash asks for {what} = {value}; efbd accepts at most {max}")
-    };
-    if params.m_cost() > MAX_MEMORY_KIB {
-        return Err(too_much(
-            "m (KiB per check)",
-            params.m_cost(),
-            MAX_MEMORY_KIB,
-        ));
+fn check_cost(params: &Params) -> Result<(), HashError> {
+    let costs = [
+        ("m (KiB per check)", params.m_cost(), MAX_MEMORY_KIB),
+        ("t (passes)", params.t_cost(), MAX_PASSES),
+        ("p (lanes)", params.p_cost(), MAX_LANES),
+    ];
+    match costs.into_iter().find(|(_, value, max)| value > max) {
+        Some((what, value, max)) => Err(HashError::TooCostly { what, value, max }),
+        None => Ok(()),
     }
-    if params.t_cost() > MAX_PASSES {
-        return Err(too_much("t (passes)", params.t_cost(), MAX_PASSES));
-    }
-    if params.p_cost() > MAX_LANES {
-        return Err(too_much("p (lanes)", params.p_cost(), MAX_LANES));
-    }
-    Ok(())
 }
 
 /// Compares without stopping at the first difference.
@@ -223,18 +241,19 @@ pub enum Cost {
 }
 
 /// An Argon2id PHC string for `password`.
-pub fn hash_password(password: &str, cost: Cost) -> Result<String, String> {
+pub fn hash_password(password: &str, cost: Cost) -> Result<String, HashingFailed> {
+    let failed = |e: argon2::password_hash::Error| HashingFailed(e.to_string());
     let params = match cost {
         Cost::Standard => Params::default(),
-        Cost::Test => Params::new(256, 1, 1, None).map_err(|e| e.to_string())?,
+        Cost::Test => Params::new(256, 1, 1, None).map_err(|e| HashingFailed(e.to_string()))?,
     };
     let argon = Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
     let salt_bytes: [u8; 16] = rand::random();
-    let salt = SaltString::encode_b64(&salt_bytes).map_err(|e| e.to_string())?;
+    let salt = SaltString::encode_b64(&salt_bytes).map_err(failed)?;
     argon
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
-        .map_err(|e| e.to_string())
+        .map_err(failed)
 }
 
 #[cfg(test)]
@@ -250,20 +269,21 @@ mod tests {
         let phc = |m: u32, t: u32, p: u32| format!("$argon2id$v=19$m={m},t={t},p={p}${salt}${out}");
         assert!(Stored::parse(&phc(19456, 2, 1)).is_ok());
         let err = Stored::parse(&phc(MAX_MEMORY_KIB + 1, 2, 1)).unwrap_err();
+        let text = err.to_string();
         assert!(
-            err.contains("m (KiB per check)") && err.contains("262144"),
-            "{err}"
+            text.contains("m (KiB per check)") && text.contains("262144"),
+            "{text}"
         );
-        assert!(
-            Stored::parse(&phc(19456, 17, 1))
-                .unwrap_err()
-                .contains("t (passes)")
+        assert_eq!(
+            Stored::parse(&phc(19456, 17, 1)).unwrap_err(),
+            HashError::TooCostly {
+                what: "t (passes)",
+                value: 17,
+                max: MAX_PASSES
+            }
         );
-        assert!(
-            Stored::parse(&phc(19456, 2, 9))
-                .unwrap_err()
-                .contains("p (lanes)")
-        );
+        let lanes = Stored::parse(&phc(19456, 2, 9)).unwrap_err();
+        assert!(lanes.to_string().contains("p (lanes)"), "{lanes}");
     }
 
     #[tokio::test]

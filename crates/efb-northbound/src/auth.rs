@@ -33,11 +33,11 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Status};
 use tracing::{debug, warn};
 
-use crate::argon::{Checked, Checker, Stored};
+use crate::argon::{Checked, Checker, HashError, Stored};
 use crate::listen::ConnHandle;
 use crate::login::{Failures, Peer};
 
-pub use crate::argon::{Cost, hash_password};
+pub use crate::argon::{Cost, HashingFailed, hash_password};
 
 /// Password checks waiting for their turn at most; more are refused at once.
 const MAX_WAITING: usize = 1024;
@@ -79,11 +79,28 @@ pub enum UsersError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}: {message}")]
-    Invalid { path: String, message: String },
+    #[error("{path}: {source}")]
+    Invalid {
+        path: String,
+        source: UsersFileError,
+    },
     /// Whoever may write the file decides who logs in: it must be root's or efbd's alone.
     #[error("gnmi.users (--gnmi-users): {0}")]
     Untrusted(efb_datastore::files::FileError),
+}
+
+/// What is wrong in a users file's text.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum UsersFileError {
+    /// Not TOML, or not the file's shape (an unknown role, a missing field).
+    #[error("{0}")]
+    Toml(String),
+    #[error("user {name}: {message}")]
+    BadName { name: String, message: String },
+    #[error("user {0} is listed twice")]
+    Twice(String),
+    #[error("user {user}: {source}")]
+    Password { user: String, source: HashError },
 }
 
 /// The users file.
@@ -186,37 +203,38 @@ impl Users {
             },
             other => UsersError::Untrusted(other),
         })?;
-        Users::parse(&text).map_err(|message| UsersError::Invalid {
+        Users::parse(&text).map_err(|source| UsersError::Invalid {
             path: path.display().to_string(),
-            message,
+            source,
         })
     }
 
-    pub fn parse(text: &str) -> Result<Users, String> {
-        let file: UsersFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Users, UsersFileError> {
+        let file: UsersFile =
+            toml::from_str(text).map_err(|e| UsersFileError::Toml(e.to_string()))?;
         for entry in &file.user {
             // The name goes into the commit history others read: bounded and printable.
-            efb_datastore::check_user(&entry.name).map_err(|e| {
-                format!(
-                    "user {}: {e}",
-                    efb_yang::text::excerpt(&entry.name.escape_debug().to_string())
-                )
+            efb_datastore::check_user(&entry.name).map_err(|e| UsersFileError::BadName {
+                name: efb_yang::text::excerpt(&entry.name.escape_debug().to_string()).into_owned(),
+                message: e.to_string(),
             })?;
         }
         let mut names: Vec<&str> = file.user.iter().map(|u| u.name.as_str()).collect();
         names.sort();
         if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(format!("user {} is listed twice", twice[0]));
+            return Err(UsersFileError::Twice(twice[0].to_string()));
         }
         let entries = file
             .user
             .into_iter()
-            .map(|e| {
-                let hash =
-                    Stored::parse(&e.password).map_err(|m| format!("user {}: {m}", e.name))?;
-                Ok((e.name, e.role, hash))
+            .map(|e| match Stored::parse(&e.password) {
+                Ok(hash) => Ok((e.name, e.role, hash)),
+                Err(source) => Err(UsersFileError::Password {
+                    user: e.name,
+                    source,
+                }),
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Users::from_entries(entries))
     }
 
@@ -713,23 +731,34 @@ mod tests {
         let err = Users::parse("[[user]]\nname = \"a\"\npassword = \"admin\"\nrole = \"admin\"\n")
             .err()
             .unwrap();
-        assert!(err.contains("PHC") && err.contains("user a"), "{err}");
+        assert!(
+            matches!(&err, UsersFileError::Password { user, source: HashError::NotPhc(_) } if user == "a"),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("PHC") && err.to_string().contains("user a"),
+            "{err}"
+        );
         let err = Users::parse("[[user]]\nname = \"a\"\npassword = \"x\"\nrole = \"root\"\n")
             .err()
             .unwrap();
-        assert!(err.contains("root"), "{err}");
+        assert!(err.to_string().contains("root"), "{err}");
         let hash = hash_password("x", Cost::Test).unwrap();
         let twice = format!(
             "[[user]]\nname = \"a\"\npassword = \"{hash}\"\nrole = \"admin\"\n\
              [[user]]\nname = \"a\"\npassword = \"{hash}\"\nrole = \"viewer\"\n"
         );
-        assert!(Users::parse(&twice).err().unwrap().contains("twice"));
+        assert_eq!(
+            Users::parse(&twice).err(),
+            Some(UsersFileError::Twice("a".into()))
+        );
         let costly = "$argon2id$v=19$m=1048576,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$V/KPtmYYYPS1lEGdOCc1ib8a9lu6naGl7zHwJiT0gf0";
         let err = Users::parse(&format!(
             "[[user]]\nname = \"a\"\npassword = \"{costly}\"\nrole = \"admin\"\n"
         ))
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
         assert!(
             err.contains("user a") && err.contains("at most 262144"),
             "{err}"

@@ -319,13 +319,13 @@ impl Driver {
 
     /// Sends a frame out of a device port (keep-alives). Never waits for a commit in
     /// progress.
-    pub fn packet_out(&self, device_port: u32, payload: Vec<u8>) -> Result<(), String> {
+    pub fn packet_out(&self, device_port: u32, payload: Vec<u8>) -> Result<(), NotConnected> {
         let sender = self
             .packet_out
             .lock()
             .ok()
             .and_then(|slot| slot.clone())
-            .ok_or("the chip is not connected")?;
+            .ok_or(NotConnected)?;
         let metadata = self
             .packet_out_port
             .iter()
@@ -334,9 +334,10 @@ impl Driver {
                 value: crate::entry::canonical(u128::from(device_port)),
             })
             .collect();
+        // A send fails only when the stream ended: the connection is gone.
         sender
             .send(p4runtime_proto::p4::v1::PacketOut { payload, metadata })
-            .map_err(|e| e.to_string())
+            .map_err(|_| NotConnected)
     }
 
     /// The link, unit and pair ids the chip is programmed with.
@@ -727,6 +728,11 @@ impl Southbound for Driver {
         })
     }
 }
+
+/// A frame to send finds no connection to the chip (none yet, or it ended).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("the chip is not connected")]
+pub struct NotConnected;
 
 /// Writes a `commit check` lists one by one.
 const LISTED_WRITES: usize = 10;
