@@ -65,13 +65,6 @@ impl UpdateKind {
             UpdateKind::Delete => "delete",
         }
     }
-
-    /// Parses [`as_str`](Self::as_str).
-    pub fn parse(text: &str) -> Option<UpdateKind> {
-        [UpdateKind::Insert, UpdateKind::Modify, UpdateKind::Delete]
-            .into_iter()
-            .find(|k| k.as_str() == text)
-    }
 }
 
 impl std::fmt::Display for UpdateKind {
