@@ -27,6 +27,7 @@ use crate::set::SetState;
 use crate::set_audit::{describe_set, record_set};
 use crate::subscribe::Subscriptions;
 use efb_northbound::auth::Caller;
+use efb_northbound::request::Kind;
 
 /// The gNMI service of one efbd.
 pub struct GnmiService {
@@ -60,8 +61,7 @@ impl GnmiService {
         }
         let caller = self.config.users.identify(request).await;
         let caller = caller.map_err(errors::bounded)?;
-        let show =
-            efb_northbound::access::may(Some(caller.role), efb_northbound::access::Operation::Show);
+        let show = efb_northbound::access::may(Some(caller.role), Kind::Show.operation());
         show.map_err(|denied| denied.status(&caller.user))?;
         Ok(caller)
     }
@@ -93,11 +93,11 @@ impl efb_northbound::guard::Judge for GnmiJudge {
         head: &Request<()>,
         method: &str,
     ) -> Result<efb_northbound::guard::Admitted<Caller>, Status> {
-        let is_set = method == "/gnmi.gNMI/Set";
-        let operation = if is_set {
-            efb_northbound::access::Operation::Commit
-        } else {
-            efb_northbound::access::Operation::Show
+        let kind = match method {
+            "/gnmi.gNMI/Set" => Kind::Set,
+            "/gnmi.gNMI/Subscribe" => Kind::Subscribe,
+            "/gnmi.gNMI/Capabilities" => Kind::Capabilities,
+            _ => Kind::Show,
         };
         let caller = self
             .config
@@ -105,17 +105,17 @@ impl efb_northbound::guard::Judge for GnmiJudge {
             .identify(head)
             .await
             .map_err(errors::bounded)?;
-        if let Err(denied) = efb_northbound::access::may(Some(caller.role), operation) {
+        if let Err(denied) = efb_northbound::access::may(Some(caller.role), kind.operation()) {
             let refused = denied.status(&caller.user);
-            if is_set {
-                let what = "Set (refused before its body was read)".to_string();
+            if kind.operation().changes() {
+                let what = format!("{} (refused before its body was read)", kind.words());
                 record_set::<()>(&self.config.audit, &caller, what, &Err(refused.clone()));
             }
             return Err(refused);
         }
         Ok(efb_northbound::guard::Admitted {
             admin: caller.role == efb_northbound::auth::Role::Admin,
-            max_message: if is_set {
+            max_message: if kind.large() {
                 self.config.max_message_bytes
             } else {
                 SMALL_MESSAGE.min(self.config.max_message_bytes)
@@ -171,7 +171,9 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         let caller = self.caller(&request).await?;
         let span =
             info_span!("gnmi", rpc = "Set", user = %caller.user, role = caller.role.as_str());
-        let what = describe_set(request.get_ref());
+        let asked = efb_northbound::request::Request::Set {
+            edits: describe_set(request.get_ref()),
+        };
         let result = match crate::openconfig::refuse_set(request.get_ref()) {
             Ok(()) => crate::set::set(&self.set, &caller, request.into_inner())
                 .instrument(span)
@@ -179,7 +181,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
                 .map_err(errors::bounded),
             Err(refused) => Err(refused),
         };
-        record_set(&self.config.audit, &caller, what, &result);
+        record_set(&self.config.audit, &caller, asked.describe(), &result);
         result
     }
 

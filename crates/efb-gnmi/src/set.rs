@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use efb_datastore::{DEFAULT_CONFIRM_TIMEOUT, Edit, MAX_CONFIRM_TIMEOUT, check_confirm_timeout};
+use efb_northbound::request::Kind;
 use efb_yang::Schema;
 use efb_yang::text::{escaped, excerpt, logged};
 use gnmi_proto::gnmi::{self, SetRequest, SetResponse, UpdateResult, update_result::Operation};
@@ -60,8 +61,7 @@ pub(crate) async fn set(
     caller: &Caller,
     request: SetRequest,
 ) -> Result<Response<SetResponse>, Status> {
-    let commit =
-        efb_northbound::access::may(Some(caller.role), efb_northbound::access::Operation::Commit);
+    let commit = efb_northbound::access::may(Some(caller.role), Kind::Set.operation());
     commit.map_err(|denied| denied.status(&caller.user))?;
     if !request.union_replace.is_empty() {
         return Err(Status::unimplemented(

@@ -5,6 +5,8 @@
 //! - [`auth`]: who the caller is: users and passwords (the users file), client
 //!   certificates; [`argon`] runs the password checks in bounded memory, `login` counts
 //!   failures per peer. [`tls`]: the server certificate and the client CA.
+//! - [`request`]: every request a client can make, whatever its protocol: the role it
+//!   needs and how the audit names it.
 //! - [`access`]: what a role may do, the one decision for every API.
 //! - [`audit`]: who did what, one record per change or refusal.
 //! - [`listen`]: bounded connections (limits in all and per peer, deadlines for the
@@ -22,6 +24,7 @@ pub mod guard;
 pub mod listen;
 mod login;
 pub mod published;
+pub mod request;
 pub mod status;
 pub mod tls;
 

@@ -7,9 +7,10 @@
 
 use std::sync::Arc;
 
-use efb_northbound::access::{self, Operation};
-use efb_northbound::audit::{self, Audit, Kind, Record};
+use efb_northbound::access;
+use efb_northbound::audit::{self, Audit, Record};
 use efb_northbound::guard::{Admitted, Judge};
+use efb_northbound::request::Kind;
 use tonic::{Request, Status};
 
 use crate::callers::{Caller, Callers};
@@ -19,49 +20,33 @@ use crate::errors::bounded;
 /// shell's requests are a few hundred bytes.
 const SMALL_MESSAGE: usize = 4 * 1024 * 1024;
 
-/// What a method of the API needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Need {
-    /// The least role of what it can do.
-    operation: Operation,
-    /// It carries configuration: large messages.
-    large: bool,
-    /// The shell's words for it, for the audit of a refusal (its body is not read).
-    words: &'static str,
-}
-
-/// What `method` (the gRPC path's last part) needs; None for a method the API does not
-/// have.
-fn needs(method: &str) -> Option<Need> {
-    let (operation, large, words) = match method {
-        "Hello" => (Operation::Show, false, "connect a shell"),
-        "Status" => (Operation::Show, false, "show system status"),
-        "OpenSession" => (Operation::Show, false, "open a session"),
-        "CloseSession" => (Operation::Show, false, "close a session"),
-        "Compare" => (Operation::Show, false, "show | compare"),
-        "History" => (Operation::Show, false, "show system commit"),
-        "CommitChanges" => (Operation::Show, false, "show system commit N"),
-        "Get" => (Operation::Show, false, "show"),
-        "ListKeys" => (Operation::Show, false, "list keys"),
-        "Audit" => (Operation::Show, false, "show system audit"),
-        "RecentEvents" => (Operation::Show, false, "show log"),
-        "WatchEvents" => (Operation::Show, false, "watch events"),
-        "Call" => (Operation::Lookup, false, "call"),
-        "ClearStatistics" => (Operation::Clear, false, "clear statistics"),
-        "EditLines" => (Operation::Edit, true, "edit"),
-        "Load" => (Operation::Edit, true, "load"),
-        "Discard" => (Operation::Edit, false, "discard"),
-        "Rollback" => (Operation::Edit, false, "rollback"),
-        "Commit" => (Operation::Commit, false, "commit"),
-        "Confirm" => (Operation::Confirm, false, "commit confirm"),
-        "Save" => (Operation::Save, false, "save"),
-        "Logout" => (Operation::Logout, false, "request system logout"),
+/// The request a method of the API (the gRPC path's last part) makes; None for a method
+/// the API does not have.
+fn kind(method: &str) -> Option<Kind> {
+    Some(match method {
+        "Hello" => Kind::Hello,
+        "Status" => Kind::Status,
+        "OpenSession" => Kind::OpenSession,
+        "CloseSession" => Kind::CloseSession,
+        "Compare" => Kind::Compare,
+        "History" => Kind::History,
+        "CommitChanges" => Kind::CommitChanges,
+        "Get" => Kind::Show,
+        "ListKeys" => Kind::ListKeys,
+        "Audit" => Kind::Audit,
+        "RecentEvents" => Kind::RecentEvents,
+        "WatchEvents" => Kind::WatchEvents,
+        "Call" => Kind::Call,
+        "ClearStatistics" => Kind::ClearStatistics,
+        "EditLines" => Kind::EditLines,
+        "Load" => Kind::Load,
+        "Discard" => Kind::Discard,
+        "Rollback" => Kind::Rollback,
+        "Commit" => Kind::Commit,
+        "Confirm" => Kind::Confirm,
+        "Save" => Kind::Save,
+        "Logout" => Kind::Logout,
         _ => return None,
-    };
-    Some(Need {
-        operation,
-        large,
-        words,
     })
 }
 
@@ -91,7 +76,7 @@ impl Judge for ManagementJudge {
     async fn judge(&self, head: &Request<()>, path: &str) -> Result<Admitted<Caller>, Status> {
         let caller = self.callers.identify(head).await.map_err(bounded)?;
         let method = path.rsplit('/').next().unwrap_or_default();
-        let Some(need) = needs(method) else {
+        let Some(kind) = kind(method) else {
             // Unknown to the API: tonic answers UNIMPLEMENTED, without a large body.
             return Ok(Admitted {
                 admin: caller.is_admin(),
@@ -99,7 +84,7 @@ impl Judge for ManagementJudge {
                 caller,
             });
         };
-        if let Err(denied) = access::may(caller.role, need.operation) {
+        if let Err(denied) = access::may(caller.role, kind.operation()) {
             let message = denied.message(&caller.name) + &self.callers.hint(&caller);
             let refused = Status::permission_denied(message);
             self.audit.record(Record {
@@ -107,16 +92,16 @@ impl Judge for ManagementJudge {
                 user: caller.name.clone(),
                 role: caller.role,
                 from: caller.from.clone(),
-                what: format!("{} (refused before its body was read)", need.words),
+                what: format!("{} (refused before its body was read)", kind.words()),
                 accepted: false,
                 result: audit::refusal(&refused),
-                kind: Kind::Access,
+                kind: audit::Kind::Access,
             });
             return Err(refused);
         }
         Ok(Admitted {
             admin: caller.is_admin(),
-            max_message: if need.large {
+            max_message: if kind.large() {
                 self.max_message
             } else {
                 SMALL_MESSAGE
@@ -129,6 +114,7 @@ impl Judge for ManagementJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use efb_northbound::access::Operation;
 
     #[test]
     fn every_method_of_the_api_has_its_role() {
@@ -141,13 +127,12 @@ mod tests {
         assert!(methods.len() > 20, "{methods:?}");
         for method in methods {
             assert!(
-                needs(method).is_some(),
-                "{method} has no role in admission.rs"
+                kind(method).is_some(),
+                "{method} has no kind in admission.rs"
             );
         }
-        let load = needs("Load").unwrap();
-        assert_eq!((load.operation, load.large), (Operation::Edit, true));
-        let get = needs("Get").unwrap();
-        assert_eq!((get.operation, get.large), (Operation::Show, false));
+        assert_eq!(kind("Load"), Some(Kind::Load));
+        assert!(Kind::Load.large() && !Kind::Show.large());
+        assert_eq!(kind("Get").map(Kind::operation), Some(Operation::Show));
     }
 }

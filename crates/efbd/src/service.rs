@@ -14,8 +14,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use efb_datastore::{DatastoreError, Holder, SessionId};
 use efb_mgmt_proto::v1::*;
-use efb_northbound::access::{self, Operation};
+use efb_northbound::access;
 use efb_northbound::audit::{self, Audit, Kind, Record};
+use efb_northbound::request::Request as Asked;
 use efb_yang::Schema;
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
@@ -83,36 +84,26 @@ impl Service {
         self
     }
 
-    /// The caller of `request`, if its role may do `operation`; a refusal is audited with
-    /// `what`. The guard identified the caller before the request was read (identified
-    /// here when the service runs without it).
-    async fn allow<T>(
-        &self,
-        request: &Request<T>,
-        operation: Operation,
-        what: impl FnOnce() -> String,
-    ) -> Result<Caller, Status> {
+    /// The caller of `request`, if its role may do what it `asked`; a refusal is audited.
+    /// The guard identified the caller before the request was read (identified here when
+    /// the service runs without it).
+    async fn allow<T>(&self, request: &Request<T>, asked: &Asked) -> Result<Caller, Status> {
         let caller = match request.extensions().get::<Caller>() {
             Some(caller) => caller.clone(),
             None => self.callers.identify(request).await.map_err(bounded)?,
         };
-        self.check(&caller, operation, what)?;
+        self.check(&caller, asked)?;
         Ok(caller)
     }
 
     /// Refuses (and audits) what `caller`'s role may not do.
-    fn check(
-        &self,
-        caller: &Caller,
-        operation: Operation,
-        what: impl FnOnce() -> String,
-    ) -> Result<(), Status> {
-        let Err(denied) = access::may(caller.role, operation) else {
+    fn check(&self, caller: &Caller, asked: &Asked) -> Result<(), Status> {
+        let Err(denied) = access::may(caller.role, asked.operation()) else {
             return Ok(());
         };
         let message = denied.message(&caller.name) + &self.callers.hint(caller);
         let refused = Status::permission_denied(message);
-        self.record(caller, what(), Err(&refused), Kind::Access);
+        self.record(caller, asked.describe(), Err(&refused), Kind::Access);
         Err(refused)
     }
 
@@ -214,16 +205,6 @@ fn unix_ms(time: Option<SystemTime>) -> u64 {
 
 fn ds<T>(result: Result<T, DatastoreError>) -> Result<T, Status> {
     result.map_err(status)
-}
-
-/// The first line of a text, cut to 200 characters (the audit bounds it again).
-fn first_line(text: &str) -> String {
-    let line = text.lines().next().unwrap_or("");
-    let mut cut: String = line.chars().take(200).collect();
-    if cut.len() < text.len() {
-        cut.push_str("...");
-    }
-    cut
 }
 
 fn problem(p: efb_yang::Problem) -> Problem {

@@ -10,7 +10,7 @@ use efb_yang::setlines;
 use efb_yang::validate::Scope;
 use tonic::Status;
 
-use super::{Service, ds, first_line, problem, unix_ms};
+use super::{Service, ds, problem, unix_ms};
 use crate::callers::Caller;
 use crate::events::Origin;
 use crate::owner::Candidate;
@@ -84,24 +84,6 @@ impl Service {
 }
 
 /// A commit request in words, for the audit.
-pub(super) fn describe_commit(request: &CommitRequest) -> String {
-    let mut what = if request.check_only {
-        "commit check".to_string()
-    } else {
-        "commit".to_string()
-    };
-    if request.confirm_seconds > 0 {
-        what += &format!(" confirmed {} s", request.confirm_seconds);
-    }
-    if request.offline {
-        what += " offline";
-    }
-    if !request.comment.is_empty() {
-        what += &format!(" comment {:?}", first_line(&request.comment));
-    }
-    what
-}
-
 /// What a commit validated, in words: flows the change does not concern are not validated
 /// again (see `efb_yang::validate::validate_change`).
 pub(super) fn validation_scope(scope: Scope) -> String {

@@ -5,6 +5,7 @@ use efb_datastore::{DatastoreError, LoadMode, Opener};
 use efb_mgmt_proto::v1::management_server::Management;
 use efb_mgmt_proto::v1::*;
 use efb_northbound::access::Operation;
+use efb_northbound::request::{CommitAsk, Counters, Request as Asked};
 use efb_yang::json::{self, PrintOptions};
 use efb_yang::setlines;
 use tokio::sync::broadcast::error::RecvError;
@@ -14,12 +15,10 @@ use tonic::{Request, Response, Status};
 use super::accepted::{
     COMPARE_FORMATS, DATASTORES, GET_FORMATS, LOAD_FORMATS, LOAD_MODES, ProtoLoadMode, Which, known,
 };
-use super::commit::describe_commit;
 use super::logs::{audit_record, log_event};
 use super::reads::{change_json, list_keys, parse_path};
 use super::sessions::{dropped, session_record};
-use super::statistics::describe_clear;
-use super::{Service, ds, first_line, ok, problem, unix_ms};
+use super::{Service, ds, ok, problem, unix_ms};
 use crate::errors::{bounded, status};
 use crate::events;
 use crate::held::{Ending, NoticeStream, stopped};
@@ -31,8 +30,7 @@ const DEFAULT_AUDIT_RECORDS: usize = 100;
 #[tonic::async_trait]
 impl Management for Service {
     async fn hello(&self, request: Request<HelloRequest>) -> Result<Response<HelloReply>, Status> {
-        self.allow(&request, Operation::Show, || "hello".into())
-            .await?;
+        self.allow(&request, &Asked::Hello).await?;
         let module = self.schema.module();
         ok(HelloReply {
             daemon_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -43,9 +41,7 @@ impl Management for Service {
     }
 
     async fn status(&self, request: Request<Empty>) -> Result<Response<StatusReply>, Status> {
-        let caller = self
-            .allow(&request, Operation::Show, || "show system status".into())
-            .await?;
+        let caller = self.allow(&request, &Asked::Status).await?;
         let datastore = self.datastore_dir.clone();
         let reply = self
             .run("Status", move |s| {
@@ -92,9 +88,7 @@ impl Management for Service {
         request: Request<OpenSessionRequest>,
     ) -> Result<Response<NoticeStream>, Status> {
         let asked = request.get_ref().user.clone();
-        let caller = self
-            .allow(&request, Operation::Show, || "open a session".into())
-            .await?;
+        let caller = self.allow(&request, &Asked::OpenSession).await?;
         let opener = Opener {
             user: self.recorded_user(&caller, &asked)?,
             holder: caller.holder.clone(),
@@ -123,9 +117,7 @@ impl Management for Service {
     }
 
     async fn close_session(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
-        let caller = self
-            .allow(&request, Operation::Show, || "close a session".into())
-            .await?;
+        let caller = self.allow(&request, &Asked::CloseSession).await?;
         let session = request.into_inner().session;
         let closed = self
             .run_in(&caller, "CloseSession", session, move |s| {
@@ -142,17 +134,15 @@ impl Management for Service {
 
     async fn logout(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
         let session = request.get_ref().session;
-        let what = format!("request system logout session {session}");
-        let caller = self
-            .allow(&request, Operation::Logout, || what.clone())
-            .await?;
+        let asked = Asked::Logout { session };
+        let caller = self.allow(&request, &asked).await?;
         let closed = self
             .run("Logout", move |s| {
                 s.close_session(session)
                     .ok_or_else(|| status(DatastoreError::UnknownSession(session)))
             })
             .await;
-        let closed = self.audited(&caller, what, closed, |info| {
+        let closed = self.audited(&caller, asked.describe(), closed, |info| {
             format!(
                 "closed the session of {} ({}){}",
                 info.user,
@@ -175,11 +165,10 @@ impl Management for Service {
         &self,
         request: Request<EditLinesRequest>,
     ) -> Result<Response<EditReply>, Status> {
-        let caller = self
-            .allow(&request, Operation::Edit, || {
-                format!("edit: {}", first_line(&request.get_ref().lines))
-            })
-            .await?;
+        let asked = Asked::EditLines {
+            lines: request.get_ref().lines.clone(),
+        };
+        let caller = self.allow(&request, &asked).await?;
         let EditLinesRequest { session, lines } = request.into_inner();
         let outcome = self
             .run_in(&caller, "EditLines", session, move |s| {
@@ -193,11 +182,10 @@ impl Management for Service {
     }
 
     async fn load(&self, request: Request<LoadRequest>) -> Result<Response<EditReply>, Status> {
-        let caller = self
-            .allow(&request, Operation::Edit, || {
-                format!("load ({} bytes)", request.get_ref().content.len())
-            })
-            .await?;
+        let asked = Asked::Load {
+            bytes: request.get_ref().content.len(),
+        };
+        let caller = self.allow(&request, &asked).await?;
         let request = request.into_inner();
         let session = request.session;
         let mode = match known(
@@ -226,9 +214,7 @@ impl Management for Service {
     }
 
     async fn discard(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
-        let caller = self
-            .allow(&request, Operation::Edit, || "discard".into())
-            .await?;
+        let caller = self.allow(&request, &Asked::Discard).await?;
         let session = request.into_inner().session;
         self.run_in(&caller, "Discard", session, move |s| ds(s.discard(session)))
             .await?;
@@ -239,11 +225,10 @@ impl Management for Service {
         &self,
         request: Request<RollbackRequest>,
     ) -> Result<Response<EditReply>, Status> {
-        let caller = self
-            .allow(&request, Operation::Edit, || {
-                format!("rollback {}", request.get_ref().index)
-            })
-            .await?;
+        let asked = Asked::Rollback {
+            index: request.get_ref().index,
+        };
+        let caller = self.allow(&request, &asked).await?;
         let RollbackRequest { session, index } = request.into_inner();
         self.run_in(&caller, "Rollback", session, move |s| {
             ds(s.rollback(session, index as usize))
@@ -253,9 +238,7 @@ impl Management for Service {
     }
 
     async fn compare(&self, request: Request<CompareRequest>) -> Result<Response<Lines>, Status> {
-        let caller = self
-            .allow(&request, Operation::Show, || "compare".into())
-            .await?;
+        let caller = self.allow(&request, &Asked::Compare).await?;
         let request = request.into_inner();
         let session = request.session;
         let format = known(
@@ -285,13 +268,17 @@ impl Management for Service {
         &self,
         request: Request<CommitRequest>,
     ) -> Result<Response<CommitReply>, Status> {
-        let what = describe_commit(request.get_ref());
-        let caller = self
-            .allow(&request, Operation::Commit, || what.clone())
-            .await?;
+        let ask = request.get_ref();
+        let asked = Asked::Commit(CommitAsk {
+            check_only: ask.check_only,
+            confirm_seconds: ask.confirm_seconds,
+            offline: ask.offline,
+            comment: ask.comment.clone(),
+        });
+        let caller = self.allow(&request, &asked).await?;
         let request = request.into_inner();
         let reply = self.commit_reply(&caller, request).await;
-        self.audited(&caller, what, reply, |r| match r.commit_id {
+        self.audited(&caller, asked.describe(), reply, |r| match r.commit_id {
             0 => format!("{} changes, nothing committed", r.changes),
             id => format!("commit {id}, {} changes", r.changes),
         })
@@ -299,11 +286,9 @@ impl Management for Service {
     }
 
     async fn confirm(&self, request: Request<Empty>) -> Result<Response<ConfirmReply>, Status> {
-        let caller = self
-            .allow(&request, Operation::Confirm, || "confirm".into())
-            .await?;
+        let caller = self.allow(&request, &Asked::Confirm).await?;
         let id = self.run("Confirm", |s| ds(s.confirm())).await;
-        let id = self.audited(&caller, "confirm".into(), id, |id| match id {
+        let id = self.audited(&caller, Asked::Confirm.describe(), id, |id| match id {
             Some(id) => format!("confirmed commit {id}"),
             None => "nothing waited for a confirmation".into(),
         })?;
@@ -313,18 +298,14 @@ impl Management for Service {
     }
 
     async fn save(&self, request: Request<Empty>) -> Result<Response<Empty>, Status> {
-        let what = "save (running becomes startup)";
-        let caller = self
-            .allow(&request, Operation::Save, || what.into())
-            .await?;
+        let caller = self.allow(&request, &Asked::Save).await?;
         let saved = self.run("Save", |s| ds(s.save())).await;
-        self.audited(&caller, what.into(), saved, |()| "saved".into())?;
+        self.audited(&caller, Asked::Save.describe(), saved, |()| "saved".into())?;
         ok(Empty {})
     }
 
     async fn history(&self, request: Request<Empty>) -> Result<Response<HistoryReply>, Status> {
-        self.allow(&request, Operation::Show, || "show system commit".into())
-            .await?;
+        self.allow(&request, &Asked::History).await?;
         let commits = self
             .run("History", |s| {
                 Ok(s.history()
@@ -352,10 +333,7 @@ impl Management for Service {
         &self,
         request: Request<CommitChangesRequest>,
     ) -> Result<Response<Lines>, Status> {
-        self.allow(&request, Operation::Show, || {
-            "show a commit's changes".into()
-        })
-        .await?;
+        self.allow(&request, &Asked::CommitChanges).await?;
         let index = request.into_inner().index as usize;
         let changes = self
             .run("CommitChanges", move |s| ds(s.commit_changes(index)))
@@ -365,11 +343,10 @@ impl Management for Service {
     }
 
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetReply>, Status> {
-        let caller = self
-            .allow(&request, Operation::Show, || {
-                format!("show {}", first_line(&request.get_ref().path))
-            })
-            .await?;
+        let asked = Asked::Show {
+            path: request.get_ref().path.clone(),
+        };
+        let caller = self.allow(&request, &asked).await?;
         let request = request.into_inner();
         let session = request.session;
         let schema = self.schema.clone();
@@ -407,9 +384,7 @@ impl Management for Service {
         &self,
         request: Request<ListKeysRequest>,
     ) -> Result<Response<ListKeysReply>, Status> {
-        let caller = self
-            .allow(&request, Operation::Show, || "list keys".into())
-            .await?;
+        let caller = self.allow(&request, &Asked::ListKeys).await?;
         let request = request.into_inner();
         let session = request.session;
         let path = parse_path(&self.schema, &request.list_path)?;
@@ -425,28 +400,26 @@ impl Management for Service {
     }
 
     async fn call(&self, request: Request<CallRequest>) -> Result<Response<CallReply>, Status> {
-        let operation = match request.get_ref().rpc.as_str() {
-            rpcs::LOOKUP_SESSION => Operation::Lookup,
-            _ => Operation::Call,
-        };
-        let what = format!(
-            "call {} {}",
-            request.get_ref().rpc,
-            first_line(&request.get_ref().input_json)
+        let (rpc, input) = (
+            request.get_ref().rpc.clone(),
+            request.get_ref().input_json.clone(),
         );
-        let caller = self.allow(&request, operation, || what.clone()).await?;
+        let asked = match rpc.as_str() {
+            rpcs::LOOKUP_SESSION => Asked::Lookup { rpc, input },
+            _ => Asked::Call { rpc, input },
+        };
+        let caller = self.allow(&request, &asked).await?;
         let request = request.into_inner();
         let output = self.call_rpc(request).await;
-        if !operation.changes() {
+        if !asked.operation().changes() {
             return output.map(Response::new);
         }
-        self.audited(&caller, what, output, |_| "done".into())
+        self.audited(&caller, asked.describe(), output, |_| "done".into())
             .map(Response::new)
     }
 
     async fn audit(&self, request: Request<AuditRequest>) -> Result<Response<AuditReply>, Status> {
-        self.allow(&request, Operation::Show, || "show system audit".into())
-            .await?;
+        self.allow(&request, &Asked::Audit).await?;
         let last = match request.into_inner().last {
             0 => DEFAULT_AUDIT_RECORDS,
             n => n as usize,
@@ -464,8 +437,7 @@ impl Management for Service {
         &self,
         request: Request<RecentEventsRequest>,
     ) -> Result<Response<RecentEventsReply>, Status> {
-        self.allow(&request, Operation::Show, || "show log".into())
-            .await?;
+        self.allow(&request, &Asked::RecentEvents).await?;
         let RecentEventsRequest { max, kinds } = request.into_inner();
         let kinds = events::kinds_of(&kinds).map_err(|e| bounded(Status::invalid_argument(e)))?;
         let max = match max {
@@ -484,9 +456,7 @@ impl Management for Service {
         &self,
         request: Request<RecentEventsRequest>,
     ) -> Result<Response<Self::WatchEventsStream>, Status> {
-        let caller = self
-            .allow(&request, Operation::Show, || "watch events".into())
-            .await?;
+        let caller = self.allow(&request, &Asked::WatchEvents).await?;
         let kinds = events::kinds_of(&request.into_inner().kinds)
             .map_err(|e| bounded(Status::invalid_argument(e)))?;
         let mut live = self.events.watch();
@@ -535,12 +505,17 @@ impl Management for Service {
         &self,
         request: Request<ClearStatisticsRequest>,
     ) -> Result<Response<ClearStatisticsReply>, Status> {
-        let what = describe_clear(request.get_ref());
-        let caller = self
-            .allow(&request, Operation::Clear, || what.clone())
-            .await?;
+        let asked = Asked::ClearStatistics {
+            counters: match Counted::try_from(request.get_ref().what) {
+                Ok(Counted::Ports) => Counters::Ports,
+                Ok(Counted::Flows) => Counters::Flows,
+                Err(_) => Counters::Unknown,
+            },
+            names: request.get_ref().names.clone(),
+        };
+        let caller = self.allow(&request, &asked).await?;
         let cleared = self.clear(request.into_inner()).await;
-        self.audited(&caller, what, cleared, |r| {
+        self.audited(&caller, asked.describe(), cleared, |r| {
             format!("{} counted from zero", r.cleared.len())
         })
         .map(Response::new)

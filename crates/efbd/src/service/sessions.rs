@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use efb_datastore::SessionInfo;
-use efb_northbound::access::Operation;
 use efb_northbound::audit::{self, Kind, Record};
+use efb_northbound::request::Request as Asked;
 use tonic::Status;
 
 use super::{Service, ds};
@@ -20,8 +20,10 @@ impl Service {
             return Ok(caller.name.clone());
         }
         ds(efb_datastore::check_user(asked))?;
-        let what = || format!("open a session as {asked}");
-        self.check(caller, Operation::ActAs, what)?;
+        let as_user = Asked::OpenSessionAs {
+            user: asked.to_string(),
+        };
+        self.check(caller, &as_user)?;
         let user = format!("{} as {asked}", caller.name);
         let length = user.chars().count();
         if length > efb_datastore::MAX_USER_CHARS {
@@ -32,7 +34,7 @@ impl Service {
         }
         self.record(
             caller,
-            what(),
+            as_user.describe(),
             Ok(format!("recorded as {user}")),
             Kind::Change,
         );

@@ -3,8 +3,8 @@
 use efb_mgmt_proto::v1::*;
 use tonic::Status;
 
+use super::Service;
 use super::accepted::{COUNTED, known};
-use super::{Service, first_line};
 use crate::baselines::{self, ClearError};
 use crate::errors::bounded;
 
@@ -37,21 +37,4 @@ impl Service {
         tracing::info!(cleared = cleared.len(), "statistics cleared");
         Ok(ClearStatisticsReply { cleared })
     }
-}
-
-/// A clear in the shell's words, for the audit.
-pub(super) fn describe_clear(request: &ClearStatisticsRequest) -> String {
-    let list = match Counted::try_from(request.what) {
-        Ok(Counted::Ports) => "ports",
-        Ok(Counted::Flows) => "ecofilter-balancer flow",
-        Err(_) => "(unknown counters)",
-    };
-    let mut what = format!("clear {list} statistics");
-    for name in request.names.iter().take(20) {
-        what += &format!(" {}", first_line(name));
-    }
-    if request.names.len() > 20 {
-        what += &format!(" ... ({} names)", request.names.len());
-    }
-    what
 }
