@@ -1,9 +1,8 @@
-//! Errors of the datastore and of the chip behind it, each saying what went wrong and what
-//! is left unchanged, and the kind of each (what a protocol makes a code of).
+//! Errors of the datastore (the chip's own are efb-chip's), each saying what went wrong
+//! and what is left unchanged, and the kind of each (what a protocol makes a code of).
 
+use efb_chip::{ChipError, ChipErrorKind};
 use efb_yang::Problem;
-
-use crate::chip_writes::UpdateKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DatastoreError {
@@ -90,7 +89,7 @@ impl DatastoreError {
             DatastoreError::TooManySessions(_) => ErrorKind::TooMany,
             DatastoreError::Locked { .. } => ErrorKind::Locked,
             DatastoreError::Storage(_) => ErrorKind::Storage,
-            DatastoreError::Southbound(e) => e.kind(),
+            DatastoreError::Southbound(e) => e.kind().into(),
         }
     }
 }
@@ -162,84 +161,12 @@ impl From<efb_yang::EditError> for DatastoreError {
     }
 }
 
-/// Why the chip does not hold what was asked; what was written for it has been undone.
-#[derive(Debug, thiserror::Error)]
-pub enum ChipError {
-    /// No connection as the primary controller (none, or another controller holds the
-    /// chip): nothing was written.
-    #[error("the chip is not reachable (P4Runtime {address}): {message}")]
-    Unreachable { address: String, message: String },
-    /// The connection failed under way (a read or a write got no answer).
-    #[error("{0}")]
-    Lost(String),
-    /// The chip refused a whole write, before looking at its updates: what it said.
-    #[error("the chip refused the write: {0}")]
-    WriteRefused(String),
-    /// The chip refused updates for a reason other than room.
-    #[error("{0}")]
-    Refused(Refusals),
-    /// A table had no room for the updates (the chip's messages give its capacity: the
-    /// P4Info's size is only the most a chip may hold).
-    #[error("{refusals}")]
-    TableFull { table: String, refusals: Refusals },
-    /// The configuration needs more entries than a table of the chip holds as its program
-    /// was compiled: refused before anything is written.
-    #[error("{0}")]
-    OverCapacity(String),
-    /// The configuration cannot be made into entries for this chip (a port the platform
-    /// does not have, ids used up).
-    #[error(transparent)]
-    Compile(Box<dyn std::error::Error + Send + Sync>),
-}
-
-impl ChipError {
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            ChipError::Unreachable { .. } | ChipError::Lost(_) => ErrorKind::ChipUnreachable,
-            ChipError::TableFull { .. } | ChipError::OverCapacity(_) => ErrorKind::ChipFull,
-            ChipError::WriteRefused(_) | ChipError::Refused(_) | ChipError::Compile(_) => {
-                ErrorKind::ChipRefused
-            }
+impl From<ChipErrorKind> for ErrorKind {
+    fn from(kind: ChipErrorKind) -> ErrorKind {
+        match kind {
+            ChipErrorKind::Unreachable => ErrorKind::ChipUnreachable,
+            ChipErrorKind::Full => ErrorKind::ChipFull,
+            ChipErrorKind::Refused => ErrorKind::ChipRefused,
         }
-    }
-}
-
-/// One update the chip refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    /// The configuration path the entry comes from.
-    pub path: String,
-    pub update: UpdateKind,
-    pub table: String,
-    /// The chip's status code, as gRPC names it (`ResourceExhausted`).
-    pub code: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: {} in table {} refused ({}): {}",
-            self.path, self.update, self.table, self.code, self.message
-        )
-    }
-}
-
-/// The first refused updates of a write, and how many more there were: a full table
-/// would otherwise give a line per flow.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Refusals {
-    pub shown: Vec<Refusal>,
-    pub more: usize,
-}
-
-impl std::fmt::Display for Refusals {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut lines: Vec<String> = self.shown.iter().map(ToString::to_string).collect();
-        if self.more > 0 {
-            lines.push(format!("... and {} more updates refused", self.more));
-        }
-        f.write_str(&lines.join("\n"))
     }
 }

@@ -9,7 +9,6 @@
 //! - `commit check`, `commit confirmed` (rolled back by itself, also across restarts),
 //!   comments, 50 commits of history, `rollback N`, `compare`, `discard`, `save`, `load`.
 
-mod chip_writes;
 mod datastore;
 mod error;
 pub mod files;
@@ -19,9 +18,8 @@ mod southbound;
 mod store;
 mod types;
 
-pub use chip_writes::{ChipWrites, EntryWrite, Planned, TableWrites, UpdateKind};
 pub use datastore::{Datastore, HISTORY_LENGTH, ValidationObserver};
-pub use error::{ChipError, DatastoreError, ErrorKind, Refusal, Refusals, SessionLimit};
+pub use error::{DatastoreError, ErrorKind, SessionLimit};
 pub use limits::{
     DEFAULT_CONFIRM_TIMEOUT, MAX_COMMENT_CHARS, MAX_CONFIRM_TIMEOUT, MAX_USER_CHARS, check_comment,
     check_confirm_timeout, check_user,

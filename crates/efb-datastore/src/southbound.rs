@@ -1,9 +1,8 @@
 //! What stands between a validated candidate and running: the chip. A commit only becomes
 //! running once the southbound has applied it; if the southbound refuses, nothing changes.
 
-use crate::chip_writes::ChipWrites;
-use crate::error::ChipError;
 use crate::types::Running;
+use efb_chip::{ChipError, ChipWrites};
 
 /// Programs the configuration into the data plane.
 pub trait Southbound: Send {

@@ -12,8 +12,8 @@ use efb_yang::input::{self, Limit};
 use efb_yang::validate::Scope;
 use efb_yang::{DataPath, DataTree, Problem, Schema, Value};
 
-use crate::chip_writes::ChipWrites;
 use crate::store::CommitKind;
+use efb_chip::ChipWrites;
 
 /// Where and how to open a datastore.
 #[derive(Clone, Debug)]

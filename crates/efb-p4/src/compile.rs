@@ -12,6 +12,7 @@ use std::sync::Arc;
 use imbl::ordmap::DiffItem;
 
 use efb_balancing::{BypassMode, LiveState, UnitLayout, bucket_table, unit_active};
+use efb_chip::OverCapacity;
 use efb_model::{Action, BalancingMethod, Config, Flow, paths};
 use efb_p4info::names::flows;
 use efb_p4info::names::{actions as a, fields as f, tables as t};
@@ -61,14 +62,8 @@ pub enum CompileError {
         port: String,
         message: String,
     },
-    #[error("the chip holds {capacity} {what} and this configuration needs {needed}{hint}")]
-    Capacity {
-        /// What the table holds ("IPv4 flow entries", "entries in table buckets").
-        what: String,
-        needed: usize,
-        capacity: u64,
-        hint: &'static str,
-    },
+    #[error(transparent)]
+    Capacity(OverCapacity),
 }
 
 /// What a group was compiled from: equal inputs give equal entries.
@@ -410,13 +405,13 @@ impl Compiler {
             .map_err(EntryError::from)?
             .size;
         regions::place(&previous.buckets, &wanted, capacity).map_err(|full| {
-            CompileError::Capacity {
+            CompileError::Capacity(OverCapacity {
                 what: "buckets (each unit's region of table buckets)".into(),
                 needed: usize::try_from(full.needed).unwrap_or(usize::MAX),
                 capacity: full.capacity,
                 hint: " (a unit takes the smallest power of two >= 16 x pairs x cores, at least \
                        256 and at most 65 536)",
-            }
+            })
         })
     }
 
@@ -732,12 +727,12 @@ fn over_capacity(info: &efb_p4info::TableInfo, needed: usize) -> CompileError {
         ),
         None => (format!("entries in table {}", info.alias), ""),
     };
-    CompileError::Capacity {
+    CompileError::Capacity(OverCapacity {
         what,
         needed,
         capacity: info.size,
         hint,
-    }
+    })
 }
 
 /// Keys of a compiled set, for tests and reports.

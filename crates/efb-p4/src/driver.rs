@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, SystemTime};
 
 use efb_balancing::LiveState;
-use efb_datastore::{ChipError, ChipWrites, EntryWrite, Planned, Running, Southbound};
+use efb_chip::{ChipError, ChipWrites, EntryWrite, Planned};
+use efb_datastore::{Running, Southbound};
 use efb_model::Config;
 use efb_p4info::{P4InfoIndex, PortMap};
 use p4runtime_proto::p4::config::v1::P4Info;
@@ -741,7 +742,7 @@ const LISTED_WRITES: usize = 10;
 /// "full" (as a full table would be), anything else a compile error.
 fn compile_error(e: CompileError) -> ChipError {
     match e {
-        CompileError::Capacity { .. } => ChipError::OverCapacity(e.to_string()),
+        CompileError::Capacity(over) => ChipError::OverCapacity(over),
         other => ChipError::Compile(Box::new(other)),
     }
 }

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use efb_datastore::{TableWrites, UpdateKind};
+use efb_chip::{TableWrites, UpdateKind};
 use efb_p4info::P4InfoIndex;
 use efb_p4info::contract::{self, WriteLevel};
 use efb_p4info::names::flows;

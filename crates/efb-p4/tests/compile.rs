@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use efb_balancing::LiveState;
-use efb_datastore::{TableWrites, UpdateKind};
+use efb_chip::{OverCapacity, TableWrites, UpdateKind};
 use efb_model::Config;
 use efb_model::validation::Validator;
 use efb_p4::compile::{CompileError, range_prefixes};
@@ -686,12 +686,12 @@ fn more_flow_entries_than_the_chip_holds_are_refused_with_the_numbers() {
     assert!(
         matches!(
             err,
-            CompileError::Capacity {
+            CompileError::Capacity(OverCapacity {
                 ref what,
                 needed,
                 capacity: c,
                 ..
-            } if what == "IPv4 flow entries" && needed == capacity + 1 && c as usize == capacity
+            }) if what == "IPv4 flow entries" && needed == capacity + 1 && c as usize == capacity
         ),
         "{err:?}"
     );
@@ -716,12 +716,12 @@ fn more_flow_entries_than_the_chip_holds_are_refused_with_the_numbers() {
         assert!(
             matches!(
                 err,
-                CompileError::Capacity {
+                CompileError::Capacity(OverCapacity {
                     ref what,
                     needed: 41,
                     capacity: 40,
                     ..
-                } if what == "IPv4 flow entries"
+                }) if what == "IPv4 flow entries"
             ),
             "{err:?}"
         );
@@ -742,7 +742,7 @@ fn more_flow_entries_than_the_chip_holds_are_refused_with_the_numbers() {
         .compile(&ranged(19), &LiveState::all_up(), &at_capacity)
         .unwrap_err();
     assert!(
-        matches!(err, CompileError::Capacity { needed: 41, .. }),
+        matches!(err, CompileError::Capacity(OverCapacity { needed: 41, .. })),
         "6 + 19 + 16: {err:?}"
     );
 }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use efb_balancing::{LiveState, Session};
-use efb_datastore::{ChipError, ChipWrites, Running, Southbound};
+use efb_chip::{ChipError, ChipWrites};
+use efb_datastore::{Running, Southbound};
 use efb_model::Config;
 use efb_model::validation::Validator;
 use efb_p4::{Driver, DriverSettings, DriverStatus};
@@ -253,15 +254,16 @@ async fn a_commit_past_the_chips_capacity_is_refused_before_any_write() {
         .size;
     let big = config(&ipv4_flows(capacity as usize + 4));
     let refused = apply(&driver, &big, false).await.unwrap_err();
-    let ChipError::OverCapacity(message) = &refused else {
+    let ChipError::OverCapacity(over) = &refused else {
         panic!("{refused:?}");
     };
+    let message = over.to_string();
     assert!(
         message.contains(&format!("{capacity} IPv4 flow entries"))
             && message.contains(&format!("needs {}", capacity + 10)),
         "{message}"
     );
-    assert_eq!(refused.kind(), efb_datastore::ErrorKind::ChipFull);
+    assert_eq!(refused.kind(), efb_chip::ChipErrorKind::Full);
     assert_eq!(entries_on_target(&servers).await, before, "nothing written");
     assert!(driver.status().in_sync);
     driver.stop().await;

@@ -553,9 +553,24 @@ pub fn from_trusted_json(schema: &Schema, text: &str) -> Result<DataTree, Error>
         let id = schema
             .root(name)
             .ok_or_else(|| fail(name, "unknown top-level node".into()))?;
-        trusted_member(schema, &mut root, id, value).map_err(|m| fail(name, m))?;
+        trusted_member(schema, &mut root, id, value).map_err(|e| fail(name, e.to_string()))?;
     }
     Ok(DataTree::from_root(root))
+}
+
+/// What stored JSON holds that this crate would not have printed.
+#[derive(Debug, thiserror::Error)]
+enum NotPrinted {
+    #[error("expected an array")]
+    NotAnArray,
+    #[error("expected an object")]
+    NotAnObject,
+    #[error("entry without its key {0}")]
+    NoKey(String),
+    #[error("unknown node {name} in {parent}")]
+    UnknownNode { name: String, parent: String },
+    #[error("unexpected value {0}")]
+    UnexpectedValue(serde_json::Value),
 }
 
 fn trusted_member(
@@ -563,19 +578,19 @@ fn trusted_member(
     parent: &mut Inner,
     id: SchemaId,
     value: &serde_json::Value,
-) -> Result<(), String> {
+) -> Result<(), NotPrinted> {
     let node = schema.node(id);
     match node.kind {
         NodeKind::Leaf => parent.put(schema, id, Child::Leaf(trusted_scalar(value)?)),
         NodeKind::LeafList => {
-            let items = value.as_array().ok_or("expected an array")?;
+            let items = value.as_array().ok_or(NotPrinted::NotAnArray)?;
             let list = parent.leaf_list_mut(schema, id);
             for item in items {
                 list.insert(trusted_scalar(item)?, node.user_ordered);
             }
         }
         NodeKind::List => {
-            let entries = value.as_array().ok_or("expected an array")?;
+            let entries = value.as_array().ok_or(NotPrinted::NotAnArray)?;
             for entry in entries {
                 let (keys, inner) = trusted_entry(schema, id, entry)?;
                 parent.list_mut(schema, id).put(keys.into(), inner);
@@ -595,15 +610,15 @@ fn trusted_entry(
     schema: &Schema,
     list: SchemaId,
     entry: &serde_json::Value,
-) -> Result<(Vec<Value>, Inner), String> {
-    let object = entry.as_object().ok_or("expected an object")?;
+) -> Result<(Vec<Value>, Inner), NotPrinted> {
+    let object = entry.as_object().ok_or(NotPrinted::NotAnObject)?;
     let key_ids = &schema.node(list).keys;
     let mut keys = Vec::with_capacity(key_ids.len());
     for key in key_ids {
         let name = &schema.node(*key).name;
         let value = object
             .get(name)
-            .ok_or_else(|| format!("entry without its key {name}"))?;
+            .ok_or_else(|| NotPrinted::NoKey(name.clone()))?;
         keys.push(trusted_scalar(value)?);
     }
     let inner = trusted_object(schema, list, entry, key_ids)?;
@@ -615,13 +630,16 @@ fn trusted_object(
     id: SchemaId,
     value: &serde_json::Value,
     skip: &[SchemaId],
-) -> Result<Inner, String> {
-    let object = value.as_object().ok_or("expected an object")?;
+) -> Result<Inner, NotPrinted> {
+    let object = value.as_object().ok_or(NotPrinted::NotAnObject)?;
     let mut inner = Inner::default();
     for (name, member) in object {
         let child = schema
             .child(id, name)
-            .ok_or_else(|| format!("unknown node {name} in {}", schema.node(id).name))?;
+            .ok_or_else(|| NotPrinted::UnknownNode {
+                name: name.clone(),
+                parent: schema.node(id).name.clone(),
+            })?;
         if !skip.contains(&child) {
             trusted_member(schema, &mut inner, child, member)?;
         }
@@ -630,7 +648,7 @@ fn trusted_object(
     Ok(inner)
 }
 
-fn trusted_scalar(value: &serde_json::Value) -> Result<Value, String> {
+fn trusted_scalar(value: &serde_json::Value) -> Result<Value, NotPrinted> {
     Ok(match value {
         serde_json::Value::Number(n) => Value::new(n.to_string(), JsonKind::Number),
         serde_json::Value::String(s) => Value::new(s.as_str(), JsonKind::String),
@@ -638,7 +656,7 @@ fn trusted_scalar(value: &serde_json::Value) -> Result<Value, String> {
         serde_json::Value::Array(a) if a.len() == 1 && a[0].is_null() => {
             Value::new("", JsonKind::Empty)
         }
-        other => return Err(format!("unexpected value {other}")),
+        other => return Err(NotPrinted::UnexpectedValue(other.clone())),
     })
 }
 

@@ -226,7 +226,9 @@ fn predicate_keys(
             Ok(keys)
         }
         NodeKind::LeafList if !predicates.is_empty() => match predicates {
-            [(dot, text)] if dot == "." => Ok(vec![schema.value(node, text)?]),
+            [(dot, text)] if dot == "." => {
+                Ok(vec![schema.value(node, text).map_err(|e| e.to_string())?])
+            }
             _ => Err(format!("{} items are selected with [.='value']", info.name)),
         },
         _ if predicates.is_empty() => Ok(Vec::new()),

@@ -23,7 +23,7 @@ use index::IndexBuilder;
 use types::refusal;
 
 pub use node::{CaseOf, NodeKind, SchemaId, SchemaNodeInfo};
-pub use types::describe_type;
+pub use types::{ValueError, Verdict, describe_type};
 
 /// Name of the module this management plane serves.
 pub const MODULE_NAME: &str = "ecofilter-balancer";
@@ -287,11 +287,13 @@ impl Schema {
     }
 
     /// Checks a leaf value against its type and returns it in canonical form.
-    pub fn value(&self, id: SchemaId, text: &str) -> Result<Value, String> {
+    pub fn value(&self, id: SchemaId, text: &str) -> Result<Value, ValueError> {
         let node = self
             .ly_node(id)
             .filter(|_| !self.node(id).is_inner())
-            .ok_or_else(|| format!("{} takes no value", self.node(id).name))?;
+            .ok_or_else(|| ValueError::NotALeaf {
+                node: self.node(id).name.clone(),
+            })?;
         let checked = ly::check_value(&self.ctx, &node, text)
             .map_err(|_| refusal(self.node(id).leaf_type.as_ref(), text))?;
         let kind = match self.node(id).leaf_type.as_ref().map(|t| t.base) {

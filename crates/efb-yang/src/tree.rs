@@ -453,7 +453,8 @@ impl DataTree {
         let value = match (info.kind, value) {
             (NodeKind::Leaf, Some(v)) => Some(v),
             (NodeKind::Leaf, None) => Some(schema.value(last.node, "").map_err(|e| {
-                invalid(schema, path, &format!("needs a value: {}", info.accepts())).with_detail(e)
+                invalid(schema, path, &format!("needs a value: {}", info.accepts()))
+                    .with_detail(e.to_string())
             })?),
             (NodeKind::LeafList, Some(v)) => Some(v),
             (NodeKind::LeafList, None) => last.keys.first().cloned(),

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use efb_yang::schema::{ValueError, Verdict};
 use efb_yang::{NodeKind, Schema};
 
 #[test]
@@ -88,5 +89,34 @@ fn every_node_has_a_description_for_the_shell() {
     assert!(
         missing.is_empty(),
         "nodes without a description: {missing:?}"
+    );
+}
+
+#[test]
+fn a_refused_value_says_why_by_the_leafs_type() {
+    let schema = Schema::load().unwrap();
+    let mtu = schema.find("/ports/port/mtu").unwrap();
+    assert_eq!(schema.value(mtu, "9000").unwrap().as_str(), "9000");
+    let refused = |text: &str| schema.value(mtu, text).unwrap_err();
+    assert_eq!(
+        refused("99999"),
+        ValueError::Refused {
+            text: "99999".into(),
+            verdict: Verdict::OutOfRange
+        }
+    );
+    assert_eq!(refused("big").to_string(), "\"big\" is not an integer");
+    let speed = schema.find("/ports/port/speed").unwrap();
+    assert!(matches!(
+        schema.value(speed, "fast"),
+        Err(ValueError::Refused {
+            verdict: Verdict::NotOneOfTheNames,
+            ..
+        })
+    ));
+    let port = schema.find("/ports/port").unwrap();
+    assert_eq!(
+        schema.value(port, "p1").unwrap_err().to_string(),
+        "port takes no value"
     );
 }

@@ -4,7 +4,8 @@
 //! never grows past [`efb_yang::text::MESSAGE_BYTES`], whatever input it quotes, so it
 //! always reaches the client.
 
-use efb_datastore::{ChipError, DatastoreError, SessionLimit};
+use efb_chip::ChipError;
+use efb_datastore::{DatastoreError, ErrorKind, SessionLimit};
 use efb_northbound::status::code;
 use efb_yang::Problem;
 use efb_yang::text;
@@ -37,7 +38,7 @@ pub fn status(e: DatastoreError) -> Status {
 
 /// The chip did not take a change of state (a bypass mode).
 pub fn chip(e: ChipError) -> Status {
-    bounded(Status::new(code(e.kind()), e.to_string()))
+    bounded(Status::new(code(ErrorKind::from(e.kind())), e.to_string()))
 }
 
 pub fn problems(code: tonic::Code, problems: &[Problem]) -> Status {
@@ -52,7 +53,7 @@ impl From<OwnerGone> for Status {
 
 #[cfg(test)]
 mod tests {
-    use efb_datastore::Refusals;
+    use efb_chip::Refusals;
     use efb_yang::text::MESSAGE_BYTES;
 
     use super::*;

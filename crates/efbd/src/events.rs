@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use efb_datastore::ChipError;
+use efb_chip::ChipError;
 use serde::Serialize;
 use tracing::{error, info, warn};
 

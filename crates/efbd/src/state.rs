@@ -118,7 +118,7 @@ impl<'a> LeafWriter<'a> {
             .map_err(|e| e.to_string())
             .and_then(|parsed| {
                 let node = parsed.node().ok_or("the top of the data takes no value")?;
-                let value = schema.value(node, text)?;
+                let value = schema.value(node, text).map_err(|e| e.to_string())?;
                 self.tree
                     .set(schema, &parsed, Some(value))
                     .map_err(|e| e.to_string())

@@ -1,7 +1,7 @@
 //! Writing a plan to the chip: phase by phase in batches, and undoing what was written
 //! when the chip refuses an update, with the refusal in the configuration's words.
 
-use efb_datastore::{ChipError, Refusal, Refusals};
+use efb_chip::{ChipError, Refusal, Refusals};
 use tracing::error;
 
 use super::{Counts, Inner};

@@ -3,23 +3,61 @@
 
 use crate::ly::{BaseType, TypeInfo};
 
-/// What is wrong with a refused value, in the shell's words and decided by the leaf's type
+/// Why a leaf refused a text, in the shell's words and decided by the leaf's type
 /// (libyang's own sentences name C types and "min/max bounds"); the caller adds what the
 /// leaf accepts.
-pub(super) fn refusal(t: Option<&TypeInfo>, text: &str) -> String {
-    let shown = format!("\"{}\"", crate::text::excerpt(text));
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    OutOfRange,
+    NotAnInteger,
+    NotADecimalInRange,
+    NotOneOfTheNames,
+    NeitherTrueNorFalse,
+    TakesNoValue,
+    NotAccepted,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::OutOfRange => "is out of range",
+            Verdict::NotAnInteger => "is not an integer",
+            Verdict::NotADecimalInRange => "is not a decimal number in range",
+            Verdict::NotOneOfTheNames => "is not one of the names",
+            Verdict::NeitherTrueNorFalse => "is neither true nor false",
+            Verdict::TakesNoValue => "takes no value",
+            Verdict::NotAccepted => "is not accepted",
+        }
+    }
+}
+
+/// A text a node refused as its value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// A container or a list: it holds no value of its own.
+    #[error("{node} takes no value")]
+    NotALeaf { node: String },
+    /// Not a value of the leaf's type.
+    #[error("\"{}\" {}", crate::text::excerpt(text), verdict.as_str())]
+    Refused { text: String, verdict: Verdict },
+}
+
+pub(super) fn refusal(t: Option<&TypeInfo>, text: &str) -> ValueError {
     let verdict = match t.map(effective_base) {
         Some(b) if b.is_integer() => match text.trim().parse::<i128>() {
-            Ok(_) => "is out of range",
-            Err(_) => "is not an integer",
+            Ok(_) => Verdict::OutOfRange,
+            Err(_) => Verdict::NotAnInteger,
         },
-        Some(BaseType::Decimal64) => "is not a decimal number in range",
-        Some(BaseType::Enumeration) => "is not one of the names",
-        Some(BaseType::Bool) => "is neither true nor false",
-        Some(BaseType::Empty) => "takes no value",
-        _ => "is not accepted",
+        Some(BaseType::Decimal64) => Verdict::NotADecimalInRange,
+        Some(BaseType::Enumeration) => Verdict::NotOneOfTheNames,
+        Some(BaseType::Bool) => Verdict::NeitherTrueNorFalse,
+        Some(BaseType::Empty) => Verdict::TakesNoValue,
+        _ => Verdict::NotAccepted,
     };
-    format!("{shown} {verdict}")
+    ValueError::Refused {
+        text: text.to_string(),
+        verdict,
+    }
 }
 
 pub(super) fn effective_base(t: &TypeInfo) -> BaseType {

@@ -9,7 +9,7 @@ use efb_balancing::{BalancingError, BypassMode, Lookup, Session};
 use efb_liveness::{Change, PairStatus};
 use tracing::info;
 
-use efb_datastore::ChipError;
+use efb_chip::ChipError;
 
 use super::OwnerState;
 use crate::events::{self, Event};

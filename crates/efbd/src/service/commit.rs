@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use efb_datastore::{ChipWrites, CommitRequest as DsCommit};
+use efb_chip::ChipWrites;
+use efb_datastore::CommitRequest as DsCommit;
 use efb_mgmt_proto::v1 as proto;
 use efb_mgmt_proto::v1::*;
 use efb_yang::setlines;
