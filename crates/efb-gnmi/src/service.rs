@@ -171,9 +171,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         let caller = self.caller(&request).await?;
         let span =
             info_span!("gnmi", rpc = "Set", user = %caller.user, role = caller.role.as_str());
-        let asked = efb_northbound::request::Request::Set {
-            edits: describe_set(request.get_ref()),
-        };
+        let what = describe_set(request.get_ref());
         let result = match crate::openconfig::refuse_set(request.get_ref()) {
             Ok(()) => crate::set::set(&self.set, &caller, request.into_inner())
                 .instrument(span)
@@ -181,7 +179,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
                 .map_err(errors::bounded),
             Err(refused) => Err(refused),
         };
-        record_set(&self.config.audit, &caller, asked.describe(), &result);
+        record_set(&self.config.audit, &caller, what, &result);
         result
     }
 

@@ -95,10 +95,6 @@ pub enum Request {
         counters: Counters,
         names: Vec<String>,
     },
-    /// gNMI: edits committed at once (`edits`: the edits in the audit's words).
-    Set {
-        edits: String,
-    },
 }
 
 /// Names a `clear ... statistics` lists in its audit record before it says how many.
@@ -140,7 +136,6 @@ impl Request {
             Request::RecentEvents => Kind::RecentEvents,
             Request::WatchEvents => Kind::WatchEvents,
             Request::ClearStatistics { .. } => Kind::ClearStatistics,
-            Request::Set { .. } => Kind::Set,
         }
     }
 
@@ -159,7 +154,6 @@ impl Request {
                 format!("call {rpc} {}", first_line(input))
             }
             Request::ClearStatistics { counters, names } => describe_clear(*counters, names),
-            Request::Set { edits } => edits.clone(),
             other => other.kind().words().to_string(),
         }
     }
