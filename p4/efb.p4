@@ -29,9 +29,10 @@
 
 /* Table sizes: what the compiler places on Tofino 1 (p4/compiled/resources.txt). The
  * controller reads them from the P4Info and refuses a configuration that needs more. */
-#define FLOWS_IPV4_SIZE  2048
-#define FLOWS_IPV6_SIZE  1024
-#define FLOWS_OTHER_SIZE 512
+#define FLOWS_IPV4_SIZE  8192
+#define FLOWS_IPV6_SIZE  2560
+#define FLOWS_OTHER_SIZE 2048
+#define FRAME_CLASSES_SIZE 512
 #define BUCKETS_SIZE     262144
 
 /* ---------------------------------------------------------------- constants */
@@ -249,6 +250,7 @@ struct lookup_t {
 struct ig_metadata_t {
     lookup_t  lkp;
     bit<8>    link_id;
+    bit<8>    frame_class;
     bit<8>    pair_id;
     bit<1>    from_link;
     bit<1>    from_pair;
@@ -260,8 +262,6 @@ struct ig_metadata_t {
     bit<16>   ip_len;      /* its total length */
     PortId_t  lan_port;
     PortId_t  wan_port;
-    PortId_t  pair_lan_port;
-    PortId_t  pair_wan_port;
     PortId_t  cpu_port;
     bit<8>    unit_id;
     bit<1>    flow_drop;
@@ -587,19 +587,10 @@ control FlowsIpv4(inout headers_t hdr, inout ig_metadata_t md) {
 
     table flows {
         key = {
-            md.link_id            : ternary @name("link_id");
-            md.lkp.vlan_depth     : ternary @name("vlan_depth");
-            md.lkp.vlan0_vid      : ternary @name("vlan0_vid");
-            md.lkp.vlan1_vid      : ternary @name("vlan1_vid");
-            md.lkp.vlan2_vid      : ternary @name("vlan2_vid");
-            md.lkp.mpls_depth     : ternary @name("mpls_depth");
-            hdr.ethernet.src_addr : ternary @name("src_mac");
-            hdr.ethernet.dst_addr : ternary @name("dst_mac");
-            md.lkp.ether_type     : ternary @name("ether_type");
+            md.frame_class        : ternary @name("frame_class");
             md.lkp.ipv4_src       : ternary @name("ipv4_src");
             md.lkp.ipv4_dst       : ternary @name("ipv4_dst");
             md.lkp.ip_proto       : ternary @name("ip_proto");
-            md.lkp.l4_valid       : ternary @name("l4_valid");
             md.lkp.l4_src_port    : ternary @name("l4_src_port");
             md.lkp.l4_dst_port    : ternary @name("l4_dst_port");
         }
@@ -621,19 +612,10 @@ control FlowsIpv6(inout headers_t hdr, inout ig_metadata_t md) {
 
     table flows {
         key = {
-            md.link_id            : ternary @name("link_id");
-            md.lkp.vlan_depth     : ternary @name("vlan_depth");
-            md.lkp.vlan0_vid      : ternary @name("vlan0_vid");
-            md.lkp.vlan1_vid      : ternary @name("vlan1_vid");
-            md.lkp.vlan2_vid      : ternary @name("vlan2_vid");
-            md.lkp.mpls_depth     : ternary @name("mpls_depth");
-            hdr.ethernet.src_addr : ternary @name("src_mac");
-            hdr.ethernet.dst_addr : ternary @name("dst_mac");
-            md.lkp.ether_type     : ternary @name("ether_type");
+            md.frame_class        : ternary @name("frame_class");
             md.lkp.ipv6_src       : ternary @name("ipv6_src");
             md.lkp.ipv6_dst       : ternary @name("ipv6_dst");
             md.lkp.ip_proto       : ternary @name("ip_proto");
-            md.lkp.l4_valid       : ternary @name("l4_valid");
             md.lkp.l4_src_port    : ternary @name("l4_src_port");
             md.lkp.l4_dst_port    : ternary @name("l4_dst_port");
         }
@@ -654,15 +636,7 @@ control FlowsOther(inout headers_t hdr, inout ig_metadata_t md) {
 
     table flows {
         key = {
-            md.link_id            : ternary @name("link_id");
-            md.lkp.vlan_depth     : ternary @name("vlan_depth");
-            md.lkp.vlan0_vid      : ternary @name("vlan0_vid");
-            md.lkp.vlan1_vid      : ternary @name("vlan1_vid");
-            md.lkp.vlan2_vid      : ternary @name("vlan2_vid");
-            md.lkp.mpls_depth     : ternary @name("mpls_depth");
-            hdr.ethernet.src_addr : ternary @name("src_mac");
-            hdr.ethernet.dst_addr : ternary @name("dst_mac");
-            md.lkp.ether_type     : ternary @name("ether_type");
+            md.frame_class        : ternary @name("frame_class");
             hdr.llc.isValid()     : ternary @name("llc_valid");
             hdr.llc.dsap          : ternary @name("llc_dsap");
             hdr.llc.ssap          : ternary @name("llc_ssap");
@@ -767,6 +741,29 @@ control EfbIngress(inout headers_t hdr,
         size = 256;
     }
 
+
+    /* ---- frame_classes: the Ethernet layers, the link and the L4 header, as one class */
+    action set_frame_class(bit<8> frame_class) { md.frame_class = frame_class; }
+    action no_frame_class() { md.frame_class = 0; }
+
+    table frame_classes {
+        key = {
+            md.link_id            : ternary @name("link_id");
+            md.lkp.vlan_depth     : ternary @name("vlan_depth");
+            md.lkp.vlan0_vid      : ternary @name("vlan0_vid");
+            md.lkp.vlan1_vid      : ternary @name("vlan1_vid");
+            md.lkp.vlan2_vid      : ternary @name("vlan2_vid");
+            md.lkp.mpls_depth     : ternary @name("mpls_depth");
+            hdr.ethernet.src_addr : ternary @name("src_mac");
+            hdr.ethernet.dst_addr : ternary @name("dst_mac");
+            md.lkp.ether_type     : ternary @name("ether_type");
+            md.lkp.l4_valid       : ternary @name("l4_valid");
+        }
+        actions = { @tableonly set_frame_class; @defaultonly no_frame_class; }
+        const default_action = no_frame_class();
+        size = FRAME_CLASSES_SIZE;
+    }
+
     /* ---- balancing: the box's method, as the default action of a keyless table */
 
     action hash_layer3() { md.method = METHOD_LAYER3; }
@@ -810,24 +807,25 @@ control EfbIngress(inout headers_t hdr,
         size = BUCKETS_SIZE;
     }
 
-    /* Both of the pair's ports as action data: the side the frame entered the link by
-     * picks one after the table (no condition inside an action). */
-    action pair_up(PortId_t lan_port, PortId_t wan_port) {
-        md.pair_lan_port = lan_port;
-        md.pair_wan_port = wan_port;
+    /* Keyed by pair and the side the frame entered by: the action sends the frame out of
+     * that side's port of the pair, tagged, in the stage of the lookup. */
+    action pair_up(PortId_t port) {
+        ig_tm_md.ucast_egress_port = port;
         hdr.efb_tag.setValid();
         hdr.efb_tag.link_id = md.link_id;
         hdr.efb_tag.core = md.core;
         hdr.efb_tag.ether_type = hdr.ethernet.ether_type;
         hdr.ethernet.ether_type = ETHERTYPE_EFB_TAG;
     }
-    action pair_down() { md.unit_id = 0; }
+    /* A pair without traffic (down, or not in the table): the frame keeps the link's
+     * other port. */
+    action pair_down() { }
 
     table pairs {
-        key = { md.pair_id : exact @name("pair_id"); }
+        key = { md.pair_id : exact @name("pair_id"); md.side_wan : exact @name("side_wan"); }
         actions = { @tableonly pair_up; pair_down; }
-        default_action = pair_down();
-        size = 256;
+        const default_action = pair_down();
+        size = 512;
     }
 
     /* ---- the Ethernet layers: tags, their VLAN ids, the EtherType after them, labels.
@@ -971,8 +969,6 @@ control EfbIngress(inout headers_t hdr,
 
     action out_lan() { ig_tm_md.ucast_egress_port = md.lan_port; }
     action out_wan() { ig_tm_md.ucast_egress_port = md.wan_port; }
-    action out_pair_lan() { ig_tm_md.ucast_egress_port = md.pair_lan_port; }
-    action out_pair_wan() { ig_tm_md.ucast_egress_port = md.pair_wan_port; }
 
     action l4_ports() {
         md.lkp.l4_valid = 1;
@@ -1075,6 +1071,7 @@ control EfbIngress(inout headers_t hdr,
                 ip_offset.apply();
                 check_length();
             }
+            frame_classes.apply();
             if (md.lkp.ip_version == 4) {
                 flows_ipv4.apply(hdr, md);
             } else if (md.lkp.ip_version == 6) {
@@ -1122,9 +1119,6 @@ control EfbIngress(inout headers_t hdr,
                 }
                 if (md.unit_id != 0) {
                     pairs.apply();
-                }
-                if (md.unit_id != 0) {
-                    if (md.side_wan == 0) { out_pair_lan(); } else { out_pair_wan(); }
                 }
             }
         }

@@ -411,8 +411,8 @@ fn reconcile_after_restarts_of_efbd_and_of_the_chip() {
     // The chip restarted empty: everything written again.
     let mut chip = Chip::connect(&target);
     chip.restart(false);
-    let status = wait_reconciled(&daemon, "wrote 4144 entries");
-    assert!(status.contains("4145 entries"), "{status}");
+    let status = wait_reconciled(&daemon, "wrote 4154 entries");
+    assert!(status.contains("4155 entries"), "{status}");
     // A commit while the chip is away: refused, unless offline; then reconciled on return.
     drop(target);
     std::thread::sleep(Duration::from_millis(300));

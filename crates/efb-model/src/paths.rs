@@ -24,6 +24,10 @@ pub fn pair(unit_name: &str, name: &str) -> String {
     format!("{}/pair[name={}]", unit(unit_name), quote(name))
 }
 
+pub fn flows() -> String {
+    format!("{BALANCER}/flow")
+}
+
 pub fn flow(name: &str) -> String {
     format!("{BALANCER}/flow[name={}]", quote(name))
 }

@@ -20,10 +20,14 @@ use efb_p4info::{P4InfoIndex, PortMap, PortName};
 use p4runtime_proto::p4::v1 as p4;
 
 use crate::entry::{Builder, Criterion, EntryError, EntryKey};
+use crate::frame_classes::{ClassMatch, ClassesError, FrameClasses};
 use crate::ids::{Exhausted, Ids};
 use crate::regions::{self, Region};
 
+mod classes;
 mod flow_entries;
+
+use classes::FlowClasses;
 
 pub(crate) use flow_entries::ethernet_criteria;
 use flow_entries::flow;
@@ -47,6 +51,9 @@ pub enum Group {
     Unit(String),
     /// A unit's bucket table (changed by liveness only with `rebalance`).
     Buckets(String),
+    /// The `frame_classes` table, made from every flow's link, Ethernet-layer and port
+    /// criteria.
+    Classes,
     Flow(String),
 }
 
@@ -56,6 +63,8 @@ pub enum CompileError {
     Entry(#[from] EntryError),
     #[error(transparent)]
     Ids(#[from] Exhausted),
+    #[error(transparent)]
+    Classes(#[from] ClassesError),
     #[error("{path}: port {port}: {message}")]
     Port {
         path: String,
@@ -80,9 +89,11 @@ enum Inputs {
     },
     Unit(Box<UnitInputs>),
     Buckets(Box<BucketInputs>),
+    Classes(Arc<FrameClasses>),
     Flow {
         flow: Arc<Flow>,
-        links: Vec<u32>,
+        /// What the flow matches on the frame's class; `None`: no frame can match it.
+        class: Option<ClassMatch>,
         unit: Option<u32>,
     },
 }
@@ -146,6 +157,8 @@ pub struct Compiled {
     groups: imbl::OrdMap<Group, CompiledGroup>,
     /// The flows compiled, as the configuration held them (to find the ones that changed).
     flows: imbl::OrdMap<String, Arc<Flow>>,
+    /// Every flow's class criteria and the `frame_classes` table they make.
+    classes: FlowClasses,
     /// Entries per table, kept up to date group by group (capacity is checked on it).
     entries_per_table: BTreeMap<u32, usize>,
 }
@@ -297,34 +310,61 @@ impl Compiler {
                 Inputs::Unit(Box::new(inputs)),
             )?;
         }
-        let flow_inputs = |flow: &Arc<Flow>| Inputs::Flow {
-            flow: flow.clone(),
-            links: flow.links.iter().filter_map(|l| ids.link(l)).collect(),
-            unit: match &flow.action {
-                Action::ToUnit(u) => ids.unit(u),
-                _ => None,
-            },
+        // A flow's entries depend on the flow, on the link and unit ids, and on the class
+        // layout: with the ids unchanged, the flows that did not change keep their
+        // entries unless the layout is made afresh.
+        let incremental = ids.same_flow_ids(&previous.ids);
+        let link_ids =
+            |flow: &Flow| -> Vec<u32> { flow.links.iter().filter_map(|l| ids.link(l)).collect() };
+        let mut classes = if incremental {
+            previous.classes.clone()
+        } else {
+            previous.classes.emptied()
         };
-        // A flow's entries depend on the flow and on link and unit ids: with the ids
-        // unchanged, the flows that did not change keep their entries.
-        let incremental = ids == previous.ids;
         let mut gone: Vec<Group> = Vec::new();
-        let changed: Vec<Arc<Flow>> = if incremental {
-            let mut changed = Vec::new();
+        let mut changed: Vec<Arc<Flow>> = Vec::new();
+        if incremental {
             for item in previous.flows.diff(&config.flows) {
                 match item {
                     DiffItem::Add(_, flow) | DiffItem::Update { new: (_, flow), .. } => {
                         changed.push(flow.clone());
                     }
-                    DiffItem::Remove(name, _) => gone.push(Group::Flow(name.clone())),
+                    DiffItem::Remove(name, _) => {
+                        classes.remove(name);
+                        gone.push(Group::Flow(name.clone()));
+                    }
                 }
             }
-            changed
         } else {
-            config.flows.values().cloned().collect()
-        };
+            changed = config.flows.values().cloned().collect();
+        }
         for flow in &changed {
-            put(Group::Flow(flow.name.clone()), flow_inputs(flow))?;
+            classes.set(flow, &link_ids(flow));
+        }
+        let class_table_size = self
+            .index
+            .table_by_name(t::FRAME_CLASSES)
+            .map_err(EntryError::from)?
+            .size;
+        let relaid = classes.classify(
+            &previous.ids.classes,
+            usize::try_from(class_table_size).unwrap_or(usize::MAX),
+        )?;
+        ids.classes = classes.table.layout.clone();
+        put(Group::Classes, Inputs::Classes(classes.table.clone()))?;
+        if relaid {
+            changed = config.flows.values().cloned().collect();
+        }
+        for flow in &changed {
+            let inputs = Inputs::Flow {
+                flow: flow.clone(),
+                class: classes.class_match(&flow.name),
+                unit: match &flow.action {
+                    Action::ToUnit(u) => ids.unit(u),
+                    _ => None,
+                },
+            };
+            put(Group::Flow(flow.name.clone()), inputs)?;
         }
         // Groups of what is gone (flows are last in the map's order).
         gone.extend(
@@ -332,7 +372,7 @@ impl Compiler {
                 .keys()
                 .take_while(|group| !incremental || !matches!(group, Group::Flow(_)))
                 .filter(|group| match group {
-                    Group::Balancing | Group::Platform => false,
+                    Group::Balancing | Group::Platform | Group::Classes => false,
                     Group::Link(name) => !config.links.contains_key(name),
                     Group::Unit(name) | Group::Buckets(name) => !config.units.contains_key(name),
                     Group::Flow(name) => !config.flows.contains_key(name),
@@ -347,6 +387,7 @@ impl Compiler {
             ids,
             groups,
             flows: config.flows.clone(),
+            classes,
             entries_per_table,
         })
     }
@@ -476,15 +517,16 @@ fn same_inputs(old: &Inputs, new: &Inputs) -> bool {
         (
             Inputs::Flow {
                 flow: a,
-                links: la,
+                class: ca,
                 unit: ua,
             },
             Inputs::Flow {
                 flow: b,
-                links: lb,
+                class: cb,
                 unit: ub,
             },
-        ) => (Arc::ptr_eq(a, b) || a == b) && la == lb && ua == ub,
+        ) => (Arc::ptr_eq(a, b) || a == b) && ca == cb && ua == ub,
+        (Inputs::Classes(a), Inputs::Classes(b)) => Arc::ptr_eq(a, b) || a == b,
         _ => old == new,
     }
 }
@@ -500,14 +542,16 @@ fn compile_group(
         (Group::Link(name), Inputs::Link { id, ports, .. }) => link(b, name, *id, *ports),
         (_, Inputs::Unit(u)) => unit(b, u),
         (_, Inputs::Buckets(u)) => buckets(b, u),
+        (_, Inputs::Classes(table)) => classes::entries(b, table),
         (
             _,
             Inputs::Flow {
                 flow: f,
-                links,
+                class: Some(class),
                 unit,
             },
-        ) => flow(b, f, links, *unit),
+        ) => flow(b, f, *class, *unit),
+        // A flow no frame can match (no class) has no entries.
         _ => Ok(Vec::new()),
     }
 }
@@ -673,25 +717,21 @@ fn unit(b: &Builder, u: &UnitInputs) -> Result<Vec<Desired>, CompileError> {
     for (i, (pair, (pid, lan, wan))) in u.unit.pairs.iter().zip(&u.pairs).enumerate() {
         let source = paths::pair(name, &pair.name);
         let pid = u128::from(*pid);
-        let status = if live.get(i).copied().unwrap_or(false) {
-            b.entry(
-                t::PAIRS,
-                &[(f::PAIR_ID, Criterion::Exact(pid))],
-                0,
-                a::PAIR_UP,
-                &[(f::LAN_PORT, (*lan).into()), (f::WAN_PORT, (*wan).into())],
-            )?
-        } else {
-            b.entry(
-                t::PAIRS,
-                &[(f::PAIR_ID, Criterion::Exact(pid))],
-                0,
-                a::PAIR_DOWN,
-                &[],
-            )?
-        };
-        for entry in [
-            status,
+        let up = live.get(i).copied().unwrap_or(false);
+        // One entry per side the frame entered its link by: the pair's port on that side.
+        let mut status = Vec::with_capacity(2);
+        for (side, port) in [(0, *lan), (1, *wan)] {
+            let key = [
+                (f::PAIR_ID, Criterion::Exact(pid)),
+                (f::SIDE_WAN, Criterion::Exact(side)),
+            ];
+            status.push(if up {
+                b.entry(t::PAIRS, &key, 0, a::PAIR_UP, &[(f::PORT, port.into())])?
+            } else {
+                b.entry(t::PAIRS, &key, 0, a::PAIR_DOWN, &[])?
+            });
+        }
+        for entry in status.into_iter().chain([
             b.entry(
                 t::INGRESS_PORT,
                 &[(f::INGRESS_PORT, Criterion::Exact((*lan).into()))],
@@ -706,7 +746,7 @@ fn unit(b: &Builder, u: &UnitInputs) -> Result<Vec<Desired>, CompileError> {
                 a::FROM_PAIR_WAN,
                 &[(f::PAIR_ID, pid)],
             )?,
-        ] {
+        ]) {
             out.push(Desired {
                 entry,
                 source: source.clone(),

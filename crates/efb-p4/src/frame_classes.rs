@@ -1,5 +1,4 @@
-//! The `frame_classes` pre-classification table, for the next program (not wired yet: the
-//! compiled program still matches these fields in the flow tables). A flow's link scope,
+//! The `frame_classes` pre-classification table. A flow's link scope,
 //! Ethernet-layer criteria (VLAN tags and depth, MPLS depth, MACs, EtherType) and its need
 //! of an L4 header move out of the flow tables into one small ternary table that gives
 //! each frame one 8-bit class, and each flow matches a ternary on that class instead of
@@ -26,20 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::compile::ethernet_criteria;
 
-/// The fields of the `frame_classes` key and their widths in bits, in the order of
-/// [`Cube`]'s terms and [`Frame`]'s values.
-pub const CLASS_FIELDS: [(&str, u32); 10] = [
-    (f::LINK_ID, 8),
-    (f::VLAN_DEPTH, 2),
-    (f::VLAN0_VID, 12),
-    (f::VLAN1_VID, 12),
-    (f::VLAN2_VID, 12),
-    (f::MPLS_DEPTH, 3),
-    (f::SRC_MAC, 48),
-    (f::DST_MAC, 48),
-    (f::ETHER_TYPE, 16),
-    (f::L4_VALID, 1),
-];
+/// The fields of the `frame_classes` key (name, width, match kind), in the order of
+/// [`Cube`]'s terms and [`Frame`]'s values: the P4Info contract's.
+pub use efb_p4info::contract::CLASS_FIELDS;
 
 /// Where [`CLASS_FIELDS`] lists `vlan_depth`, the one field given as a range.
 const VLAN_DEPTH: usize = 1;
@@ -114,7 +102,7 @@ impl Cube {
             .iter()
             .zip(&self.terms)
             .filter(|(_, t)| t.mask != 0)
-            .map(|((field, _), t)| (*field, t.value, t.mask))
+            .map(|((field, _, _), t)| (*field, t.value, t.mask))
     }
 
     pub fn matches(&self, frame: &Frame) -> bool {
@@ -126,7 +114,7 @@ impl Cube {
 }
 
 fn field_index(field: &str) -> Option<usize> {
-    CLASS_FIELDS.iter().position(|(name, _)| *name == field)
+    CLASS_FIELDS.iter().position(|(name, _, _)| *name == field)
 }
 
 fn width_mask(i: usize) -> u128 {

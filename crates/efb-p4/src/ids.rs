@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use efb_model::Config;
 use serde::{Deserialize, Serialize};
 
+use crate::frame_classes::Layout;
 use crate::regions::Region;
 
 /// The largest id of each kind (the program's fields are 8 bits; 0 is never used, so a
@@ -29,6 +30,11 @@ pub struct Ids {
     /// [`crate::regions`]; absent from a state saved before regions existed).
     #[serde(default)]
     pub buckets: BTreeMap<String, Region>,
+    /// Which `frame_class` bits each of the flows' criteria has (see
+    /// [`crate::frame_classes`]): kept so that a restarted efbd gives the flows the class
+    /// matches the chip holds.
+    #[serde(default)]
+    pub classes: Layout,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -75,7 +81,15 @@ impl Ids {
             units,
             pairs,
             buckets: self.buckets.clone(),
+            classes: self.classes.clone(),
         })
+    }
+
+    /// Whether flow entries compiled with `other` hold with these: the same link and unit
+    /// ids (the class layout is compared by the compiler, which knows when it was made
+    /// afresh).
+    pub fn same_flow_ids(&self, other: &Ids) -> bool {
+        self.links == other.links && self.units == other.units
     }
 
     pub fn link(&self, name: &str) -> Option<u32> {

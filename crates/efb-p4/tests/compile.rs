@@ -137,21 +137,24 @@ fn entries_per_table_follow_the_configuration() {
     let plan = Plan::reconcile(&f.tables, &Default::default(), &compiled);
     let summary = summary(&plan, &f.tables);
     // 2 links x 2 ports + 8 pairs x 2 ports + the CPU port; 8 x 17 = 136 slots -> 4096
-    // buckets; one unit, 8 pairs, 2 links; the balancing and platform defaults are
-    // modified. Flows, per table they can match: to-filters 1 in each; multicast-v4 and
-    // multicast-v6 1 in theirs; the two BGP flows 1 in each IP table; service-vlan 2 in
-    // each (VLAN depth 1..=3 is two prefixes); the scoped flow one per link in each.
+    // buckets; one unit, 8 pairs of two sides, 2 links; the balancing and platform
+    // defaults are modified. Flows, one entry per table they can match: to-filters,
+    // service-vlan and the scoped flow in each; multicast-v4 and multicast-v6 in theirs;
+    // the two BGP flows in each IP table. The classes: one bit each for the links (2
+    // cubes), the VLAN (depth 1..=3 is 2 cubes) and the L4 header (1 cube), an entry per
+    // combination of cubes: 2 + 2 + 1 + 4 + 2 + 2 + 4.
     assert_eq!(
         summary,
         vec![
             "balancing: 1 modification",
             "buckets: 4096 inserts",
-            "flows_ipv4.flows: 8 inserts",
-            "flows_ipv6.flows: 8 inserts",
-            "flows_other.flows: 5 inserts",
+            "flows_ipv4.flows: 6 inserts",
+            "flows_ipv6.flows: 6 inserts",
+            "flows_other.flows: 3 inserts",
+            "frame_classes: 17 inserts",
             "ingress_port: 21 inserts",
             "link_ports: 2 inserts",
-            "pairs: 8 inserts",
+            "pairs: 16 inserts",
             "platform: 1 modification",
             "units: 1 insert",
         ]
@@ -272,7 +275,7 @@ fn a_dead_pair_is_one_write_and_rebalance_moves_only_its_buckets() {
     let after = f.compiler.compile(&config, &live, &before).unwrap();
     assert_eq!(
         summary(&Plan::between(&f.tables, &before, &after), &f.tables),
-        vec!["pairs: 1 modification"]
+        vec!["pairs: 2 modifications"]
     );
     let rebalancing = f.config(
         &example("one-filter-site.json"),
@@ -297,7 +300,7 @@ fn a_dead_pair_is_one_write_and_rebalance_moves_only_its_buckets() {
         .unwrap();
     assert_eq!(
         summary(&Plan::between(&f.tables, &before, &bypassed), &f.tables),
-        vec!["pairs: 1 modification"]
+        vec!["pairs: 2 modifications"]
     );
     let rebalanced = f.compiler.compile(&rebalancing, &live, &bypassed).unwrap();
     let second = Plan::between(&f.tables, &bypassed, &rebalanced);
@@ -553,19 +556,24 @@ fn a_flow_with_port_ranges_is_written_into_both_ip_tables_as_prefixes() {
     );
     let compiled = f.compile(&config, &Compiled::default());
     let web = f.flow_entries(&compiled, "web");
-    // 2 links x 16 source prefixes x 6 destination prefixes, in each IP table; frames
-    // without IP have no ports: nothing in the non-IP table.
+    // 16 source prefixes x 6 destination prefixes, in each IP table (the links and the
+    // need of an L4 header are the frame's class, one match); frames without IP have no
+    // ports: nothing in the non-IP table.
     assert_eq!(
         counts(&web),
-        vec![("flows_ipv4.flows", 192), ("flows_ipv6.flows", 192)]
+        vec![("flows_ipv4.flows", 96), ("flows_ipv6.flows", 96)]
     );
     let v4 = &web["flows_ipv4.flows"];
-    assert!(v4.iter().all(|e| e.contains("l4_valid=0x01&&&0x01")));
+    let class = v4[0].split(' ').find(|w| w.starts_with("frame_class="));
+    assert!(
+        class.is_some_and(|c| v4.iter().all(|e| e.contains(c))),
+        "one class match for all: {v4:?}"
+    );
     let dst_1024_2047 = v4
         .iter()
         .filter(|e| e.contains("l4_dst_port=0x0400&&&0xfc00"))
         .count();
-    assert_eq!(dst_1024_2047, 2 * 16, "one per link and source prefix");
+    assert_eq!(dst_1024_2047, 16, "one per source prefix");
     assert!(v4.iter().all(|e| !e.contains("ipv6")));
 }
 
@@ -675,10 +683,10 @@ fn ipv4_flows(n: usize) -> String {
 
 #[test]
 fn more_flow_entries_than_the_chip_holds_are_refused_with_the_numbers() {
-    // The chip as compiled; the site has 6 IPv4 flow entries of its own.
+    // The chip as compiled; the site has 5 IPv4 flow entries of its own.
     let f = fixture();
     let capacity = ipv4_capacity();
-    let config = f.config(&example("one-filter-site.json"), &ipv4_flows(capacity - 5));
+    let config = f.config(&example("one-filter-site.json"), &ipv4_flows(capacity - 4));
     let err = f
         .compiler
         .compile(&config, &LiveState::all_up(), &Compiled::default())
@@ -705,9 +713,9 @@ fn more_flow_entries_than_the_chip_holds_are_refused_with_the_numbers() {
     // At the boundary, on a smaller table: exactly full compiles, one more is refused,
     // afresh and as a change to what the chip holds.
     let small = fixture_with_ipv4_flows(40);
-    let full = small.config(&example("one-filter-site.json"), &ipv4_flows(34));
+    let full = small.config(&example("one-filter-site.json"), &ipv4_flows(35));
     let at_capacity = small.compile(&full, &Compiled::default());
-    let over = small.config(&example("one-filter-site.json"), &ipv4_flows(35));
+    let over = small.config(&example("one-filter-site.json"), &ipv4_flows(36));
     for previous in [&Compiled::default(), &at_capacity] {
         let err = small
             .compiler
@@ -736,13 +744,13 @@ fn more_flow_entries_than_the_chip_holds_are_refused_with_the_numbers() {
             ),
         )
     };
-    small.compile(&ranged(18), &at_capacity);
+    small.compile(&ranged(19), &at_capacity);
     let err = small
         .compiler
-        .compile(&ranged(19), &LiveState::all_up(), &at_capacity)
+        .compile(&ranged(20), &LiveState::all_up(), &at_capacity)
         .unwrap_err();
     assert!(
         matches!(err, CompileError::Capacity(OverCapacity { needed: 41, .. })),
-        "6 + 19 + 16: {err:?}"
+        "5 + 20 + 16: {err:?}"
     );
 }

@@ -246,7 +246,7 @@ async fn a_commit_past_the_chips_capacity_is_refused_before_any_write() {
     let site = config("");
     let (driver, _) = start_reconciled(&servers, dir.path(), &site).await;
     let before = entries_on_target(&servers).await;
-    // The site has 6 IPv4 flow entries of its own.
+    // The site has 5 IPv4 flow entries of its own.
     let capacity = efb_p4info::index()
         .unwrap()
         .table_by_name(efb_p4info::names::flows::IPV4.table)
@@ -260,7 +260,7 @@ async fn a_commit_past_the_chips_capacity_is_refused_before_any_write() {
     let message = over.to_string();
     assert!(
         message.contains(&format!("{capacity} IPv4 flow entries"))
-            && message.contains(&format!("needs {}", capacity + 10)),
+            && message.contains(&format!("needs {}", capacity + 9)),
         "{message}"
     );
     assert_eq!(refused.kind(), efb_chip::ChipErrorKind::Full);

@@ -33,12 +33,14 @@ pub enum WriteLevel {
     Units,
     /// Ingress ports: a new link or pair starts receiving only once it is complete.
     Ports,
-    /// Flows, pointing at units and links.
+    /// Frame classes, which flows match.
+    Classes,
+    /// Flows, pointing at units and frame classes.
     Flows,
 }
 
 impl WriteLevel {
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 6;
 }
 
 pub struct ActionSpec {
@@ -133,12 +135,21 @@ pub const TABLES: &[TableSpec] = &[
     },
     TableSpec {
         name: t::PAIRS,
-        fields: &[(f::PAIR_ID, 8, Exact)],
+        fields: &[(f::PAIR_ID, 8, Exact), (f::SIDE_WAN, 1, Exact)],
         actions: &[a::PAIR_UP, a::PAIR_DOWN],
         initial_default: a::PAIR_DOWN,
-        const_default: false,
+        const_default: true,
         direct_counter: None,
         write_level: WriteLevel::Pointed,
+    },
+    TableSpec {
+        name: t::FRAME_CLASSES,
+        fields: CLASS_FIELDS,
+        actions: &[a::SET_FRAME_CLASS, a::NO_FRAME_CLASS],
+        initial_default: a::NO_FRAME_CLASS,
+        const_default: true,
+        direct_counter: None,
+        write_level: WriteLevel::Classes,
     },
     TableSpec {
         name: t::PLATFORM,
@@ -153,23 +164,28 @@ pub const TABLES: &[TableSpec] = &[
 
 type FieldSpec = (&'static str, u32, MatchKind);
 
-/// What every flow table matches first: where the frame came from and its Ethernet
-/// layers. Depths and ports are ternary: the controller writes a range as prefixes,
-/// because Tofino's TCAM has no range units to spare for a key this wide.
+/// What `frame_classes` matches: where the frame came from, its Ethernet layers and
+/// whether it has an L4 header. Ternary, as the flow tables' fields: the controller writes
+/// the VLAN-depth range as prefixes.
+pub const CLASS_FIELDS: &[FieldSpec] = &[
+    (f::LINK_ID, 8, Ternary),
+    (f::VLAN_DEPTH, 2, Ternary),
+    (f::VLAN0_VID, 12, Ternary),
+    (f::VLAN1_VID, 12, Ternary),
+    (f::VLAN2_VID, 12, Ternary),
+    (f::MPLS_DEPTH, 3, Ternary),
+    (f::SRC_MAC, 48, Ternary),
+    (f::DST_MAC, 48, Ternary),
+    (f::ETHER_TYPE, 16, Ternary),
+    (f::L4_VALID, 1, Ternary),
+];
+
+/// What every flow table matches first: the frame's class. Ports are ternary: the
+/// controller writes a range as prefixes, because Tofino's TCAM has no range units to
+/// spare for a key this wide.
 macro_rules! flow_fields {
     ($($rest:expr),* $(,)?) => {
-        &[
-            (f::LINK_ID, 8, Ternary),
-            (f::VLAN_DEPTH, 2, Ternary),
-            (f::VLAN0_VID, 12, Ternary),
-            (f::VLAN1_VID, 12, Ternary),
-            (f::VLAN2_VID, 12, Ternary),
-            (f::MPLS_DEPTH, 3, Ternary),
-            (f::SRC_MAC, 48, Ternary),
-            (f::DST_MAC, 48, Ternary),
-            (f::ETHER_TYPE, 16, Ternary),
-            $($rest),*
-        ]
+        &[(f::FRAME_CLASS, 8, Ternary), $($rest),*]
     };
 }
 
@@ -177,7 +193,6 @@ pub const IPV4_FLOW_FIELDS: &[FieldSpec] = flow_fields![
     (f::IPV4_SRC, 32, Ternary),
     (f::IPV4_DST, 32, Ternary),
     (f::IP_PROTO, 8, Ternary),
-    (f::L4_VALID, 1, Ternary),
     (f::L4_SRC_PORT, 16, Ternary),
     (f::L4_DST_PORT, 16, Ternary),
 ];
@@ -186,7 +201,6 @@ pub const IPV6_FLOW_FIELDS: &[FieldSpec] = flow_fields![
     (f::IPV6_SRC, 128, Ternary),
     (f::IPV6_DST, 128, Ternary),
     (f::IP_PROTO, 8, Ternary),
-    (f::L4_VALID, 1, Ternary),
     (f::L4_SRC_PORT, 16, Ternary),
     (f::L4_DST_PORT, 16, Ternary),
 ];
@@ -260,7 +274,15 @@ pub const ACTIONS: &[ActionSpec] = &[
     },
     ActionSpec {
         name: a::PAIR_UP,
-        params: &[(f::LAN_PORT, 9), (f::WAN_PORT, 9)],
+        params: &[(f::PORT, 9)],
+    },
+    ActionSpec {
+        name: a::SET_FRAME_CLASS,
+        params: &[(f::FRAME_CLASS, 8)],
+    },
+    ActionSpec {
+        name: a::NO_FRAME_CLASS,
+        params: &[],
     },
     ActionSpec {
         name: a::PAIR_DOWN,

@@ -11,6 +11,9 @@ pub mod tables {
     pub const BUCKETS: &str = "EfbIngress.buckets";
     pub const PAIRS: &str = "EfbIngress.pairs";
     pub const PLATFORM: &str = "EfbIngress.platform";
+    /// The link, the Ethernet layers and the L4 header of a frame, as one 8-bit class
+    /// the flow tables match.
+    pub const FRAME_CLASSES: &str = "EfbIngress.frame_classes";
 }
 
 /// The flow tables. A frame meets exactly one, by what it carries (the TCAM holds a
@@ -105,6 +108,8 @@ pub mod actions {
     pub const PAIR_UP: &str = "EfbIngress.pair_up";
     pub const PAIR_DOWN: &str = "EfbIngress.pair_down";
     pub const SET_CPU_PORT: &str = "EfbIngress.set_cpu_port";
+    pub const SET_FRAME_CLASS: &str = "EfbIngress.set_frame_class";
+    pub const NO_FRAME_CLASS: &str = "EfbIngress.no_frame_class";
 }
 
 /// Match fields (per table) and action parameters.
@@ -115,6 +120,10 @@ pub mod fields {
     /// The bucket table's slot: the unit's base | its bucket.
     pub const INDEX: &str = "index";
     pub const PAIR_ID: &str = "pair_id";
+    /// The side a frame entered its link by (0 LAN, 1 WAN): the pair's port on that side.
+    pub const SIDE_WAN: &str = "side_wan";
+    /// What `frame_classes` gave the frame (also the action's parameter).
+    pub const FRAME_CLASS: &str = "frame_class";
     pub const VLAN_DEPTH: &str = "vlan_depth";
     pub const VLAN0_VID: &str = "vlan0_vid";
     pub const VLAN1_VID: &str = "vlan1_vid";

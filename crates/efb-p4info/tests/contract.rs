@@ -3,7 +3,7 @@
 //! The shipped P4Info holds everything the compiler and the target use, with the widths and
 //! match kinds they assume; the port map is a real map.
 
-use efb_p4info::{MatchKind, P4InfoIndex, PortMap, PortName, contract, names};
+use efb_p4info::{MatchKind, PortMap, PortName, contract, names};
 
 #[test]
 fn shipped_p4info_satisfies_the_contract() {
@@ -104,54 +104,42 @@ fn port_map_is_complete_and_not_monotonic() {
 }
 
 /// The committed outputs are the compiler's for the committed source: change efb.p4 and this
-/// fails until `p4/compile.sh` has written them again (CI has no Tofino compiler). The same
-/// holds for the next program (`p4/next/`).
+/// fails until `p4/compile.sh` has written them again (CI has no Tofino compiler).
 #[test]
 fn compiled_outputs_belong_to_the_source_as_committed() {
     use sha2::{Digest, Sha256};
 
-    for dir in ["", "next"] {
-        let root = p4_dir().join(dir);
-        let source = std::fs::read(root.join("efb.p4")).unwrap();
-        let digest: String = Sha256::digest(&source)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let recorded = std::fs::read_to_string(root.join("compiled/source.sha256")).unwrap();
-        assert_eq!(
-            recorded.split_whitespace().collect::<Vec<_>>(),
-            [digest.as_str(), "efb.p4"],
-            "{}/efb.p4 changed since its compiled/ was written: compile it again (p4/README.md)",
-            root.display()
-        );
-    }
+    let source = std::fs::read(p4_dir().join("efb.p4")).unwrap();
+    let digest: String = Sha256::digest(&source)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let recorded = std::fs::read_to_string(p4_dir().join("compiled/source.sha256")).unwrap();
+    assert_eq!(
+        recorded.split_whitespace().collect::<Vec<_>>(),
+        [digest.as_str(), "efb.p4"],
+        "p4/efb.p4 changed since p4/compiled/ was written: compile it again (p4/README.md)"
+    );
 }
 
 fn p4_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../p4")
 }
 
-/// The next program (`p4/next/`, not wired yet) as the compiler placed it: four times the
-/// IPv4 flows of the current one, 2 560 IPv6 and 2 048 non-IP, the class table of 512, in
-/// Tofino 1's twelve ingress stages.
+/// The program as the compiler placed it: four times the 2 048 IPv4 flows of the program
+/// before the class table (issue 27), 2 560 IPv6 and 2 048 non-IP, the class table of 512,
+/// in Tofino 1's twelve ingress stages.
 #[test]
-fn the_next_program_holds_four_times_the_flows_in_twelve_stages() {
-    use efb_p4info::names::flows;
+fn the_program_holds_four_times_the_flows_in_twelve_stages() {
+    use efb_p4info::names::{flows, tables};
 
-    let next = p4_dir().join("next/compiled");
-    let text = std::fs::read_to_string(next.join("efb.p4info.txtpb")).unwrap();
-    let index = P4InfoIndex::new(&efb_p4info::p4info_from_text(&text).unwrap()).unwrap();
-    let current = efb_p4info::index().unwrap();
-    let size = |index: &P4InfoIndex, table: &str| index.table_by_name(table).unwrap().size;
-    assert_eq!(size(&index, flows::IPV4.table), 8192);
-    assert_eq!(
-        size(&index, flows::IPV4.table),
-        4 * size(&current, flows::IPV4.table)
-    );
-    assert_eq!(size(&index, flows::IPV6.table), 2560);
-    assert_eq!(size(&index, flows::OTHER.table), 2048);
-    assert_eq!(size(&index, "EfbIngress.frame_classes"), 512);
-    let resources = std::fs::read_to_string(next.join("resources.txt")).unwrap();
+    let index = efb_p4info::index().unwrap();
+    let size = |table: &str| index.table_by_name(table).unwrap().size;
+    assert_eq!(size(flows::IPV4.table), 4 * 2048);
+    assert_eq!(size(flows::IPV6.table), 2560);
+    assert_eq!(size(flows::OTHER.table), 2048);
+    assert_eq!(size(tables::FRAME_CLASSES), 512);
+    let resources = std::fs::read_to_string(p4_dir().join("compiled/resources.txt")).unwrap();
     assert!(
         resources.contains("ingress uses stages 0..11 of the 12"),
         "{resources}"

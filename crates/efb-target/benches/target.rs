@@ -135,14 +135,19 @@ fn site(ix: &P4InfoIndex, map: &PortMap) -> Vec<p4::Update> {
             &[(f::PAIR_ID, id)],
             0,
         ));
-        u.push(entry(
-            ix,
-            t::PAIRS,
-            &[(f::PAIR_ID, M::Exact(id))],
-            a::PAIR_UP,
-            &[(f::LAN_PORT, port(lan)), (f::WAN_PORT, port(wan))],
-            0,
-        ));
+        for (side_wan, out) in [(0, lan), (1, wan)] {
+            u.push(entry(
+                ix,
+                t::PAIRS,
+                &[
+                    (f::PAIR_ID, M::Exact(id)),
+                    (f::SIDE_WAN, M::Exact(side_wan)),
+                ],
+                a::PAIR_UP,
+                &[(f::PORT, port(out))],
+                0,
+            ));
+        }
     }
     for bucket in 0..256u128 {
         let slot = bucket % 16;
@@ -156,11 +161,20 @@ fn site(ix: &P4InfoIndex, map: &PortMap) -> Vec<p4::Update> {
             0,
         ));
     }
+    // The link's frames are class 1.
+    u.push(entry(
+        ix,
+        t::FRAME_CLASSES,
+        &[(f::LINK_ID, M::Ternary(1, 0xff))],
+        a::SET_FRAME_CLASS,
+        &[(f::FRAME_CLASS, 1)],
+        1,
+    ));
     // The frames are IPv4: they meet the IPv4 flow table only.
     u.push(entry(
         ix,
         IPV4.table,
-        &[(f::LINK_ID, M::Ternary(1, 0xff))],
+        &[(f::FRAME_CLASS, M::Ternary(1, 0xff))],
         to_unit(),
         &[(f::UNIT_ID, 1)],
         1,
@@ -176,13 +190,12 @@ fn to_unit() -> &'static str {
 /// benchmark's flows).
 fn flow(ix: &P4InfoIndex, i: u32) -> p4::Update {
     let m = [
-        (f::LINK_ID, M::Ternary(1, 0xff)),
+        (f::FRAME_CLASS, M::Ternary(1, 0xff)),
         (
             f::IPV4_DST,
             M::Ternary(u128::from(0x0a00_0000 | i), 0xffff_ffff),
         ),
         (f::IP_PROTO, M::Ternary(6, 0xff)),
-        (f::L4_VALID, M::Ternary(1, 1)),
         (
             f::L4_DST_PORT,
             M::Ternary(u128::from(1024 + i % 1000), 0xffff),

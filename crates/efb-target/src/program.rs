@@ -34,6 +34,10 @@ pub struct Program {
     link_ports: u32,
     balancing: u32,
     platform: u32,
+    /// `frame_classes`: its id and the packet attribute each of its fields reads.
+    frame_classes: u32,
+    class_slots: Vec<Slot>,
+    set_frame_class: u32,
     /// The flow tables, in the order of [`flows::ALL`].
     flows: [FlowIds; 3],
     units: u32,
@@ -67,19 +71,28 @@ struct FlowIds {
     slots: Vec<Slot>,
 }
 
+/// What each field of a table reads, in the P4Info's order.
+fn slots(table: &efb_p4info::TableInfo) -> Result<Vec<Slot>, Vec<String>> {
+    table
+        .fields
+        .iter()
+        .map(|fi| {
+            slot(&fi.name).ok_or_else(|| {
+                vec![format!(
+                    "field {} of {} has no meaning here",
+                    fi.name, table.name
+                )]
+            })
+        })
+        .collect()
+}
+
 impl FlowIds {
     fn bind(index: &P4InfoIndex, spec: &flows::FlowTable) -> Result<FlowIds, Vec<String>> {
         let problem = |e: efb_p4info::P4InfoError| vec![e.to_string()];
         let table = index.table_by_name(spec.table).map_err(problem)?;
         let action = |n: &str| index.action_by_name(n).map(|x| x.id).map_err(problem);
-        let slots = table
-            .fields
-            .iter()
-            .map(|fi| {
-                slot(&fi.name)
-                    .ok_or_else(|| vec![format!("flow field {} has no meaning here", fi.name)])
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let slots = slots(table)?;
         Ok(FlowIds {
             table: table.id,
             drop: action(spec.drop)?,
@@ -99,6 +112,7 @@ const BUCKET_INDEX_MASK: u32 = (1 << BUCKET_INDEX_BITS) - 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Slot {
+    FrameClass,
     LinkId,
     VlanDepth,
     Vlan(usize),
@@ -121,6 +135,7 @@ enum Slot {
 
 fn slot(name: &str) -> Option<Slot> {
     Some(match name {
+        f::FRAME_CLASS => Slot::FrameClass,
         f::LINK_ID => Slot::LinkId,
         f::VLAN_DEPTH => Slot::VlanDepth,
         f::VLAN0_VID => Slot::Vlan(0),
@@ -171,6 +186,9 @@ impl Program {
         let flows: [FlowIds; 3] = flow_tables
             .try_into()
             .map_err(|_| vec!["three flow tables".to_string()])?;
+        let classes = index
+            .table_by_name(t::FRAME_CLASSES)
+            .map_err(|e| vec![e.to_string()])?;
         let mut initial_defaults = Vec::new();
         for spec in contract::TABLES {
             initial_defaults.push((table(spec.name)?, action(spec.initial_default)?));
@@ -180,6 +198,9 @@ impl Program {
             link_ports: table(t::LINK_PORTS)?,
             balancing: table(t::BALANCING)?,
             platform: table(t::PLATFORM)?,
+            frame_classes: classes.id,
+            class_slots: slots(classes)?,
+            set_frame_class: action(a::SET_FRAME_CLASS)?,
             flows,
             units: table(t::UNITS)?,
             buckets: table(t::BUCKETS)?,
@@ -236,6 +257,7 @@ impl Program {
             if let Some(ip_len) = ip_len {
                 check_length = Some(ip_offset(&h).saturating_add(ip_len));
             }
+            md.frame_class = self.frame_class(objects, &lkp, md.link_id);
             self.flows(objects, &lkp, &mut md, wire_len);
         }
 
@@ -283,10 +305,10 @@ impl Program {
             if md.flow_drop {
                 md.mark_drop(drop_reasons::FLOW_DROP);
             } else if md.unit_id != 0
-                && let Some((pair_lan, pair_wan, core)) = self.balance(objects, md.unit_id, hash)
+                && let Some((port, core)) = self.balance(objects, md.unit_id, md.side_wan, hash)
             {
                 out = packet::insert_tag(frame, md.link_id, core);
-                egress_port = Some(if md.side_wan { pair_wan } else { pair_lan });
+                egress_port = Some(port);
             }
         }
 
@@ -353,6 +375,19 @@ impl Program {
         }
     }
 
+    /// `frame_classes`: the class of the frame's link, Ethernet layers and L4 header (its
+    /// highest-priority entry's; none: 0).
+    fn frame_class(&self, objects: &Objects, lkp: &Lookup, link: u8) -> u8 {
+        let Some(table) = objects.tables.get(&self.frame_classes) else {
+            return 0;
+        };
+        let key = lkp.key(&self.class_slots, link, 0);
+        match table.lookup_ternary(&key).and_then(|e| direct(&e.action)) {
+            Some((id, p)) if id == self.set_frame_class => param8(&p, 0),
+            _ => 0,
+        }
+    }
+
     /// The flow table of the frame's kind (by the IP version of the innermost IP header):
     /// its action, counted by the entry that hit.
     fn flows(&self, objects: &Objects, lkp: &Lookup, md: &mut Metadata, wire_len: usize) {
@@ -364,7 +399,7 @@ impl Program {
         let Some(table) = objects.tables.get(&flows.table) else {
             return;
         };
-        let key = lkp.flow_key(&flows.slots, md.link_id);
+        let key = lkp.key(&flows.slots, md.link_id, md.frame_class);
         let hit = table.lookup_ternary(&key);
         if let Some(entry) = hit {
             entry.counter.count(wire_len);
@@ -379,12 +414,12 @@ impl Program {
         }
     }
 
-    /// units -> buckets -> pairs: (pair LAN port, pair WAN port, core), or `None` for
-    /// software bypass (unit in bypass, pair down or not written). The bucket table is
-    /// direct-indexed on the chip: it never misses, a slot never written holding the
-    /// program's default `to_pair(0, 0)` (here: the initial default without parameters,
-    /// which read as 0).
-    fn balance(&self, objects: &Objects, unit: u8, hash: u32) -> Option<(u32, u32, u8)> {
+    /// units -> buckets -> pairs: the pair's port on the side the frame entered its link
+    /// by and the core, or `None` for software bypass (unit in bypass, pair down or not
+    /// written). The bucket table is direct-indexed on the chip: it never misses, a slot
+    /// never written holding the program's default `to_pair(0, 0)` (here: the initial
+    /// default without parameters, which read as 0).
+    fn balance(&self, objects: &Objects, unit: u8, wan: bool, hash: u32) -> Option<(u32, u8)> {
         let (action, params) = self.exact(objects, self.units, &[(u128::from(unit), 8)])?;
         if action != self.unit_active {
             return None;
@@ -400,8 +435,9 @@ impl Program {
             return None;
         }
         let (pair, core) = (param8(&params, 0), param8(&params, 1));
-        let (action, params) = self.exact(objects, self.pairs, &[(u128::from(pair), 8)])?;
-        (action == self.pair_up).then(|| (param32(&params, 0), param32(&params, 1), core))
+        let key = [(u128::from(pair), 8), (u128::from(wan), 1)];
+        let (action, params) = self.exact(objects, self.pairs, &key)?;
+        (action == self.pair_up).then(|| (param32(&params, 0), core))
     }
 
     fn method(&self, objects: &Objects) -> BalancingMethod {
@@ -480,6 +516,7 @@ fn packet_in_header(ingress: u32, rx_ns: u64) -> Vec<u8> {
 #[derive(Debug, Default)]
 struct Metadata {
     link_id: u8,
+    frame_class: u8,
     from_link: bool,
     from_pair: bool,
     from_cpu: bool,
@@ -565,8 +602,8 @@ impl Lookup {
         lkp
     }
 
-    /// The values of a flow table's fields.
-    fn flow_key(&self, slots: &[Slot], link: u8) -> Vec<u128> {
+    /// The values of a table's fields (`frame_classes` or a flow table).
+    fn key(&self, slots: &[Slot], link: u8, class: u8) -> Vec<u128> {
         let (sport, dport) = self.l4.unwrap_or_default();
         let (v4, v6) = match self.ip_version {
             4 => ((self.src, self.dst), (0, 0)),
@@ -576,6 +613,7 @@ impl Lookup {
         slots
             .iter()
             .map(|s| match *s {
+                Slot::FrameClass => u128::from(class),
                 Slot::LinkId => u128::from(link),
                 Slot::VlanDepth => u128::from(self.vlan_depth),
                 Slot::Vlan(i) => u128::from(self.vlan_vids[i]),

@@ -12,8 +12,10 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use common::frames::{eth, gre, ipv4, ipv6, mpls, pppoe, tcp, tcp4, udp, v6};
-use common::site::{LAN, LINK, PAIRS, UNIT, WAN, expected, site, tagged, to_filter};
-use common::{Bench, M, entry, insert, packet_out, update};
+use common::site::{
+    CLASS_L4, CLASS_LINK, LAN, LINK, PAIRS, UNIT, WAN, expected, site, tagged, to_filter,
+};
+use common::{Bench, M, entry, frame_class, insert, packet_out, update};
 use efb_model::BalancingMethod;
 use efb_p4info::names::flows;
 use efb_p4info::names::{actions as a, fields as f, tables as t};
@@ -252,19 +254,33 @@ async fn every_encapsulation_is_parsed_to_the_inner_ip() {
 async fn flows_match_vlan_and_mpls_depth_and_tags() {
     let (mut bench, _s) = site(Profile::StratumTofino).await;
     let ix = bench.index.clone();
-    // Depths are ternary: 2..=3 tags is one prefix, 4..=6 labels two (4..=5 and 6).
-    let by_vlan = [
+    // The Ethernet layers are classified, each criterion a bit of the class: depths are
+    // ternary, 2..=3 tags is one prefix, 4..=6 labels two (4..=5 and 6).
+    let (by_vlan, by_mpls) = (0b100, 0b1000);
+    let link = (f::LINK_ID, M::Ternary(LINK, 0xff));
+    let l4 = (f::L4_VALID, M::Ternary(1, 1));
+    let by_vlan_entry = [
+        link.clone(),
+        l4.clone(),
         (f::VLAN_DEPTH, M::Ternary(2, 0b10)),
         (f::VLAN1_VID, M::Ternary(200, 0xfff)),
     ];
-    let by_mpls_4_5 = [(f::MPLS_DEPTH, M::Ternary(4, 0b110))];
-    let by_mpls_6 = [(f::MPLS_DEPTH, M::Ternary(6, 0b111))];
+    let by_mpls_4_5 = [
+        link.clone(),
+        l4.clone(),
+        (f::MPLS_DEPTH, M::Ternary(4, 0b110)),
+    ];
+    let by_mpls_6 = [link, l4, (f::MPLS_DEPTH, M::Ternary(6, 0b111))];
+    let base = CLASS_LINK | CLASS_L4;
     let (table, drop) = (flows::IPV4.table, flows::IPV4.drop);
+    let class = |bit: u128| [(f::FRAME_CLASS, M::Ternary(bit, bit))];
     bench
         .write(vec![
-            insert(entry(&ix, table, &by_vlan, drop, &[], 60)),
-            insert(entry(&ix, table, &by_mpls_4_5, drop, &[], 61)),
-            insert(entry(&ix, table, &by_mpls_6, drop, &[], 61)),
+            insert(frame_class(&ix, &by_vlan_entry, base | by_vlan, 10)),
+            insert(frame_class(&ix, &by_mpls_4_5, base | by_mpls, 10)),
+            insert(frame_class(&ix, &by_mpls_6, base | by_mpls, 10)),
+            insert(entry(&ix, table, &class(by_vlan), drop, &[], 60)),
+            insert(entry(&ix, table, &class(by_mpls), drop, &[], 61)),
         ])
         .await
         .unwrap();
@@ -598,15 +614,14 @@ async fn filter_loss_and_death_lose_traffic_and_software_bypass_saves_it() {
         "lost in the filters"
     );
     // The controller marks pair 1 down and sets the unit... pair 1's sessions bypass.
-    let down = entry(
-        &bench.index,
-        t::PAIRS,
-        &[(f::PAIR_ID, M::Exact(1))],
-        a::PAIR_DOWN,
-        &[],
-        0,
-    );
-    bench.write(vec![update(Type::Modify, down)]).await.unwrap();
+    let down = |side_wan| {
+        let key = [(f::PAIR_ID, M::Exact(1)), (f::SIDE_WAN, M::Exact(side_wan))];
+        update(
+            Type::Modify,
+            entry(&bench.index, t::PAIRS, &key, a::PAIR_DOWN, &[], 0),
+        )
+    };
+    bench.write(vec![down(0), down(1)]).await.unwrap();
     bench.frames(&[], 0).await;
     for f in &frames {
         bench.inject(LAN, f.clone()).await;

@@ -20,7 +20,7 @@ fn flow(bench: &Bench, priority: i32, dst_port: u16) -> p4::TableEntry {
         &bench.index,
         IPV4.table,
         &[
-            (f::LINK_ID, M::Ternary(1, 0xff)),
+            (f::FRAME_CLASS, M::Ternary(1, 0xff)),
             (f::L4_DST_PORT, M::Ternary(u128::from(dst_port), 0xffff)),
         ],
         IPV4.bypass,
@@ -219,7 +219,7 @@ async fn every_bad_update_is_refused_with_its_code() {
     let e = entry(
         &bench.index,
         IPV4.table,
-        &[(f::LINK_ID, M::Ternary(3, 0xff))],
+        &[(f::FRAME_CLASS, M::Ternary(3, 0xff))],
         IPV6.bypass,
         &[],
         16,
@@ -264,7 +264,7 @@ async fn every_bad_update_is_refused_with_its_code() {
     let e = entry(
         &bench.index,
         IPV4.table,
-        &[(f::LINK_ID, M::Exact(1))],
+        &[(f::FRAME_CLASS, M::Exact(1))],
         IPV4.bypass,
         &[],
         17,
@@ -286,7 +286,7 @@ async fn every_bad_update_is_refused_with_its_code() {
     let e = entry(
         &bench.index,
         IPV4.table,
-        &[(f::LINK_ID, M::Ternary(2, 0xff))],
+        &[(f::FRAME_CLASS, M::Ternary(2, 0xff))],
         a::TO_PAIR,
         &[(f::PAIR_ID, 1), (f::CORE, 0)],
         18,
@@ -295,7 +295,7 @@ async fn every_bad_update_is_refused_with_its_code() {
     let e = entry(
         &bench.index,
         IPV4.table,
-        &[(f::LINK_ID, M::Ternary(2, 0xff))],
+        &[(f::FRAME_CLASS, M::Ternary(2, 0xff))],
         IPV4.to_unit.unwrap(),
         &[],
         19,
@@ -304,7 +304,7 @@ async fn every_bad_update_is_refused_with_its_code() {
     let e = entry(
         &bench.index,
         IPV4.table,
-        &[(f::LINK_ID, M::Ternary(2, 0xff))],
+        &[(f::FRAME_CLASS, M::Ternary(2, 0xff))],
         IPV4.to_unit.unwrap(),
         &[(f::UNIT_ID, 256)],
         20,

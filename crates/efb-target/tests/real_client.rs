@@ -29,8 +29,7 @@ async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
     let (mut bench, session) = Bench::ready(Profile::StratumTofino).await;
     let ix = bench.index.clone();
     let bgp = [
-        (f::LINK_ID, M::Ternary(1, 0xff)),
-        (f::L4_VALID, M::Ternary(1, 1)),
+        (f::FRAME_CLASS, M::Ternary(1, 0xff)),
         (f::L4_DST_PORT, M::Ternary(179, 0xffff)),
     ];
     let to_unit = IPV4.to_unit.unwrap();
@@ -40,7 +39,7 @@ async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
             insert(entry(
                 &ix,
                 IPV4.table,
-                &[(f::LINK_ID, M::Ternary(1, 0xff))],
+                &[(f::FRAME_CLASS, M::Ternary(1, 0xff))],
                 to_unit,
                 &[(f::UNIT_ID, 1)],
                 1,
@@ -88,7 +87,7 @@ async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
     assert_eq!(flows[0]["action"], IPV4.bypass);
     assert_eq!(
         flows[0]["fields"],
-        serde_json::json!(["l4_dst_port", "l4_valid", "link_id"])
+        serde_json::json!(["frame_class", "l4_dst_port"])
     );
     assert_eq!(flows[1]["action"], to_unit);
     assert_eq!(seen["inserted"], true);
@@ -111,7 +110,7 @@ async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
         &ix,
         IPV4.table,
         &[
-            (f::LINK_ID, M::Ternary(2, 0xff)),
+            (f::FRAME_CLASS, M::Ternary(2, 0xff)),
             (f::IP_PROTO, M::Ternary(17, 0xff)),
             (f::L4_DST_PORT, M::Ternary(9, 0xffff)),
         ],

@@ -1,5 +1,6 @@
-//! A flow's entries: the flow tables its frames can meet, its criteria in each (ranges as
-//! ternary prefixes), one entry per link it is scoped to.
+//! A flow's entries: the flow tables its frames can meet, its criteria in each (port
+//! ranges as ternary prefixes) behind its match on the frame's class, which holds its link
+//! scope, Ethernet-layer criteria and need of an L4 header (see `frame_classes`).
 
 use efb_model::{Action, Flow, FlowMatch, MacMatch, Prefix, paths};
 use efb_p4info::names::fields as f;
@@ -7,24 +8,19 @@ use efb_p4info::names::flows::{self, FrameKind};
 
 use super::{CompileError, Desired};
 use crate::entry::{Builder, Criterion};
+use crate::frame_classes::ClassMatch;
 
-/// A flow: in each flow table whose frames it can match, one entry per link it is scoped
-/// to (one for every link when it names none) and per prefix its ranges make. Its
-/// priority on the chip is its configured priority plus one (the chip wants them
-/// positive).
+/// A flow: in each flow table whose frames it can match, one entry per prefix its port
+/// ranges make, each matching `class`. Its priority on the chip is its configured priority
+/// plus one (the chip wants them positive).
 pub(super) fn flow(
     b: &Builder,
     flow: &Flow,
-    links: &[u32],
+    class: ClassMatch,
     unit: Option<u32>,
 ) -> Result<Vec<Desired>, CompileError> {
     let priority = i32::try_from(flow.priority).unwrap_or(i32::MAX - 1) + 1;
     let source = paths::flow(&flow.name);
-    let scopes: Vec<Option<u32>> = if flow.links.is_empty() {
-        vec![None]
-    } else {
-        links.iter().map(|l| Some(*l)).collect()
-    };
     let mut out = Vec::new();
     for kind in frame_kinds(&flow.matches) {
         let table = kind.table();
@@ -36,20 +32,11 @@ pub(super) fn flow(
             }
             _ => (table.bypass, vec![]),
         };
-        let Some(variants) = criteria(&flow.matches, kind) else {
-            continue;
-        };
-        for scope in &scopes {
-            for criteria in &variants {
-                let mut c = criteria.clone();
-                if let Some(link) = scope {
-                    c.push((f::LINK_ID, Criterion::Ternary((*link).into(), 0xff)));
-                }
-                out.push(Desired {
-                    entry: b.entry(table.table, &c, priority, action, &params)?,
-                    source: source.clone(),
-                });
-            }
+        for criteria in criteria(&flow.matches, kind, class) {
+            out.push(Desired {
+                entry: b.entry(table.table, &criteria, priority, action, &params)?,
+                source: source.clone(),
+            });
         }
     }
     Ok(out)
@@ -93,17 +80,15 @@ fn kinds_of_ether_type(ether_type: u16) -> Vec<FrameKind> {
 type Criteria = Vec<(&'static str, Criterion)>;
 
 /// A flow table's criteria for a match, one set per combination of the prefixes its
-/// ranges make; `None` when no frame can match.
-fn criteria(m: &FlowMatch, kind: FrameKind) -> Option<Vec<Criteria>> {
-    let ethernet = ethernet_criteria(m)?;
-    let mut c: Criteria = ethernet
-        .ternaries
-        .iter()
-        .map(|(field, value, mask)| (*field, Criterion::Ternary(*value, *mask)))
-        .collect();
+/// port ranges make.
+fn criteria(m: &FlowMatch, kind: FrameKind, class: ClassMatch) -> Vec<Criteria> {
+    let mut c: Criteria = Vec::new();
+    if class.mask != 0 {
+        let (value, mask) = (class.value.into(), class.mask.into());
+        c.push((f::FRAME_CLASS, Criterion::Ternary(value, mask)));
+    }
     // Ranges, each as the prefixes that cover it (none: any value).
-    let mut ranges: Vec<(&'static str, Vec<(u128, u128)>)> =
-        vec![(f::VLAN_DEPTH, ethernet.vlan_depth)];
+    let mut ranges: Vec<(&'static str, Vec<(u128, u128)>)> = Vec::new();
     match kind {
         FrameKind::Other => llc_criteria(m, &mut c),
         FrameKind::Ipv4 | FrameKind::Ipv6 => {
@@ -115,12 +100,11 @@ fn criteria(m: &FlowMatch, kind: FrameKind) -> Option<Vec<Criteria>> {
             }
         }
     }
-    Some(expand(c, &ranges))
+    expand(c, &ranges)
 }
 
 /// The Ethernet-layer criteria of a match (VLAN tags and depth, MPLS depth, MACs,
-/// EtherType): the flow tables' today, the `frame_classes` table's tomorrow, so both read
-/// them from here.
+/// EtherType), which `frame_classes` holds for the flow tables.
 pub(crate) struct EthernetCriteria {
     /// (field, value, mask) in the order the flow tables have always listed them.
     pub ternaries: Vec<(&'static str, u128, u128)>,
@@ -174,7 +158,8 @@ fn llc_criteria(m: &FlowMatch, c: &mut Criteria) {
     }
 }
 
-/// The address, protocol and port-presence criteria of an IP flow table.
+/// The address and protocol criteria of an IP flow table (an L4 header, which port
+/// criteria need, is in the frame's class).
 fn ip_criteria(m: &FlowMatch, kind: FrameKind, c: &mut Criteria) {
     let addresses = match kind {
         FrameKind::Ipv4 => [
@@ -194,9 +179,6 @@ fn ip_criteria(m: &FlowMatch, kind: FrameKind, c: &mut Criteria) {
     }
     if let Some(p) = m.ip_proto {
         c.push((f::IP_PROTO, Criterion::Ternary(p.into(), 0xff)));
-    }
-    if m.src_port.is_some() || m.dst_port.is_some() {
-        c.push((f::L4_VALID, Criterion::Ternary(1, 1)));
     }
 }
 

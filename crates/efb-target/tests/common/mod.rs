@@ -492,6 +492,24 @@ pub fn ip_flows(
         .collect()
 }
 
+/// A `frame_classes` entry giving the frames `matches` selects the class `class`.
+pub fn frame_class(
+    index: &P4InfoIndex,
+    matches: &[(&str, M)],
+    class: u128,
+    priority: i32,
+) -> p4::TableEntry {
+    use efb_p4info::names::{actions as a, fields as f, tables as t};
+    entry(
+        index,
+        t::FRAME_CLASSES,
+        matches,
+        a::SET_FRAME_CLASS,
+        &[(f::FRAME_CLASS, class)],
+        priority,
+    )
+}
+
 /// A flow table's `to_unit` action (the IP tables have one).
 pub fn to_unit(table: &FlowTable) -> &'static str {
     table.to_unit.expect("an IP flow table has to_unit")

@@ -10,7 +10,7 @@ use efb_p4info::names::{actions as a, fields as f, tables as t};
 use efb_target::Profile;
 use p4runtime_proto::p4::v1 as p4;
 
-use super::{Bench, M, Session, entry, insert, ip_flows};
+use super::{Bench, M, Session, entry, frame_class, insert, ip_flows};
 
 pub const LINK: u128 = 1;
 pub const LAN: &str = "p6-2";
@@ -19,6 +19,9 @@ pub const WAN: &str = "p6-1";
 pub const PAIRS: [(&str, &str); 2] = [("p4-0", "p4-1"), ("p4-2", "p4-3")];
 pub const CORES: usize = 3;
 pub const UNIT: u128 = 1;
+/// The class bit of the link's frames, and of those with an L4 header.
+pub const CLASS_LINK: u128 = 0b01;
+pub const CLASS_L4: u128 = 0b10;
 
 /// One link, one unit of two pairs with three cores, everything to the unit but BGP
 /// (bypassed) and UDP port 9 (dropped).
@@ -73,7 +76,7 @@ pub async fn site(profile: Profile) -> (Bench, Session) {
             &[(f::PAIR_ID, id)],
             0,
         )));
-        updates.push(insert(pair_up(&bench, id, lan, wan)));
+        updates.extend(pair_up(&bench, id, lan, wan).into_iter().map(insert));
     }
     let layout = UnitLayout {
         pairs: PAIRS.len(),
@@ -108,7 +111,27 @@ pub async fn site(profile: Profile) -> (Bench, Session) {
             0,
         )));
     }
-    let link = (f::LINK_ID, M::Ternary(LINK, 0xff));
+    // The link's frames get a class, those with an L4 header one more bit, as the
+    // driver gives each criterion of its flows a bit of the class.
+    updates.extend([
+        insert(frame_class(
+            &ix,
+            &[(f::LINK_ID, M::Ternary(LINK, 0xff))],
+            CLASS_LINK,
+            1,
+        )),
+        insert(frame_class(
+            &ix,
+            &[
+                (f::LINK_ID, M::Ternary(LINK, 0xff)),
+                (f::L4_VALID, M::Ternary(1, 1)),
+            ],
+            CLASS_LINK | CLASS_L4,
+            2,
+        )),
+    ]);
+    let link = (f::FRAME_CLASS, M::Ternary(CLASS_LINK, CLASS_LINK));
+    let with_l4 = CLASS_LINK | CLASS_L4;
     // A flow is one entry per flow table its frames can meet: non-IP frames never go to
     // a filter, so everything-to-the-unit is written into the IP tables only.
     updates.extend(ip_flows(
@@ -119,16 +142,14 @@ pub async fn site(profile: Profile) -> (Bench, Session) {
         1,
     ));
     let bgp = [
-        link.clone(),
+        (f::FRAME_CLASS, M::Ternary(with_l4, with_l4)),
         (f::IP_PROTO, M::Ternary(6, 0xff)),
-        (f::L4_VALID, M::Ternary(1, 1)),
         (f::L4_DST_PORT, M::Ternary(179, 0xffff)),
     ];
     updates.extend(ip_flows(&ix, &bgp, |t| t.bypass, &[], 100));
     let discard = [
-        link,
+        (f::FRAME_CLASS, M::Ternary(with_l4, with_l4)),
         (f::IP_PROTO, M::Ternary(17, 0xff)),
-        (f::L4_VALID, M::Ternary(1, 1)),
         (f::L4_DST_PORT, M::Ternary(9, 0xffff)),
     ];
     updates.extend(ip_flows(&ix, &discard, |t| t.drop, &[], 90));
@@ -138,19 +159,22 @@ pub async fn site(profile: Profile) -> (Bench, Session) {
     (bench, session)
 }
 
-pub fn pair_up(bench: &Bench, id: u128, lan: &str, wan: &str) -> p4::TableEntry {
-    let params = [
-        (f::LAN_PORT, u128::from(bench.port(lan))),
-        (f::WAN_PORT, u128::from(bench.port(wan))),
-    ];
-    entry(
-        &bench.index,
-        t::PAIRS,
-        &[(f::PAIR_ID, M::Exact(id))],
-        a::PAIR_UP,
-        &params,
-        0,
-    )
+/// A pair's two entries, keyed by pair and side: a frame that entered by the link's LAN
+/// port leaves by the pair's LAN port, and the same for WAN.
+pub fn pair_up(bench: &Bench, id: u128, lan: &str, wan: &str) -> [p4::TableEntry; 2] {
+    [(0, lan), (1, wan)].map(|(side_wan, port)| {
+        entry(
+            &bench.index,
+            t::PAIRS,
+            &[
+                (f::PAIR_ID, M::Exact(id)),
+                (f::SIDE_WAN, M::Exact(side_wan)),
+            ],
+            a::PAIR_UP,
+            &[(f::PORT, u128::from(bench.port(port)))],
+            0,
+        )
+    })
 }
 
 /// Where efb-balancing says a session goes: (pair index, core).

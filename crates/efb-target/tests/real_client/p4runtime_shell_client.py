@@ -33,7 +33,7 @@ def main(addr):
             })
         out["flows"] = flows
         te = sh.TableEntry(FLOWS)(action="flows_ipv4.drop")
-        te.match["link_id"] = "2&&&0xff"
+        te.match["frame_class"] = "2&&&0xff"
         te.match["l4_dst_port"] = "9&&&0xffff"
         te.match["ip_proto"] = "17&&&0xff"
         te.priority = 500
