@@ -12,6 +12,7 @@ use efb_model::Config;
 use efb_model::validation::Validator;
 use efb_p4::compile::{CompileError, range_prefixes};
 use efb_p4::entry::describe;
+use efb_p4::frame_classes::ClassesError;
 use efb_p4::regions::Region;
 use efb_p4::{Compiled, Compiler, Plan, Tables};
 use efb_p4info::names::flows::IPV4;
@@ -752,5 +753,42 @@ fn more_flow_entries_than_the_chip_holds_are_refused_with_the_numbers() {
     assert!(
         matches!(err, CompileError::Capacity(OverCapacity { needed: 41, .. })),
         "5 + 20 + 16: {err:?}"
+    );
+}
+
+#[test]
+fn flows_whose_criteria_need_more_class_bits_than_the_chip_has_are_refused() {
+    // Nine MAC criteria of one bit each: any two can hold for the same frame, so each
+    // needs a class bit of its own, and the class has eight.
+    let f = fixture();
+    let lines: String = (0..9)
+        .map(|bit| {
+            format!(
+                "set ecofilter-balancer flow mac{bit} priority {} match src-mac 00:00:00:00:{:02x}:{:02x} src-mac-mask 00:00:00:00:{:02x}:{:02x}\n",
+                2000 + bit,
+                (1u16 << bit) >> 8,
+                (1u16 << bit) & 0xff,
+                (1u16 << bit) >> 8,
+                (1u16 << bit) & 0xff,
+            )
+        })
+        .collect();
+    let config = f.config(&example("one-filter-site.json"), &lines);
+    let previous = f.compile(
+        &f.config(&example("one-filter-site.json"), ""),
+        &Compiled::default(),
+    );
+    let err = f
+        .compiler
+        .compile(&config, &LiveState::all_up(), &previous)
+        .unwrap_err();
+    assert!(
+        matches!(err, CompileError::Classes(ClassesError::TooManyBits { .. })),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("-bit class") && message.contains("frame_class field has 8 bits"),
+        "{message}"
     );
 }
