@@ -16,6 +16,48 @@ fn shipped_p4info_satisfies_the_contract() {
     );
 }
 
+/// The names written at build time (by build.rs's own reading of the text format) are the
+/// P4Info's as the index reads it: every table and key field, and no action or counter the
+/// index does not know.
+#[test]
+fn the_generated_names_are_the_p4infos() {
+    let index = efb_p4info::index().unwrap();
+    let sorted = |names: &[&str]| {
+        let mut names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        names.sort();
+        names
+    };
+    let mut tables: Vec<String> = index.tables().map(|t| t.name.clone()).collect();
+    tables.sort();
+    assert_eq!(sorted(names::tables::ALL), tables);
+    for counter in index.counters() {
+        assert!(names::counters::ALL.contains(&counter.name.as_str()));
+    }
+    for counter in names::counters::ALL {
+        let found =
+            index.counter_by_name(counter).is_ok() || index.direct_counter_by_name(counter).is_ok();
+        assert!(found, "{counter}");
+    }
+    for action in names::actions::ALL {
+        assert!(index.action_by_name(action).is_ok(), "{action}");
+    }
+    for table in index.tables() {
+        for field in &table.fields {
+            let nameable = field
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            assert_eq!(
+                names::fields::ALL.contains(&field.name.as_str()),
+                nameable,
+                "{}: {}",
+                table.name,
+                field.name
+            );
+        }
+    }
+}
+
 #[test]
 fn contract_check_catches_a_wrong_width_and_a_missing_action() {
     let text = efb_p4info::P4INFO_TEXT
