@@ -391,7 +391,7 @@ fn verify(
     let index = P4InfoIndex::new(p4info).map_err(|e| Status::invalid_argument(e.to_string()))?;
     if device.profile().is_stratum() {
         let program = crate::device_config::check(&index, &config.p4_device_config)
-            .map_err(Status::invalid_argument)?;
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         tracing::debug!(program, "device config accepted");
     }
     for table in index.tables() {
