@@ -46,6 +46,12 @@ pub enum Flow {
 #[error("{}", efb_text_table::escape_lines(&efb_yang::text::bound(.0, efb_yang::text::MESSAGE_BYTES)))]
 pub struct ShellError(pub String);
 
+impl From<setlines::UnterminatedQuote> for ShellError {
+    fn from(e: setlines::UnterminatedQuote) -> ShellError {
+        ShellError(e.to_string())
+    }
+}
+
 impl From<ClientError> for ShellError {
     fn from(e: ClientError) -> ShellError {
         ShellError(e.to_string())
@@ -190,7 +196,7 @@ impl Shell {
             return Ok(Flow::Continue);
         }
         let (command, mut stages) = split_pipes(line)?;
-        let words = setlines::split_words(&command).map_err(ShellError)?;
+        let words = setlines::split_words(&command)?;
         if words.is_empty() {
             return Ok(Flow::Continue);
         }

@@ -197,9 +197,14 @@ pub fn quote_word(word: &str) -> String {
     }
 }
 
+/// A line whose last quote is never closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("unterminated quote")]
+pub struct UnterminatedQuote;
+
 /// Splits a line into words: whitespace separates, double or single quotes group, a
 /// backslash escapes the next character inside double quotes.
-pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+pub fn split_words(line: &str) -> Result<Vec<String>, UnterminatedQuote> {
     let mut words = Vec::new();
     let mut chars = line.chars().peekable();
     while let Some(&c) = chars.peek() {
@@ -220,10 +225,10 @@ pub fn split_words(line: &str) -> Result<Vec<String>, String> {
                             Some('"') => break,
                             Some('\\') => match chars.next() {
                                 Some(e) => word.push(e),
-                                None => return Err("unterminated quote".into()),
+                                None => return Err(UnterminatedQuote),
                             },
                             Some(c) => word.push(c),
-                            None => return Err("unterminated quote".into()),
+                            None => return Err(UnterminatedQuote),
                         }
                     }
                 }
@@ -234,7 +239,7 @@ pub fn split_words(line: &str) -> Result<Vec<String>, String> {
                         match chars.next() {
                             Some('\'') => break,
                             Some(c) => word.push(c),
-                            None => return Err("unterminated quote".into()),
+                            None => return Err(UnterminatedQuote),
                         }
                     }
                 }
@@ -254,7 +259,7 @@ pub fn split_words(line: &str) -> Result<Vec<String>, String> {
 /// Parses one `set` or `delete` line (the verb included).
 pub fn parse_line(schema: &Schema, line: &str) -> Result<Line, Error> {
     let fail = |message: String| Error::Invalid(vec![Problem::new("", message)]);
-    let words = split_words(line).map_err(fail)?;
+    let words = split_words(line).map_err(|e| fail(e.to_string()))?;
     let (verb, rest) = match words.split_first() {
         Some((v, rest)) if v == "set" => (Verb::Set, rest),
         Some((v, rest)) if v == "delete" => (Verb::Delete, rest),

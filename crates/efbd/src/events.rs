@@ -363,10 +363,20 @@ impl Events {
     }
 }
 
+/// A word that is neither an event kind nor a group of kinds.
+#[derive(Debug, thiserror::Error)]
+#[error("no event kind {word:?}; kinds are: {}", accepted.join(", "))]
+pub struct UnknownKind {
+    /// The word, cut to what a message shows.
+    pub word: String,
+    /// Groups and kinds, each once, in the order `show log` lists them.
+    pub accepted: Vec<&'static str>,
+}
+
 /// The kinds that `words` select: each a kind (`liveness`) or the word of a group of kinds
 /// (`commit`: commits, rollbacks and confirm timeouts). An unknown word is refused with the
 /// words accepted.
-pub fn kinds_of(words: &[String]) -> Result<Vec<&'static str>, String> {
+pub fn kinds_of(words: &[String]) -> Result<Vec<&'static str>, UnknownKind> {
     let mut kinds = Vec::new();
     for word in words {
         let selected: Vec<&'static str> = KINDS
@@ -375,17 +385,16 @@ pub fn kinds_of(words: &[String]) -> Result<Vec<&'static str>, String> {
             .map(|(kind, _)| *kind)
             .collect();
         if selected.is_empty() {
-            let mut accepted: Vec<&str> = Vec::new();
+            let mut accepted: Vec<&'static str> = Vec::new();
             for word in KINDS.iter().flat_map(|(kind, group)| [*group, *kind]) {
                 if !accepted.contains(&word) {
                     accepted.push(word);
                 }
             }
-            return Err(format!(
-                "no event kind {:?}; kinds are: {}",
-                efb_yang::text::excerpt(word),
-                accepted.join(", ")
-            ));
+            return Err(UnknownKind {
+                word: efb_yang::text::excerpt(word).to_string(),
+                accepted,
+            });
         }
         kinds.extend(selected);
     }
@@ -461,6 +470,8 @@ mod tests {
             ["liveness", "unit-status", "chip-refusal"]
         );
         let err = kinds_of(&words(&["commits"])).unwrap_err();
+        assert_eq!(err.word, "commits");
+        let err = err.to_string();
         assert!(
             err.contains("\"commits\"") && err.contains("commit, rollback"),
             "{err}"

@@ -9,7 +9,7 @@ use std::os::fd::AsFd;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use crate::settings::{Log, log_format};
+use crate::settings::{Log, SettingRefused, log_format};
 
 /// Journal fields are upper case; ours carry this prefix (`EFB_EVENT`, `EFB_UNIT`).
 const JOURNAL_PREFIX: &str = "EFB";
@@ -29,7 +29,7 @@ pub fn choose(
     format_setting: &str,
     journal_stream: Option<&str>,
     stderr: Option<(u64, u64)>,
-) -> Result<Writer, String> {
+) -> Result<Writer, SettingRefused> {
     Ok(match log_format(format_setting)? {
         "text" => Writer::Text,
         "json" => Writer::Json,
@@ -55,7 +55,7 @@ fn stderr_identity() -> Option<(u64, u64)> {
 
 /// Sets up the log as `log` says; an error names the setting (the journal unreachable
 /// with `log.format = "journal"`).
-pub fn init(log: &Log) -> Result<Writer, String> {
+pub fn init(log: &Log) -> Result<Writer, SettingRefused> {
     let filter = log.filter()?;
     let stream = std::env::var("JOURNAL_STREAM").ok();
     let mut writer = choose(&log.format, stream.as_deref(), stderr_identity())?;
@@ -71,11 +71,7 @@ pub fn init(log: &Log) -> Result<Writer, String> {
                 writer = Writer::Text;
                 None
             }
-            Err(e) => {
-                return Err(format!(
-                    "log.format (--log-format) = \"journal\": the journal cannot be reached: {e}"
-                ));
-            }
+            Err(e) => return Err(SettingRefused::NoJournal(e.to_string())),
         },
         _ => None,
     };

@@ -14,6 +14,7 @@ mod log;
 mod management;
 mod metrics;
 mod p4runtime;
+mod refusal;
 
 pub use audit::Audit;
 pub use connections::Connections;
@@ -23,6 +24,7 @@ pub use log::{Log, log_format};
 pub use management::{Groups, Management};
 pub use metrics::Metrics;
 pub use p4runtime::P4Runtime;
+pub use refusal::SettingRefused;
 
 /// Every setting, with the defaults that let plain `efbd` run from the repository.
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
@@ -65,6 +67,11 @@ pub enum SettingsError {
     },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
+    #[error("{path}: {source}")]
+    Refused {
+        path: String,
+        source: SettingRefused,
+    },
 }
 
 impl Settings {
@@ -109,19 +116,19 @@ impl Settings {
         settings.metrics.enabled &= !flags.no_metrics;
         settings
             .check_limits()
-            .map_err(|message| SettingsError::Invalid {
+            .map_err(|source| SettingsError::Refused {
                 path: flags
                     .config
                     .as_ref()
                     .map_or_else(|| "settings".to_string(), |p| p.display().to_string()),
-                message,
+                source,
             })?;
         Ok(settings)
     }
 
     /// Limits of 0 would refuse everything (or, for timeouts, close every connection at
     /// once): refused before efbd starts.
-    fn check_limits(&self) -> Result<(), String> {
+    fn check_limits(&self) -> Result<(), SettingRefused> {
         let gnmi = &self.gnmi;
         for (value, setting) in [
             (gnmi.password_checks as u64, "gnmi.password_checks"),
@@ -133,21 +140,20 @@ impl Settings {
             ),
         ] {
             if value == 0 {
-                return Err(format!("{setting} must be at least 1"));
+                return Err(SettingRefused::Zero {
+                    setting: setting.to_string(),
+                });
             }
         }
         gnmi.connections.check("gnmi.connections")?;
         self.management.check_sessions()?;
         self.management.socket_mode_bits()?;
         if self.audit.max_kib < 16 {
-            return Err("audit.max_kib must be at least 16".to_string());
+            return Err(SettingRefused::AuditTooSmall);
         }
         self.log.check()?;
         if self.management.listen.is_some() && self.gnmi.users.is_none() {
-            return Err(
-                "management.listen (TCP) needs gnmi.users: over TCP, clients log in as users of that file"
-                    .to_string(),
-            );
+            return Err(SettingRefused::TcpWithoutUsers);
         }
         self.management.connections.check("management.connections")
     }

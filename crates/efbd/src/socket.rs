@@ -70,7 +70,7 @@ pub fn bind(path: &Path, settings: &Management) -> Result<(UnixListener, SocketF
         .map_err(|message| SocketError::Io {
             path: shown.clone(),
             action: "socket_mode",
-            source: std::io::Error::other(message),
+            source: std::io::Error::other(message.to_string()),
         })?;
     let gid = match &settings.socket_group {
         Some(name) => Some(

@@ -117,7 +117,7 @@ pub(super) fn split_pipes(line: &str) -> Result<(String, Vec<Vec<String>>)> {
     let command = parts.remove(0);
     let pipes = parts
         .iter()
-        .map(|p| setlines::split_words(p).map_err(ShellError))
+        .map(|p| setlines::split_words(p).map_err(ShellError::from))
         .collect::<Result<Vec<_>>>()?;
     if pipes.iter().any(Vec::is_empty) {
         return fail(format!("empty pipe: expected {PIPE_CHOICES} after |"));

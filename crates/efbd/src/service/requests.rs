@@ -439,7 +439,8 @@ impl Management for Service {
     ) -> Result<Response<RecentEventsReply>, Status> {
         self.allow(&request, &Asked::RecentEvents).await?;
         let RecentEventsRequest { max, kinds } = request.into_inner();
-        let kinds = events::kinds_of(&kinds).map_err(|e| bounded(Status::invalid_argument(e)))?;
+        let kinds = events::kinds_of(&kinds)
+            .map_err(|e| bounded(Status::invalid_argument(e.to_string())))?;
         let max = match max {
             0 => usize::MAX,
             n => n as usize,
@@ -458,7 +459,7 @@ impl Management for Service {
     ) -> Result<Response<Self::WatchEventsStream>, Status> {
         let caller = self.allow(&request, &Asked::WatchEvents).await?;
         let kinds = events::kinds_of(&request.into_inner().kinds)
-            .map_err(|e| bounded(Status::invalid_argument(e)))?;
+            .map_err(|e| bounded(Status::invalid_argument(e.to_string())))?;
         let mut live = self.events.watch();
         let mut stopping = self.stopping.clone();
         let callers = self.callers.clone();

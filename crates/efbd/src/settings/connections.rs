@@ -3,6 +3,8 @@
 
 use serde::Deserialize;
 
+use super::SettingRefused;
+
 /// The connections of one listener.
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -39,7 +41,7 @@ impl Default for Connections {
 }
 
 impl Connections {
-    pub(super) fn check(&self, section: &str) -> Result<(), String> {
+    pub(super) fn check(&self, section: &str) -> Result<(), SettingRefused> {
         for (value, field) in [
             (self.max as u64, "max"),
             (self.per_peer as u64, "per_peer"),
@@ -47,15 +49,19 @@ impl Connections {
             (self.first_request_timeout_s, "first_request_timeout_s"),
         ] {
             if value == 0 {
-                return Err(format!("{section}.{field} must be at least 1"));
+                return Err(SettingRefused::Zero {
+                    setting: format!("{section}.{field}"),
+                });
             }
         }
         if self.kept_for_admins() >= self.max {
-            return Err(format!(
-                "{section}.kept_for_admins = {} leaves no connection for other roles: it must be below {section}.max ({})",
-                self.kept_for_admins(),
-                self.max
-            ));
+            return Err(SettingRefused::NothingLeft {
+                setting: format!("{section}.kept_for_admins"),
+                kept: self.kept_for_admins(),
+                what: "connection",
+                limit_setting: format!("{section}.max"),
+                limit: self.max,
+            });
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use tracing_subscriber::EnvFilter;
 
+use super::SettingRefused;
 use crate::events::{DEFAULT_RECENT, MAX_RECENT};
 
 /// efbd's log, and the recent events `show log` reads.
@@ -34,34 +35,37 @@ pub const FORMATS: [&str; 4] = ["auto", "text", "json", "journal"];
 /// The levels a bare word of `log.level` may be.
 const LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
 
+/// [`LEVELS`] as a refusal says them.
+pub(super) const LEVEL_WORDS: &str = "error, warn, info, debug, trace or off";
+
 impl Log {
     /// Refuses log settings efbd could not follow, naming the setting and what it accepts.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SettingRefused> {
         self.filter()?;
         log_format(&self.format)?;
         if !(1..=MAX_RECENT).contains(&self.recent_events) {
-            return Err(format!(
-                "log.recent_events = {}: expected 1 to {MAX_RECENT}",
-                self.recent_events
-            ));
+            return Err(SettingRefused::OutOfRange {
+                setting: "log.recent_events",
+                value: self.recent_events,
+                least: 1,
+                most: MAX_RECENT,
+            });
         }
         Ok(())
     }
 
     /// `level` as the log's filter.
-    pub fn filter(&self) -> Result<EnvFilter, String> {
+    pub fn filter(&self) -> Result<EnvFilter, SettingRefused> {
         filter(&self.level)
     }
 }
 
 /// `log.level` as a filter. A bare word must be a level: tracing would read "debg" as
 /// the name of a module to log everything of, and nothing would say so.
-fn filter(level: &str) -> Result<EnvFilter, String> {
-    let refuse = |why: String| {
-        format!(
-            "log.level (--log-level) = {level:?}: {why}; expected error, warn, info, debug, \
-             trace or off, or TARGET=LEVEL directives separated by commas (efbd=debug,info)"
-        )
+fn filter(level: &str) -> Result<EnvFilter, SettingRefused> {
+    let refuse = |why: String| SettingRefused::LogLevel {
+        level: level.to_string(),
+        why,
     };
     if level.trim().is_empty() {
         return Err(refuse("empty".into()));
@@ -76,13 +80,13 @@ fn filter(level: &str) -> Result<EnvFilter, String> {
 }
 
 /// `log.format` when it is one of [`FORMATS`].
-pub fn log_format(text: &str) -> Result<&str, String> {
-    FORMATS.into_iter().find(|f| *f == text).ok_or_else(|| {
-        format!(
-            "log.format (--log-format) = {text:?}: expected one of {}",
-            FORMATS.join(", ")
-        )
-    })
+pub fn log_format(text: &str) -> Result<&str, SettingRefused> {
+    FORMATS
+        .into_iter()
+        .find(|f| *f == text)
+        .ok_or_else(|| SettingRefused::LogFormat {
+            format: text.to_string(),
+        })
 }
 
 #[cfg(test)]
@@ -106,7 +110,7 @@ mod tests {
             assert_eq!(log(good, "json").check(), Ok(()), "{good}");
         }
         for bad in ["debg", "info,verbose", "efbd=loud"] {
-            let err = log(bad, "text").check().unwrap_err();
+            let err = log(bad, "text").check().unwrap_err().to_string();
             assert!(
                 err.starts_with("log.level (--log-level)") && err.contains("expected error, warn"),
                 "{err}"
@@ -115,6 +119,12 @@ mod tests {
         let err = log("info", "xml").check().unwrap_err();
         assert_eq!(
             err,
+            SettingRefused::LogFormat {
+                format: "xml".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
             "log.format (--log-format) = \"xml\": expected one of auto, text, json, journal"
         );
         let none = Log {
@@ -124,6 +134,7 @@ mod tests {
         assert!(
             none.check()
                 .unwrap_err()
+                .to_string()
                 .starts_with("log.recent_events = 0")
         );
     }

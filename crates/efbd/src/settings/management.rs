@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::SettingRefused;
+
 use super::connections::Connections;
 
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
@@ -120,32 +122,26 @@ impl Management {
     }
 
     /// `socket_mode` as permission bits.
-    pub fn socket_mode_bits(&self) -> Result<u32, String> {
+    pub fn socket_mode_bits(&self) -> Result<u32, SettingRefused> {
         let text = self.socket_mode.trim_start_matches("0o");
         u32::from_str_radix(text, 8)
             .ok()
             .filter(|bits| *bits <= 0o777 && !text.is_empty())
-            .ok_or_else(|| {
-                format!(
-                    "management.socket_mode = {:?}: expected permission bits in octal, 0000 to 0777 (\"0660\")",
-                    self.socket_mode
-                )
-            })
+            .ok_or_else(|| SettingRefused::SocketMode(self.socket_mode.clone()))
     }
 
-    pub(super) fn check_sessions(&self) -> Result<(), String> {
+    pub(super) fn check_sessions(&self) -> Result<(), SettingRefused> {
         if self.max_sessions == 0 || self.max_sessions_per_account == 0 {
-            return Err(
-                "management.max_sessions and management.max_sessions_per_account must be at least 1"
-                    .to_string(),
-            );
+            return Err(SettingRefused::NoSessions);
         }
         if self.kept_for_admins() >= self.max_sessions {
-            return Err(format!(
-                "management.sessions_kept_for_admins = {} leaves no session for other roles: it must be below management.max_sessions ({})",
-                self.kept_for_admins(),
-                self.max_sessions
-            ));
+            return Err(SettingRefused::NothingLeft {
+                setting: "management.sessions_kept_for_admins".into(),
+                kept: self.kept_for_admins(),
+                what: "session",
+                limit_setting: "management.max_sessions".into(),
+                limit: self.max_sessions,
+            });
         }
         Ok(())
     }
