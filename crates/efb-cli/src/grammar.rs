@@ -226,6 +226,21 @@ pub struct Column {
 #[error("cli-grammar/operational.toml: {0}")]
 pub struct GrammarError(String);
 
+/// What serde cannot see wrong in a command of the grammar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandFault {
+    #[error("needs exactly one of get, rpc, builtin")]
+    NotOneSource,
+    #[error("action {0}: only a get command takes an action")]
+    ActionWithoutGet(String),
+    #[error("{0} draws the board: only a get command uses it")]
+    InventoryWithoutGet(String),
+    #[error("no view {0}")]
+    NoView(String),
+    #[error("view {0} draws fields of one answer: only an rpc command uses it")]
+    FieldsWithoutRpc(String),
+}
+
 impl Command {
     pub fn words(&self) -> Vec<&str> {
         self.words.split_whitespace().collect()
@@ -286,21 +301,19 @@ impl Grammar {
 
     /// What serde cannot check of a command: it takes its answer from exactly one place,
     /// and its drawings suit that place and are there.
-    fn check(&self, command: &Command) -> Result<(), String> {
+    fn check(&self, command: &Command) -> Result<(), CommandFault> {
         let sources = [
             command.get.is_some(),
             command.rpc.is_some(),
             command.builtin.is_some(),
         ];
         if sources.iter().filter(|s| **s).count() != 1 {
-            return Err("needs exactly one of get, rpc, builtin".to_string());
+            return Err(CommandFault::NotOneSource);
         }
         if let Some(action) = command.action
             && command.get.is_none()
         {
-            return Err(format!(
-                "action {action}: only a get command takes an action"
-            ));
+            return Err(CommandFault::ActionWithoutGet(action.to_string()));
         }
         for render in command.render.iter().chain(command.switches.values()) {
             self.check_render(command, render)?;
@@ -308,18 +321,18 @@ impl Grammar {
         Ok(())
     }
 
-    fn check_render(&self, command: &Command, render: &Render) -> Result<(), String> {
+    fn check_render(&self, command: &Command, render: &Render) -> Result<(), CommandFault> {
         match render {
             Render::Drawing(_) => Ok(()),
-            Render::Inventory(_) if command.get.is_none() => Err(format!(
-                "{render} draws the board: only a get command uses it"
-            )),
+            Render::Inventory(_) if command.get.is_none() => {
+                Err(CommandFault::InventoryWithoutGet(render.to_string()))
+            }
             Render::Inventory(_) => Ok(()),
             Render::View(name) => match self.views.get(name) {
-                None => Err(format!("no view {name}")),
-                Some(view) if !view.fields.is_empty() && command.rpc.is_none() => Err(format!(
-                    "view {name} draws fields of one answer: only an rpc command uses it"
-                )),
+                None => Err(CommandFault::NoView(name.clone())),
+                Some(view) if !view.fields.is_empty() && command.rpc.is_none() => {
+                    Err(CommandFault::FieldsWithoutRpc(name.clone()))
+                }
                 Some(_) => Ok(()),
             },
         }

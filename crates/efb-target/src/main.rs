@@ -111,7 +111,7 @@ async fn main() -> anyhow::Result<()> {
         ));
     }
     tokio::select! {
-        result = servers.wait() => result.map_err(anyhow::Error::msg).context("server failed"),
+        result = servers.wait() => result.context("server failed"),
         () = stopped => {
             tracing::info!("stopping");
             Ok(())

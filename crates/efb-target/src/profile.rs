@@ -40,14 +40,19 @@ impl fmt::Display for Profile {
     }
 }
 
-impl FromStr for Profile {
-    type Err = String;
+/// A profile name the target does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown profile {0:?} (spec, stratum-tofino)")]
+pub struct UnknownProfile(pub String);
 
-    fn from_str(s: &str) -> Result<Profile, String> {
+impl FromStr for Profile {
+    type Err = UnknownProfile;
+
+    fn from_str(s: &str) -> Result<Profile, UnknownProfile> {
         match s {
             "spec" => Ok(Profile::Spec),
             "stratum-tofino" => Ok(Profile::StratumTofino),
-            other => Err(format!("unknown profile {other:?} (spec, stratum-tofino)")),
+            other => Err(UnknownProfile(other.to_string())),
         }
     }
 }

@@ -469,6 +469,15 @@ pub struct Servers {
     task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
 }
 
+/// Why serving ended.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeFailed {
+    #[error(transparent)]
+    Transport(#[from] tonic::transport::Error),
+    #[error("the server's task ended: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
 impl Servers {
     /// Stops serving and waits for the server to end.
     pub async fn stop(mut self) {
@@ -479,12 +488,8 @@ impl Servers {
     }
 
     /// Serves until the server fails.
-    pub async fn wait(self) -> Result<(), String> {
-        match self.task.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(e) => Err(e.to_string()),
-        }
+    pub async fn wait(self) -> Result<(), ServeFailed> {
+        Ok(self.task.await??)
     }
 }
 
