@@ -22,14 +22,40 @@ pub enum InventoryError {
     Read { path: String, message: String },
     #[error("inventory {path}: {message}")]
     Invalid { path: String, message: String },
-    #[error("{spec}: {message}")]
-    Spec { spec: String, message: String },
+    #[error("{spec}: {fault}")]
+    Spec { spec: String, fault: SpecFault },
     #[error("two balancers are named {0}: names must be unique (NAME=... sets one)")]
     DuplicateName(String),
     #[error(
         "no balancers to compare: give NAME=FILE or NAME=gnmi://USER@HOST:PORT, or --inventory FILE"
     )]
     Empty,
+}
+
+/// What is wrong with one balancer as given (`NAME=...` or an inventory entry).
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum SpecFault {
+    #[error("nothing after NAME=")]
+    NothingAfterName,
+    #[error("{0:?}: a balancer name is one word")]
+    NotOneWord(String),
+    #[error("unknown scheme {0}://: a balancer is gnmi://USER@HOST:PORT or a configuration file")]
+    UnknownScheme(String),
+    #[error("{0:?}: expected HOST:PORT (an IPv6 address in brackets: [::1]:9339)")]
+    NotHostPort(String),
+    #[error("{0:?}: a % must be followed by two hex digits")]
+    BadPercent(String),
+    #[error("{0:?}: not UTF-8 once decoded")]
+    NotUtf8(String),
+}
+
+/// A password named but not there.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordError {
+    #[error("the environment variable {0} holds no password")]
+    NoVariable(String),
+    #[error("cannot read the password file {path}: {error}")]
+    File { path: String, error: std::io::Error },
 }
 
 /// One balancer to read.
@@ -97,16 +123,20 @@ impl std::fmt::Debug for Password {
 }
 
 impl Password {
-    pub fn read(&self) -> Result<String, String> {
+    pub fn read(&self) -> Result<String, PasswordError> {
         match self {
             Password::Given(p) => Ok(p.clone()),
-            Password::Env(variable) => std::env::var(variable)
-                .map_err(|_| format!("the environment variable {variable} holds no password")),
+            Password::Env(variable) => {
+                std::env::var(variable).map_err(|_| PasswordError::NoVariable(variable.clone()))
+            }
             Password::File(path) => std::fs::read_to_string(path)
                 // The first line: a file written with `echo` ends with a newline that is
                 // no part of the password.
                 .map(|text| text.lines().next().unwrap_or_default().to_string())
-                .map_err(|e| format!("cannot read the password file {}: {e}", path.display())),
+                .map_err(|error| PasswordError::File {
+                    path: path.display().to_string(),
+                    error,
+                }),
         }
     }
 }
@@ -265,7 +295,7 @@ pub fn read_inventory(path: &Path, flags: &GnmiSettings) -> Result<Vec<Balancer>
                     )));
                 }
             };
-            check_name(&entry.name).map_err(&invalid)?;
+            check_name(&entry.name).map_err(|fault| invalid(fault.to_string()))?;
             Ok(Balancer {
                 name: entry.name.clone(),
                 source,
@@ -277,16 +307,16 @@ pub fn read_inventory(path: &Path, flags: &GnmiSettings) -> Result<Vec<Balancer>
 /// `[NAME=]FILE` or `[NAME=]gnmi://[USER[:PASSWORD]@]HOST[:PORT]`; without a NAME, the
 /// file's stem or HOST:PORT.
 pub fn parse_spec(spec: &str, flags: &GnmiSettings) -> Result<Balancer, InventoryError> {
-    let error = |message: String| InventoryError::Spec {
+    let error = |fault: SpecFault| InventoryError::Spec {
         spec: redact(spec),
-        message,
+        fault,
     };
     let (name, target) = match spec.split_once('=') {
         Some((name, target)) if !name.contains(['/', ':']) => (Some(name), target),
         _ => (None, spec),
     };
     if target.is_empty() {
-        return Err(error("nothing after NAME=".to_string()));
+        return Err(error(SpecFault::NothingAfterName));
     }
     let (default_name, source) = if target.contains("://") {
         let url = parse_gnmi(target).map_err(error)?;
@@ -313,9 +343,9 @@ pub fn parse_spec(spec: &str, flags: &GnmiSettings) -> Result<Balancer, Inventor
     Ok(Balancer { name, source })
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), SpecFault> {
     if name.is_empty() || name.chars().any(char::is_whitespace) {
-        Err(format!("{name:?}: a balancer name is one word"))
+        Err(SpecFault::NotOneWord(name.to_string()))
     } else {
         Ok(())
     }
@@ -358,14 +388,10 @@ struct GnmiUrl {
 
 /// `gnmi://[USER[:PASSWORD]@]HOST[:PORT]` or plain `HOST[:PORT]`; user and password may be
 /// percent-encoded.
-fn parse_gnmi(text: &str) -> Result<GnmiUrl, String> {
+fn parse_gnmi(text: &str) -> Result<GnmiUrl, SpecFault> {
     let rest = match text.split_once("://") {
         Some(("gnmi", rest)) => rest,
-        Some((scheme, _)) => {
-            return Err(format!(
-                "unknown scheme {scheme}://: a balancer is gnmi://USER@HOST:PORT or a configuration file"
-            ));
-        }
+        Some((scheme, _)) => return Err(SpecFault::UnknownScheme(scheme.to_string())),
         None => text,
     };
     let rest = rest.trim_end_matches('/');
@@ -387,8 +413,8 @@ fn parse_gnmi(text: &str) -> Result<GnmiUrl, String> {
     })
 }
 
-fn host_and_port(text: &str) -> Result<String, String> {
-    let bad = || format!("{text:?}: expected HOST:PORT (an IPv6 address in brackets: [::1]:9339)");
+fn host_and_port(text: &str) -> Result<String, SpecFault> {
+    let bad = || SpecFault::NotHostPort(text.to_string());
     if let Some(inner) = text.strip_prefix('[') {
         let (host, after) = inner.split_once(']').ok_or_else(bad)?;
         return match after.strip_prefix(':') {
@@ -411,7 +437,7 @@ fn port_number(text: &str) -> Option<u16> {
     text.parse::<u16>().ok().filter(|p| *p != 0)
 }
 
-fn decode(text: &str) -> Result<String, String> {
+fn decode(text: &str) -> Result<String, SpecFault> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -421,7 +447,7 @@ fn decode(text: &str) -> Result<String, String> {
                 .get(i + 1..i + 3)
                 .and_then(|h| std::str::from_utf8(h).ok())
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("{text:?}: a % must be followed by two hex digits"))?;
+                .ok_or_else(|| SpecFault::BadPercent(text.to_string()))?;
             out.push(hex);
             i += 3;
         } else {
@@ -429,7 +455,7 @@ fn decode(text: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("{text:?}: not UTF-8 once decoded"))
+    String::from_utf8(out).map_err(|_| SpecFault::NotUtf8(text.to_string()))
 }
 
 #[cfg(test)]
@@ -466,8 +492,35 @@ mod tests {
 
         let err = parse_spec("x=http://a:1", &flags).unwrap_err();
         assert!(err.to_string().contains("unknown scheme"), "{err}");
+        let fault = |err| match err {
+            InventoryError::Spec { fault, .. } => fault,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(fault(err), SpecFault::UnknownScheme("http".into()));
         let err = parse_spec("x=gnmi://u:secret@a:notaport", &flags).unwrap_err();
         assert!(!err.to_string().contains("secret"), "{err}");
+        assert_eq!(fault(err), SpecFault::NotHostPort("a:notaport".into()));
+        let err = parse_spec("x=gnmi://u%4@a:1", &flags).unwrap_err();
+        assert_eq!(fault(err), SpecFault::BadPercent("u%4".into()));
+        let err = parse_spec("x=", &flags).unwrap_err();
+        assert_eq!(fault(err), SpecFault::NothingAfterName);
+    }
+
+    #[test]
+    fn a_missing_password_says_where_it_was_looked_for() {
+        let unset = Password::Env("EFB_TEST_NO_SUCH_VARIABLE".into()).read();
+        assert!(
+            matches!(unset, Err(PasswordError::NoVariable(v)) if v == "EFB_TEST_NO_SUCH_VARIABLE")
+        );
+        let missing = Password::File("/nonexistent/efb-password".into()).read();
+        let Err(err @ PasswordError::File { .. }) = missing else {
+            panic!("{missing:?}");
+        };
+        assert!(
+            err.to_string()
+                .starts_with("cannot read the password file /nonexistent/efb-password: "),
+            "{err}"
+        );
     }
 
     #[test]
