@@ -40,8 +40,27 @@ const KEYS: &[(&str, &str)] = &[
     ("Any key", "In monitor: stop, back to the prompt"),
 ];
 
+/// `help` followed by words that are no topic and no command's.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "help: no topic \"{words}\"; topics: {}, or the first words of a command (help show ports)",
+    topic_names()
+)]
+pub struct NoTopic {
+    /// The words, cut to what a message shows.
+    pub words: String,
+}
+
+fn topic_names() -> String {
+    TOPICS
+        .iter()
+        .map(|(t, _)| *t)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The lines of `help` followed by `words`, or why there is no such topic.
-pub fn topic(grammar: &Grammar, words: &[String]) -> Result<Vec<String>, String> {
+pub fn topic(grammar: &Grammar, words: &[String]) -> Result<Vec<String>, NoTopic> {
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let lines = match words.as_slice() {
         [] => overview(),
@@ -65,12 +84,9 @@ pub fn topic(grammar: &Grammar, words: &[String]) -> Result<Vec<String>, String>
             lines
         }
         _ => {
-            let names: Vec<&str> = TOPICS.iter().map(|(t, _)| *t).collect();
-            return Err(format!(
-                "help: no topic \"{}\"; topics: {}, or the first words of a command (help show ports)",
-                efb_yang::text::excerpt(&words.join(" ")),
-                names.join(", ")
-            ));
+            return Err(NoTopic {
+                words: efb_yang::text::excerpt(&words.join(" ")).into_owned(),
+            });
         }
     };
     Ok(lines)
@@ -174,7 +190,7 @@ fn indented(rows: Vec<Vec<String>>) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn help(line: &str) -> Result<Vec<String>, String> {
+    fn help(line: &str) -> Result<Vec<String>, NoTopic> {
         let grammar = Grammar::load().unwrap();
         let words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
         topic(&grammar, &words)
@@ -204,6 +220,8 @@ mod tests {
             "{show}"
         );
         let err = help("nonsense").unwrap_err();
+        assert_eq!(err.words, "nonsense");
+        let err = err.to_string();
         assert!(
             err.contains("no topic \"nonsense\"") && err.contains("commands"),
             "{err}"

@@ -23,10 +23,20 @@ pub fn is_protocol_leaf(schema: &Schema, id: SchemaId) -> bool {
             .is_some_and(|t| t.base == BaseType::Uint8)
 }
 
+/// A protocol leaf given neither a number nor a known name.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{place}: ip-proto \"{word}\" is not a protocol; expected {ACCEPTED}")]
+pub struct NotAProtocol {
+    /// The leaf's place, as words of a `set` line.
+    pub place: String,
+    /// The word given, cut to what a message shows.
+    pub word: String,
+}
+
 /// A `set` or `delete` line (`words`, the verb first) with protocol names turned into
 /// numbers: `None` when there was nothing to turn; an error naming the place when a
 /// protocol leaf gets neither a number nor a known name.
-pub fn numbers_in_line(schema: &Schema, words: &[String]) -> Result<Option<String>, String> {
+pub fn numbers_in_line(schema: &Schema, words: &[String]) -> Result<Option<String>, NotAProtocol> {
     let verb = match words.first().map(String::as_str) {
         Some("set") => Verb::Set,
         Some("delete") => Verb::Delete,
@@ -47,11 +57,10 @@ pub fn numbers_in_line(schema: &Schema, words: &[String]) -> Result<Option<Strin
             continue;
         }
         let Some(n) = number(&words[i]) else {
-            return Err(format!(
-                "{}: ip-proto \"{}\" is not a protocol; expected {ACCEPTED}",
-                setlines::words(schema, &path.parent()),
-                efb_yang::text::excerpt(&words[i])
-            ));
+            return Err(NotAProtocol {
+                place: setlines::words(schema, &path.parent()),
+                word: efb_yang::text::excerpt(&words[i]).into_owned(),
+            });
         };
         if n.to_string() != words[i] {
             out[i] = Cow::Owned(n.to_string());
@@ -102,8 +111,9 @@ mod tests {
             &words("set ecofilter-balancer flow dns match ip-proto tpc"),
         )
         .unwrap_err();
+        assert_eq!(err.word, "tpc");
         assert_eq!(
-            err,
+            err.to_string(),
             format!(
                 "ecofilter-balancer flow dns match: ip-proto \"tpc\" is not a protocol; expected {ACCEPTED}"
             )

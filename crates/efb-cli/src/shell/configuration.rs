@@ -88,7 +88,7 @@ impl Shell {
     fn edit_lines(&mut self, words: &[String], line: &str) -> Result<Output> {
         // `match ip-proto tcp`: the model takes a number, people type names.
         let line = protocol::numbers_in_line(self.schema, words)
-            .map_err(ShellError)?
+            .map_err(|e| ShellError(e.to_string()))?
             .unwrap_or_else(|| line.trim().to_string());
         let reply = self.client().edit_lines(&line)?;
         Ok(Output::lines(broken_references(&reply.broken)))

@@ -133,7 +133,7 @@ impl Shell {
     pub(super) fn help(&self, topic: &[String]) -> Result<Output> {
         help::topic(&self.grammar, topic)
             .map(Output::lines)
-            .map_err(ShellError)
+            .map_err(|e| ShellError(e.to_string()))
     }
 
     /// `set cli screen-length N`: a page of N lines; 0 turns paging off.
