@@ -29,9 +29,8 @@ mod flow_entries;
 
 use classes::FlowClasses;
 
-pub(crate) use flow_entries::ethernet_criteria;
+pub use crate::criteria::range_prefixes;
 use flow_entries::flow;
-pub use flow_entries::range_prefixes;
 
 /// One entry the chip should hold, and where in the configuration it comes from.
 #[derive(Clone, Debug, PartialEq)]

@@ -23,7 +23,7 @@ use efb_model::FlowMatch;
 use efb_p4info::names::fields as f;
 use serde::{Deserialize, Serialize};
 
-use crate::compile::ethernet_criteria;
+use crate::criteria::ethernet_criteria;
 
 /// The fields of the `frame_classes` key (name, width, match kind), in the order of
 /// [`Cube`]'s terms and [`Frame`]'s values: the P4Info contract's.

@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod compile;
+pub mod criteria;
 pub mod driver;
 pub mod entry;
 pub mod frame_classes;

@@ -2,11 +2,12 @@
 //! ranges as ternary prefixes) behind its match on the frame's class, which holds its link
 //! scope, Ethernet-layer criteria and need of an L4 header (see `frame_classes`).
 
-use efb_model::{Action, Flow, FlowMatch, MacMatch, Prefix, paths};
+use efb_model::{Action, Flow, FlowMatch, Prefix, paths};
 use efb_p4info::names::fields as f;
 use efb_p4info::names::flows::{self, FrameKind};
 
 use super::{CompileError, Desired};
+use crate::criteria::range_prefixes;
 use crate::entry::{Builder, Criterion};
 use crate::frame_classes::ClassMatch;
 
@@ -103,49 +104,6 @@ fn criteria(m: &FlowMatch, kind: FrameKind, class: ClassMatch) -> Vec<Criteria> 
     expand(c, &ranges)
 }
 
-/// The Ethernet-layer criteria of a match (VLAN tags and depth, MPLS depth, MACs,
-/// EtherType), which `frame_classes` holds for the flow tables.
-pub(crate) struct EthernetCriteria {
-    /// (field, value, mask) in the order the flow tables have always listed them.
-    pub ternaries: Vec<(&'static str, u128, u128)>,
-    /// The VLAN depth range as the prefixes that cover it (one with mask 0: any depth).
-    pub vlan_depth: Vec<(u128, u128)>,
-}
-
-/// `None` when no frame can match (a depth below a tag's position).
-pub(crate) fn ethernet_criteria(m: &FlowMatch) -> Option<EthernetCriteria> {
-    let mut ternaries = Vec::new();
-    // VLAN tags: a tag criterion needs that many tags (an absent tag reads 0).
-    let vids = [f::VLAN0_VID, f::VLAN1_VID, f::VLAN2_VID];
-    let mut min_depth = 0u8;
-    for (i, tag) in m.vlan_tags.iter().enumerate() {
-        if let Some(vid) = tag {
-            ternaries.push((vids[i], (*vid).into(), 0xfff));
-            min_depth = i as u8 + 1;
-        }
-    }
-    let (lo, hi) = match m.vlan_depth {
-        Some(d) if d < min_depth => return None,
-        Some(d) => (d, d),
-        None => (min_depth, 3),
-    };
-    if let Some(d) = m.mpls_depth {
-        ternaries.push((f::MPLS_DEPTH, d.into(), 0x7));
-    }
-    for (field, mac) in [(f::SRC_MAC, m.src_mac), (f::DST_MAC, m.dst_mac)] {
-        if let Some(MacMatch { addr, mask }) = mac {
-            ternaries.push((field, be(&addr), be(&mask)));
-        }
-    }
-    if let Some(t) = m.packet_type {
-        ternaries.push((f::ETHER_TYPE, t.into(), 0xffff));
-    }
-    Some(EthernetCriteria {
-        ternaries,
-        vlan_depth: range_prefixes(lo.into(), hi.into(), 2),
-    })
-}
-
 fn llc_criteria(m: &FlowMatch, c: &mut Criteria) {
     if m.llc_dsap.is_some() || m.llc_ssap.is_some() {
         c.push((f::LLC_VALID, Criterion::Ternary(1, 1)));
@@ -203,41 +161,6 @@ fn expand(fixed: Criteria, ranges: &[(&'static str, Vec<(u128, u128)>)]) -> Vec<
     out
 }
 
-/// The fewest (value, mask) prefixes of a `width`-bit field that together match exactly
-/// `lo..=hi`: the largest aligned block that starts at `lo` and fits, repeatedly (at most
-/// 2 * width - 2 of them).
-pub fn range_prefixes(lo: u128, hi: u128, width: u32) -> Vec<(u128, u128)> {
-    let full = if width >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << width) - 1
-    };
-    let mut out = Vec::new();
-    let (mut lo, hi) = (lo.min(full), hi.min(full));
-    while lo <= hi {
-        // The block size: the lowest set bit of lo (any size at 0), shrunk until it fits.
-        let mut size_bits = if lo == 0 {
-            width
-        } else {
-            lo.trailing_zeros().min(width)
-        };
-        while size_bits > 0 && lo + ((1u128 << size_bits) - 1) > hi {
-            size_bits -= 1;
-        }
-        let block = if size_bits >= 128 {
-            u128::MAX
-        } else {
-            (1u128 << size_bits) - 1
-        };
-        out.push((lo, full & !block));
-        match (lo | block).checked_add(1) {
-            Some(next) if next <= full => lo = next,
-            _ => break,
-        }
-    }
-    out
-}
-
 fn prefix_bits(p: &Prefix, width: u32) -> (u128, u128) {
     let value = match p.addr {
         std::net::IpAddr::V4(a) => u128::from(u32::from(a)),
@@ -250,10 +173,4 @@ fn prefix_bits(p: &Prefix, width: u32) -> (u128, u128) {
         u128::MAX << (128 - len) >> (128 - width)
     };
     (value & ones, ones)
-}
-
-fn be(bytes: &[u8]) -> u128 {
-    bytes
-        .iter()
-        .fold(0u128, |acc, b| (acc << 8) | u128::from(*b))
 }

@@ -347,7 +347,7 @@ fn random_cubes_part(rng: &mut Rng) -> Vec<Cube> {
     if rng.chance(2) {
         restrict(Cube::of(f::ETHER_TYPE, rng.pick(&TYPES).into(), 0xffff));
     }
-    let mut cubes: Vec<Cube> = crate::compile::range_prefixes(lo as u128, hi as u128, 2)
+    let mut cubes: Vec<Cube> = crate::criteria::range_prefixes(lo as u128, hi as u128, 2)
         .into_iter()
         .filter_map(|(v, m)| fixed.intersect(&Cube::of(f::VLAN_DEPTH, v, m)?))
         .collect();
