@@ -97,26 +97,49 @@ pub async fn unix_channel(path: &Path) -> std::result::Result<Channel, tonic::tr
         .await
 }
 
+/// Why a connection to efbd's TCP listener could not be set up, in terms of the options
+/// that decide it.
+#[derive(Debug, thiserror::Error)]
+pub enum TcpSetupError {
+    #[error(
+        "the management API over TCP uses TLS: give the CA (or efbd's certificate) with --ca FILE"
+    )]
+    NoCa,
+    #[error("cannot read {path}: {error}")]
+    Unreadable { path: String, error: std::io::Error },
+    #[error("--cert and --key go together")]
+    CertWithoutKey,
+    #[error("{what}: only visible ASCII characters can be sent")]
+    NotAscii { what: &'static str },
+    /// The address as a URI (its causes in one line).
+    #[error("{0}")]
+    Address(String),
+    #[error("TLS settings (--ca, --cert, --key): {0}")]
+    Tls(String),
+    #[error("cannot connect ({0}); is efbd listening there (management.listen)?")]
+    Unreachable(String),
+}
+
 /// A TLS channel to efbd's TCP listener.
 async fn tls_channel(
     host: &str,
     port: &str,
     login: &Login,
-) -> std::result::Result<Channel, String> {
+) -> std::result::Result<Channel, TcpSetupError> {
     let read = |path: &PathBuf| {
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        std::fs::read_to_string(path).map_err(|error| TcpSetupError::Unreadable {
+            path: path.display().to_string(),
+            error,
+        })
     };
-    let ca = login.ca.as_ref().ok_or_else(|| {
-        "the management API over TCP uses TLS: give the CA (or efbd's certificate) with --ca FILE"
-            .to_string()
-    })?;
+    let ca = login.ca.as_ref().ok_or(TcpSetupError::NoCa)?;
     let mut tls = ClientTlsConfig::new()
         .ca_certificate(Certificate::from_pem(read(ca)?))
         .domain_name(host);
     match (&login.cert, &login.key) {
         (Some(cert), Some(key)) => tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?)),
         (None, None) => {}
-        _ => return Err("--cert and --key go together".to_string()),
+        _ => return Err(TcpSetupError::CertWithoutKey),
     }
     let host = if host.contains(':') {
         format!("[{host}]")
@@ -124,18 +147,13 @@ async fn tls_channel(
         host.to_string()
     };
     Endpoint::from_shared(format!("https://{host}:{port}"))
-        .map_err(|e| causes(&e))?
+        .map_err(|e| TcpSetupError::Address(causes(&e)))?
         .connect_timeout(Duration::from_secs(5))
         .tls_config(tls)
-        .map_err(|e| format!("TLS settings (--ca, --cert, --key): {}", causes(&e)))?
+        .map_err(|e| TcpSetupError::Tls(causes(&e)))?
         .connect()
         .await
-        .map_err(|e| {
-            format!(
-                "cannot connect ({}); is efbd listening there (management.listen)?",
-                causes(&e)
-            )
-        })
+        .map_err(|e| TcpSetupError::Unreachable(causes(&e)))
 }
 
 /// Why the socket cannot be used, in terms of the settings that decide it.
@@ -178,9 +196,11 @@ fn causes(error: &dyn std::error::Error) -> String {
     text
 }
 
-fn metadata(name: &str, text: &str) -> std::result::Result<MetadataValue<Ascii>, String> {
-    text.parse()
-        .map_err(|_| format!("{name}: only visible ASCII characters can be sent"))
+fn metadata(
+    what: &'static str,
+    text: &str,
+) -> std::result::Result<MetadataValue<Ascii>, TcpSetupError> {
+    text.parse().map_err(|_| TcpSetupError::NotAscii { what })
 }
 
 /// Message size limit: a 100 000-flow configuration in JSON is about 20 MiB.
@@ -284,6 +304,7 @@ impl Client {
             address: address.to_string(),
             message,
         };
+        let setup = |e: TcpSetupError| fail(e.to_string());
         // One worker thread: the connection (and a watch of efbd's events) keeps going while
         // the shell waits at its prompt.
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -304,14 +325,14 @@ impl Client {
             }
             Address::Tcp { host, port } => {
                 if !user.is_empty() {
-                    credentials.username = Some(metadata("--user", user).map_err(fail)?);
+                    credentials.username = Some(metadata("--user", user).map_err(setup)?);
                 }
                 if let Some(password) = &login.password {
-                    credentials.password = Some(metadata("the password", password).map_err(fail)?);
+                    credentials.password = Some(metadata("the password", password).map_err(setup)?);
                 }
                 let channel = runtime
                     .block_on(tls_channel(&host, &port, login))
-                    .map_err(fail)?;
+                    .map_err(setup)?;
                 // The user logged in is the one recorded.
                 (channel, String::new())
             }
@@ -587,6 +608,31 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tcp_setup_says_which_option_is_wrong_before_connecting() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let setup = |login: Login| {
+            runtime
+                .block_on(tls_channel("127.0.0.1", "1", &login))
+                .unwrap_err()
+        };
+        assert!(matches!(setup(Login::default()), TcpSetupError::NoCa));
+        let missing = Login {
+            ca: Some("/nonexistent/ca.pem".into()),
+            ..Login::default()
+        };
+        let err = setup(missing);
+        assert!(matches!(err, TcpSetupError::Unreadable { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("cannot read /nonexistent/ca.pem: ")
+        );
+        assert!(matches!(
+            metadata("--user", "ada\nlovelace"),
+            Err(TcpSetupError::NotAscii { what: "--user" })
+        ));
+    }
 
     #[test]
     fn connect_names_a_socket_path_or_a_tcp_address() {
