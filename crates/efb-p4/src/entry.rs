@@ -55,6 +55,12 @@ pub enum EntryError {
     },
 }
 
+/// A configured priority as the chip takes it: the chip wants priorities above 0, so one
+/// more (saturating at the largest the field holds).
+pub fn chip_priority(priority: u32) -> i32 {
+    i32::try_from(priority).unwrap_or(i32::MAX - 1) + 1
+}
+
 impl Builder<'_> {
     /// An entry of `table` matching `criteria` (don't-care criteria left out), with an
     /// action and its parameters. `priority` only for tables with ternary or range fields.

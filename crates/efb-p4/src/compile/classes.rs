@@ -10,7 +10,7 @@ use efb_model::{Flow, paths};
 use efb_p4info::names::{actions as a, fields as f, tables as t};
 
 use super::{CompileError, Desired};
-use crate::entry::{Builder, Criterion};
+use crate::entry::{Builder, Criterion, chip_priority};
 use crate::frame_classes::{self, Atom, ClassMatch, FrameClasses, Layout};
 
 /// Every flow's atoms and the class table they make.
@@ -98,8 +98,7 @@ pub(super) fn entries(b: &Builder, classes: &FrameClasses) -> Result<Vec<Desired
                 .criteria()
                 .map(|(field, value, mask)| (field, Criterion::Ternary(value, mask)))
                 .collect();
-            // The chip wants priorities above 0.
-            let priority = i32::try_from(e.priority).unwrap_or(i32::MAX - 1) + 1;
+            let priority = chip_priority(e.priority);
             let params = [(f::FRAME_CLASS, u128::from(e.class))];
             Ok(Desired {
                 entry: b.entry(

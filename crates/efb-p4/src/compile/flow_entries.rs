@@ -8,7 +8,7 @@ use efb_p4info::names::flows::{self, FrameKind};
 
 use super::{CompileError, Desired};
 use crate::criteria::range_prefixes;
-use crate::entry::{Builder, Criterion};
+use crate::entry::{Builder, Criterion, chip_priority};
 use crate::frame_classes::ClassMatch;
 
 /// A flow: in each flow table whose frames it can match, one entry per prefix its port
@@ -20,7 +20,7 @@ pub(super) fn flow(
     class: ClassMatch,
     unit: Option<u32>,
 ) -> Result<Vec<Desired>, CompileError> {
-    let priority = i32::try_from(flow.priority).unwrap_or(i32::MAX - 1) + 1;
+    let priority = chip_priority(flow.priority);
     let source = paths::flow(&flow.name);
     let mut out = Vec::new();
     for kind in frame_kinds(&flow.matches) {
