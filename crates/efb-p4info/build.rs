@@ -46,7 +46,7 @@ fn names(p4info: &text_format::Message) -> Result<String, Fail> {
 }
 
 fn tables(p4info: &text_format::Message, uses: &mut FieldUses) -> Result<Module, Fail> {
-    let mut module = Module::new("tables", "Tables (fully qualified names).");
+    let mut module = Module::new("tables", "TableName", "Tables (fully qualified names).");
     for table in p4info.all("tables") {
         let (name, alias) = preamble(table)?;
         let mut key = Vec::new();
@@ -73,7 +73,7 @@ fn tables(p4info: &text_format::Message, uses: &mut FieldUses) -> Result<Module,
 }
 
 fn actions(p4info: &text_format::Message, uses: &mut FieldUses) -> Result<Module, Fail> {
-    let mut module = Module::new("actions", "Actions (fully qualified names).");
+    let mut module = Module::new("actions", "ActionName", "Actions (fully qualified names).");
     for action in p4info.all("actions") {
         let (name, alias) = preamble(action)?;
         let mut params = Vec::new();
@@ -90,7 +90,7 @@ fn actions(p4info: &text_format::Message, uses: &mut FieldUses) -> Result<Module
 }
 
 fn fields(uses: &FieldUses) -> Result<Module, Fail> {
-    let mut module = Module::new("fields", "Match fields and action parameters.");
+    let mut module = Module::new("fields", "FieldName", "Match fields and action parameters.");
     // The constant tables' keys are named after headers (`hdr.mpls[0].$valid$`): code
     // never writes them, and they have no Rust name.
     let nameable = |name: &str| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
@@ -101,7 +101,7 @@ fn fields(uses: &FieldUses) -> Result<Module, Fail> {
 }
 
 fn counters(p4info: &text_format::Message) -> Result<Module, Fail> {
-    let mut module = Module::new("counters", "Counters, indexed and direct.");
+    let mut module = Module::new("counters", "CounterName", "Counters, indexed and direct.");
     for (kind, what) in [
         ("counters", "Indexed counter"),
         ("direct_counters", "Direct counter"),
@@ -115,7 +115,12 @@ fn counters(p4info: &text_format::Message) -> Result<Module, Fail> {
 }
 
 fn packet_io(p4info: &text_format::Message) -> Result<Module, Fail> {
-    let mut module = Module::new("packet_io", "Packet I/O headers and their fields.");
+    let mut module = Module::new(
+        "packet_io",
+        "PacketHeaderName",
+        "Packet I/O headers and their fields.",
+    );
+    module.lists.push(("PacketFieldName", "FIELDS"));
     let mut fields = BTreeMap::new();
     for header in p4info.all("controller_packet_metadata") {
         let (name, alias) = preamble(header)?;
@@ -127,7 +132,7 @@ fn packet_io(p4info: &text_format::Message) -> Result<Module, Fail> {
         }
     }
     for (name, doc) in fields {
-        module.add(name, name, &doc)?;
+        module.add_as("PacketFieldName", name, name, &doc)?;
     }
     Ok(module)
 }
@@ -139,20 +144,31 @@ fn preamble(object: &text_format::Message) -> Result<(&str, &str), Fail> {
 
 struct Module {
     code: String,
-    /// Constant -> the name it holds.
-    seen: BTreeMap<String, String>,
+    /// The type of the module's names (one of `names.rs`'s, made by its `program_name!`).
+    ty: &'static str,
+    /// (type, list): a list of every name of that type ends the module; `ALL` for `ty`.
+    lists: Vec<(&'static str, &'static str)>,
+    /// Constant -> the name it holds and its type.
+    seen: BTreeMap<String, (String, &'static str)>,
 }
 
 impl Module {
-    fn new(name: &str, doc: &str) -> Module {
+    fn new(name: &str, ty: &'static str, doc: &str) -> Module {
         Module {
-            code: format!("\n/// {doc}\npub mod {name} {{\n"),
+            code: format!("\n/// {doc}\npub mod {name} {{\n    use super::*;\n"),
+            ty,
+            lists: vec![(ty, "ALL")],
             seen: BTreeMap::new(),
         }
     }
 
-    /// `pub const ALIAS: &str = "name";`, the alias in upper case with `.` as `_`.
+    /// `pub const ALIAS: Type = Type::new("name");`, the alias in upper case with `.` as `_`.
     fn add(&mut self, alias: &str, name: &str, doc: &str) -> Result<(), Fail> {
+        self.add_as(self.ty, alias, name, doc)
+    }
+
+    /// [`Module::add`] with a type other than the module's.
+    fn add_as(&mut self, ty: &'static str, alias: &str, name: &str, doc: &str) -> Result<(), Fail> {
         let constant = alias.replace('.', "_").to_uppercase();
         if !constant
             .chars()
@@ -160,27 +176,34 @@ impl Module {
         {
             return Err(format!("{alias}: not a Rust name once in upper case").into());
         }
-        if let Some(other) = self.seen.insert(constant.clone(), name.to_string()) {
+        if let Some((other, _)) = self.seen.insert(constant.clone(), (name.to_string(), ty)) {
             if other != name {
                 return Err(format!("{name} and {other} both make {constant}").into());
             }
             return Ok(());
         }
         self.code.push_str(&format!(
-            "    /// {doc}\n    pub const {constant}: &str = {name:?};\n"
+            "    /// {doc}\n    pub const {constant}: {ty} = {ty}::new({name:?});\n"
         ));
         Ok(())
     }
 
-    /// Closes the module with `ALL`, every name in it (so that a test can hold them against
-    /// the P4Info as the index reads it).
+    /// Closes the module with its lists (`ALL`, every name of the module's type), so that
+    /// a test can hold them against the P4Info as the index reads it, and a name read at run
+    /// time can be told to be one of them.
     fn finish(self) -> String {
-        let all: Vec<&str> = self.seen.keys().map(String::as_str).collect();
-        format!(
-            "{}    /// Every name above.\n    pub const ALL: &[&str] = &[{}];\n}}\n",
-            self.code,
-            all.join(", ")
-        )
+        let mut code = self.code;
+        for (list_ty, list) in &self.lists {
+            let names: Vec<&str> = (self.seen.iter())
+                .filter(|(_, (_, ty))| ty == list_ty)
+                .map(|(constant, _)| constant.as_str())
+                .collect();
+            code.push_str(&format!(
+                "    /// Every {list_ty} above.\n    pub const {list}: &[{list_ty}] = &[{}];\n",
+                names.join(", ")
+            ));
+        }
+        code + "}\n"
     }
 }
 

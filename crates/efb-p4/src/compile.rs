@@ -757,7 +757,7 @@ fn unit(b: &Builder, u: &UnitInputs) -> Result<Vec<Desired>, CompileError> {
 
 /// The error for a table that would hold more than its size.
 fn over_capacity(info: &efb_p4info::TableInfo, needed: usize) -> CompileError {
-    let flow_table = flows::ALL.iter().find(|t| t.table == info.name);
+    let flow_table = flows::ALL.iter().find(|t| t.table.as_str() == info.name);
     let (what, hint) = match flow_table {
         Some(t) => (
             format!("{} flow entries", t.kind.as_str()),

@@ -3,13 +3,13 @@
 //! (ports in the flow tables, the VLAN depth in the class table).
 
 use efb_model::{FlowMatch, MacMatch};
-use efb_p4info::names::fields as f;
+use efb_p4info::names::{FieldName, fields as f};
 
 /// The Ethernet-layer criteria of a match (VLAN tags and depth, MPLS depth, MACs,
 /// EtherType), which `frame_classes` holds for the flow tables.
 pub struct EthernetCriteria {
     /// (field, value, mask) in the order of the class table's key.
-    pub ternaries: Vec<(&'static str, u128, u128)>,
+    pub ternaries: Vec<(FieldName, u128, u128)>,
     /// The VLAN depth range as the prefixes that cover it (one with mask 0: any depth).
     pub vlan_depth: Vec<(u128, u128)>,
 }

@@ -1,6 +1,7 @@
 //! Table entries built by name through the P4Info (never by hard-coded id), in the canonical
 //! form targets expect, and keyed the way targets identify them: table, match, priority.
 
+use efb_p4info::names::{ActionName, FieldName, TableName};
 use efb_p4info::{MatchKind, P4InfoError, P4InfoIndex};
 use p4runtime_proto::p4::v1::{self as p4, field_match::FieldMatchType};
 use prost::Message;
@@ -44,13 +45,16 @@ pub enum EntryError {
     #[error(transparent)]
     P4Info(#[from] P4InfoError),
     #[error("{table}: no field {field}")]
-    NoField { table: String, field: String },
+    NoField { table: TableName, field: FieldName },
     #[error("{action}: no parameter {param}")]
-    NoParam { action: String, param: String },
+    NoParam {
+        action: ActionName,
+        param: FieldName,
+    },
     #[error("{table}: field {field} is {kind}: it cannot hold this criterion")]
     Kind {
-        table: String,
-        field: String,
+        table: TableName,
+        field: FieldName,
         kind: &'static str,
     },
 }
@@ -66,22 +70,21 @@ impl Builder<'_> {
     /// action and its parameters. `priority` only for tables with ternary or range fields.
     pub fn entry(
         &self,
-        table: &str,
-        criteria: &[(&str, Criterion)],
+        table: TableName,
+        criteria: &[(FieldName, Criterion)],
         priority: i32,
-        action: &str,
-        params: &[(&str, u128)],
+        action: ActionName,
+        params: &[(FieldName, u128)],
     ) -> Result<p4::TableEntry, EntryError> {
         let info = self.index.table_by_name(table)?;
         let mut matches = Vec::with_capacity(criteria.len());
-        for (name, criterion) in criteria {
-            let field = info.field(name).ok_or_else(|| EntryError::NoField {
-                table: table.to_string(),
-                field: name.to_string(),
-            })?;
+        for &(name, ref criterion) in criteria {
+            let field = info
+                .field(name)
+                .ok_or(EntryError::NoField { table, field: name })?;
             let matched = field_match(field, criterion).map_err(|kind| EntryError::Kind {
-                table: table.to_string(),
-                field: name.to_string(),
+                table,
+                field: name,
                 kind: kind.as_str(),
             })?;
             matches.extend(matched);
@@ -99,9 +102,9 @@ impl Builder<'_> {
     /// The default entry of a table (keyless tables have nothing else).
     pub fn default_entry(
         &self,
-        table: &str,
-        action: &str,
-        params: &[(&str, u128)],
+        table: TableName,
+        action: ActionName,
+        params: &[(FieldName, u128)],
     ) -> Result<p4::TableEntry, EntryError> {
         let info = self.index.table_by_name(table)?;
         Ok(p4::TableEntry {
@@ -112,17 +115,21 @@ impl Builder<'_> {
         })
     }
 
-    fn action(&self, name: &str, params: &[(&str, u128)]) -> Result<p4::TableAction, EntryError> {
+    fn action(
+        &self,
+        name: ActionName,
+        params: &[(FieldName, u128)],
+    ) -> Result<p4::TableAction, EntryError> {
         let info = self.index.action_by_name(name)?;
         let mut out = Vec::with_capacity(params.len());
-        for (param, value) in params {
-            let p = info.param(param).ok_or_else(|| EntryError::NoParam {
-                action: name.to_string(),
-                param: param.to_string(),
+        for &(param, value) in params {
+            let p = info.param(param).ok_or(EntryError::NoParam {
+                action: name,
+                param,
             })?;
             out.push(p4::action::Param {
                 param_id: p.id,
-                value: canonical(*value & mask_of(p.bitwidth)),
+                value: canonical(value & mask_of(p.bitwidth)),
             });
         }
         out.sort_by_key(|p| p.param_id);
@@ -153,23 +160,22 @@ impl Builder<'_> {
     /// `params`, as [`Builder::entry`] builds them.
     pub fn exact_shape(
         &self,
-        table: &str,
-        fields: &[&str],
-        action: &str,
-        params: &[&str],
+        table: TableName,
+        fields: &[FieldName],
+        action: ActionName,
+        params: &[FieldName],
     ) -> Result<ExactShape, EntryError> {
         let info = self.index.table_by_name(table)?;
         let fields: Vec<(u32, u128)> = fields
             .iter()
-            .map(|name| {
-                let field = info.field(name).ok_or_else(|| EntryError::NoField {
-                    table: table.to_string(),
-                    field: name.to_string(),
-                })?;
+            .map(|&name| {
+                let field = info
+                    .field(name)
+                    .ok_or(EntryError::NoField { table, field: name })?;
                 if field.kind != MatchKind::Exact {
                     return Err(EntryError::Kind {
-                        table: table.to_string(),
-                        field: name.to_string(),
+                        table,
+                        field: name,
                         kind: field.kind.as_str(),
                     });
                 }
@@ -179,10 +185,10 @@ impl Builder<'_> {
         let action_info = self.index.action_by_name(action)?;
         let params: Vec<(u32, u128)> = params
             .iter()
-            .map(|name| {
-                let p = action_info.param(name).ok_or_else(|| EntryError::NoParam {
-                    action: action.to_string(),
-                    param: name.to_string(),
+            .map(|&name| {
+                let p = action_info.param(name).ok_or(EntryError::NoParam {
+                    action,
+                    param: name,
                 })?;
                 Ok((p.id, mask_of(p.bitwidth)))
             })
@@ -435,6 +441,7 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use efb_p4info::names::fields as f;
 
     #[test]
     fn canonical_bytes_are_the_shortest() {
@@ -471,7 +478,7 @@ mod tests {
             assert_eq!(shape.entry(&[slot], &[pair_id, core_no]), by_name);
         }
         assert!(matches!(
-            b.exact_shape(t, &["no_such_field"], a, &[]),
+            b.exact_shape(t, &[efb_p4info::names::fields::IPV4_SRC], a, &[]),
             Err(EntryError::NoField { .. })
         ));
     }
@@ -485,9 +492,9 @@ mod tests {
             .entry(
                 flows.table,
                 &[
-                    ("ip_proto", Criterion::Ternary(6, 0xff)),
-                    ("l4_dst_port", Criterion::Ternary(1024, 0)),
-                    ("ipv4_src", Criterion::Ternary(0, 0)),
+                    (f::IP_PROTO, Criterion::Ternary(6, 0xff)),
+                    (f::L4_DST_PORT, Criterion::Ternary(1024, 0)),
+                    (f::IPV4_SRC, Criterion::Ternary(0, 0)),
                 ],
                 10,
                 flows.bypass,
@@ -506,7 +513,7 @@ mod tests {
         let e = b
             .entry(
                 flows.table,
-                &[("l4_dst_port", Criterion::Exact(0x1_00b3))],
+                &[(f::L4_DST_PORT, Criterion::Exact(0x1_00b3))],
                 10,
                 flows.bypass,
                 &[],
@@ -539,21 +546,18 @@ actions { preamble { id: 16777326 name: "hit" alias: "hit" } }
         )
         .unwrap();
         let index = P4InfoIndex::new(&p4info).unwrap();
-        let b = Builder { index: &index };
-        let e = b
-            .entry(
-                "t_range",
-                &[
-                    ("port", Criterion::Range(0, 65535)),
-                    ("proto", Criterion::Range(6, 17)),
-                ],
-                10,
-                "hit",
-                &[],
-            )
-            .unwrap();
-        assert_eq!(e.r#match.len(), 1, "the full range is left out");
-        assert_eq!(e.r#match[0].field_id, 2);
-        assert_eq!(normalized(&e), e);
+        let table = index.table(33554540).unwrap();
+        let criterion = |field_id: u32, lo: u128, hi: u128| {
+            let field = table.field_by_id(field_id).unwrap();
+            field_match(field, &Criterion::Range(lo, hi)).unwrap()
+        };
+        assert_eq!(criterion(1, 0, 65535), None, "the full range is left out");
+        let proto = criterion(2, 6, 17).unwrap();
+        assert_eq!(proto.field_id, 2);
+        let expected = FieldMatchType::Range(p4::field_match::Range {
+            low: vec![6],
+            high: vec![17],
+        });
+        assert_eq!(proto.field_match_type, Some(expected));
     }
 }

@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use efb_model::FlowMatch;
-use efb_p4info::names::fields as f;
+use efb_p4info::names::{FieldName, fields as f};
 use serde::{Deserialize, Serialize};
 
 use crate::criteria::ethernet_criteria;
@@ -65,7 +65,7 @@ impl Cube {
 
     /// One criterion on `field`, masked to its width; `None` when `field` is not one of
     /// the [`CLASS_FIELDS`].
-    pub fn of(field: &str, value: u128, mask: u128) -> Option<Cube> {
+    pub fn of(field: FieldName, value: u128, mask: u128) -> Option<Cube> {
         let i = field_index(field)?;
         let mut cube = Cube::ANY;
         cube.set(i, value, mask);
@@ -97,7 +97,7 @@ impl Cube {
 
     /// The criteria as the table entry writes them: (field, value, mask), fields without
     /// a criterion left out.
-    pub fn criteria(&self) -> impl Iterator<Item = (&'static str, u128, u128)> + '_ {
+    pub fn criteria(&self) -> impl Iterator<Item = (FieldName, u128, u128)> + '_ {
         CLASS_FIELDS
             .iter()
             .zip(&self.terms)
@@ -113,7 +113,7 @@ impl Cube {
     }
 }
 
-fn field_index(field: &str) -> Option<usize> {
+fn field_index(field: FieldName) -> Option<usize> {
     CLASS_FIELDS.iter().position(|(name, _, _)| *name == field)
 }
 

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use efb_chip::{TableWrites, UpdateKind};
 use efb_p4info::P4InfoIndex;
 use efb_p4info::contract::{self, WriteLevel};
-use efb_p4info::names::flows;
+use efb_p4info::names::{TableName, flows};
 use p4runtime_proto::p4::v1 as p4;
 
 use crate::compile::{Compiled, Desired};
@@ -78,7 +78,7 @@ pub struct Tables {
 
 impl Tables {
     pub fn new(index: &P4InfoIndex) -> Result<Tables, efb_p4info::P4InfoError> {
-        let id = |name: &str| index.table_by_name(name).map(|t| t.id);
+        let id = |name: TableName| index.table_by_name(name).map(|t| t.id);
         let mut levels = BTreeMap::new();
         for spec in contract::TABLES {
             levels.insert(id(spec.name)?, spec.write_level);

@@ -3,19 +3,22 @@
 //! the packet I/O headers. [`check`] compares a P4Info against it, so that a change to
 //! the program that breaks either side fails a test instead of a commit on site.
 
+use crate::names::{
+    ActionName, CounterName, FieldName, PacketFieldName, PacketHeaderName, TableName,
+};
 use crate::names::{actions as a, counters, fields as f, flows, packet_io as io, tables as t};
 use crate::{ActionScope, MatchKind, P4InfoIndex};
 
 pub struct TableSpec {
-    pub name: &'static str,
-    pub fields: &'static [(&'static str, u32, MatchKind)],
-    pub actions: &'static [&'static str],
+    pub name: TableName,
+    pub fields: &'static [(FieldName, u32, MatchKind)],
+    pub actions: &'static [ActionName],
     /// The default action the program starts with (checked against the P4Info's
     /// `initial_default_action` where it carries one).
-    pub initial_default: &'static str,
+    pub initial_default: ActionName,
     /// Whether the default is fixed by the program.
     pub const_default: bool,
-    pub direct_counter: Option<&'static str>,
+    pub direct_counter: Option<CounterName>,
     /// When a plan writes the table's entries.
     pub write_level: WriteLevel,
 }
@@ -44,8 +47,8 @@ impl WriteLevel {
 }
 
 pub struct ActionSpec {
-    pub name: &'static str,
-    pub params: &'static [(&'static str, u32)],
+    pub name: ActionName,
+    pub params: &'static [(FieldName, u32)],
 }
 
 use MatchKind::{Exact, Ternary};
@@ -162,7 +165,7 @@ pub const TABLES: &[TableSpec] = &[
     },
 ];
 
-type FieldSpec = (&'static str, u32, MatchKind);
+type FieldSpec = (FieldName, u32, MatchKind);
 
 /// What `frame_classes` matches: where the frame came from, its Ethernet layers and
 /// whether it has an L4 header. Ternary, as the flow tables' fields: the controller writes
@@ -313,7 +316,7 @@ fn flow_action_specs() -> Vec<ActionSpec> {
 }
 
 /// Packet I/O headers: (header, [(field, width)]).
-pub const PACKET_IO: &[(&str, &[(&str, u32)])] = &[
+pub const PACKET_IO: &[(PacketHeaderName, &[(PacketFieldName, u32)])] = &[
     (
         io::PACKET_IN,
         &[(io::INGRESS_PORT, 16), (io::RX_TSTAMP, 48)],
@@ -322,12 +325,7 @@ pub const PACKET_IO: &[(&str, &[(&str, u32)])] = &[
 ];
 
 /// Indexed counters: (name, size at least).
-pub const COUNTERS: &[(&str, u64)] = &[(counters::DROP_REASONS, 8)];
-
-/// The spec of one table of the contract.
-pub fn table_spec(name: &str) -> Option<&'static TableSpec> {
-    TABLES.iter().find(|t| t.name == name)
-}
+pub const COUNTERS: &[(CounterName, u64)] = &[(counters::DROP_REASONS, 8)];
 
 /// Every way `index` departs from the contract, in words; empty when it holds.
 pub fn check(index: &P4InfoIndex) -> Vec<String> {
@@ -339,10 +337,10 @@ pub fn check(index: &P4InfoIndex) -> Vec<String> {
         check_action(index, spec, &mut problems);
     }
     for (header, fields) in PACKET_IO {
-        check_packet_io(index, header, fields, &mut problems);
+        check_packet_io(index, *header, fields, &mut problems);
     }
     for (name, size) in COUNTERS {
-        match index.counter_by_name(name) {
+        match index.counter_by_name(*name) {
             Ok(c) if c.size >= *size => {}
             Ok(c) => problems.push(format!("counter {name} has {} cells, needs {size}", c.size)),
             Err(e) => problems.push(e.to_string()),
@@ -365,7 +363,7 @@ fn check_table(index: &P4InfoIndex, spec: &TableSpec, problems: &mut Vec<String>
         ));
     }
     for (name, bits, kind) in spec.fields {
-        match table.field(name) {
+        match table.field(*name) {
             Some(fi) if fi.bitwidth == *bits && fi.kind == *kind => {}
             Some(fi) => problems.push(format!(
                 "table {} field {name} is {} bit<{}>, the contract says {} bit<{bits}>",
@@ -379,7 +377,7 @@ fn check_table(index: &P4InfoIndex, spec: &TableSpec, problems: &mut Vec<String>
     }
     for action in spec.actions {
         let ok = index
-            .action_by_name(action)
+            .action_by_name(*action)
             .is_ok_and(|ai| table.action_scope(ai.id).is_some());
         if !ok {
             problems.push(format!("table {} cannot use action {action}", spec.name));
@@ -441,7 +439,7 @@ fn check_action(index: &P4InfoIndex, spec: &ActionSpec, problems: &mut Vec<Strin
         ));
     }
     for (name, bits) in spec.params {
-        match action.param(name) {
+        match action.param(*name) {
             Some(p) if p.bitwidth == *bits => {}
             Some(p) => problems.push(format!(
                 "action {} parameter {name} is bit<{}>, the contract says bit<{bits}>",
@@ -454,8 +452,8 @@ fn check_action(index: &P4InfoIndex, spec: &ActionSpec, problems: &mut Vec<Strin
 
 fn check_packet_io(
     index: &P4InfoIndex,
-    header: &str,
-    fields: &[(&str, u32)],
+    header: PacketHeaderName,
+    fields: &[(PacketFieldName, u32)],
     problems: &mut Vec<String>,
 ) {
     let info = match header {
@@ -466,7 +464,7 @@ fn check_packet_io(
         return problems.push(format!("no controller header {header}"));
     };
     for (name, bits) in fields {
-        if info.field(name).is_none_or(|f| f.bitwidth != *bits) {
+        if info.field(*name).is_none_or(|f| f.bitwidth != *bits) {
             problems.push(format!(
                 "controller header {header} lacks {name} bit<{bits}>"
             ));

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use p4runtime_proto::p4::config::v1::{P4Info, Preamble, action_ref, match_field, p4_ids::Prefix};
 
 use crate::P4InfoError;
+use crate::names::{ActionName, CounterName, FieldName, PacketFieldName, TableName};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MatchKind {
@@ -56,8 +57,8 @@ pub struct ActionInfo {
 }
 
 impl ActionInfo {
-    pub fn param(&self, name: &str) -> Option<&ParamInfo> {
-        self.params.iter().find(|p| p.name == name)
+    pub fn param(&self, name: FieldName) -> Option<&ParamInfo> {
+        self.params.iter().find(|p| p.name == name.as_str())
     }
 }
 
@@ -89,8 +90,8 @@ pub struct TableInfo {
 }
 
 impl TableInfo {
-    pub fn field(&self, name: &str) -> Option<&FieldInfo> {
-        self.fields.iter().find(|f| f.name == name)
+    pub fn field(&self, name: FieldName) -> Option<&FieldInfo> {
+        self.fields.iter().find(|f| f.name == name.as_str())
     }
 
     pub fn field_by_id(&self, id: u32) -> Option<&FieldInfo> {
@@ -125,8 +126,8 @@ pub struct PacketMetadataInfo {
 }
 
 impl PacketMetadataInfo {
-    pub fn field(&self, name: &str) -> Option<&ParamInfo> {
-        self.fields.iter().find(|p| p.name == name)
+    pub fn field(&self, name: PacketFieldName) -> Option<&ParamInfo> {
+        self.fields.iter().find(|p| p.name == name.as_str())
     }
 }
 
@@ -446,9 +447,9 @@ impl P4InfoIndex {
         self.table_order.iter().filter_map(|id| self.tables.get(id))
     }
 
-    pub fn table_by_name(&self, name: &str) -> Result<&TableInfo, P4InfoError> {
+    pub fn table_by_name(&self, name: TableName) -> Result<&TableInfo, P4InfoError> {
         self.names
-            .get(&(Prefix::Table, name.to_string()))
+            .get(&(Prefix::Table, name.as_str().to_string()))
             .and_then(|id| self.tables.get(id))
             .ok_or_else(|| P4InfoError::Missing {
                 kind: "table",
@@ -460,9 +461,9 @@ impl P4InfoIndex {
         self.actions.get(&id)
     }
 
-    pub fn action_by_name(&self, name: &str) -> Result<&ActionInfo, P4InfoError> {
+    pub fn action_by_name(&self, name: ActionName) -> Result<&ActionInfo, P4InfoError> {
         self.names
-            .get(&(Prefix::Action, name.to_string()))
+            .get(&(Prefix::Action, name.as_str().to_string()))
             .and_then(|id| self.actions.get(id))
             .ok_or_else(|| P4InfoError::Missing {
                 kind: "action",
@@ -478,9 +479,9 @@ impl P4InfoIndex {
         self.counters.values()
     }
 
-    pub fn counter_by_name(&self, name: &str) -> Result<&CounterInfo, P4InfoError> {
+    pub fn counter_by_name(&self, name: CounterName) -> Result<&CounterInfo, P4InfoError> {
         self.names
-            .get(&(Prefix::Counter, name.to_string()))
+            .get(&(Prefix::Counter, name.as_str().to_string()))
             .and_then(|id| self.counters.get(id))
             .ok_or_else(|| P4InfoError::Missing {
                 kind: "counter",
@@ -488,9 +489,9 @@ impl P4InfoIndex {
             })
     }
 
-    pub fn direct_counter_by_name(&self, name: &str) -> Result<(u32, u32), P4InfoError> {
+    pub fn direct_counter_by_name(&self, name: CounterName) -> Result<(u32, u32), P4InfoError> {
         self.names
-            .get(&(Prefix::DirectCounter, name.to_string()))
+            .get(&(Prefix::DirectCounter, name.as_str().to_string()))
             .and_then(|id| self.direct_counters.get(id).map(|t| (*id, *t)))
             .ok_or_else(|| P4InfoError::Missing {
                 kind: "direct counter",

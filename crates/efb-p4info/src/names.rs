@@ -4,7 +4,95 @@
 //! the program lacks does not compile; each one's doc says its key or parameters);
 //! [`crate::contract`] checks the widths and match kinds the code expects of them.
 
+use std::fmt;
+
 include!(concat!(env!("OUT_DIR"), "/p4_names.rs"));
+
+/// A kind of name in the program: only the generated constants make one (its constructor
+/// is private to this module and the generated modules below it), so a name the program
+/// lacks does not compile, and a name of one kind cannot be passed for another (an action
+/// for a table, a table's key field for a packet header's).
+macro_rules! program_name {
+    ($(#[$doc:meta])* $name:ident, $all:path) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(&'static str);
+
+        impl $name {
+            const fn new(name: &'static str) -> $name {
+                $name(name)
+            }
+
+            /// The name as the P4Info spells it.
+            pub const fn as_str(self) -> &'static str {
+                self.0
+            }
+
+            /// The program's name spelt `text`, if it has one: for a name read from a
+            /// P4Info at run time (which may be another program's).
+            pub fn find(text: &str) -> Option<$name> {
+                $all.iter().copied().find(|name| name.0 == text)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+    };
+}
+
+program_name!(
+    /// A table's fully qualified name ([`tables`]).
+    ///
+    /// An action's name is not a table's (checked by `cargo test --doc`, as ./test.sh runs it):
+    ///
+    /// ```compile_fail,E0308
+    /// let index = efb_p4info::index().unwrap();
+    /// index.table_by_name(efb_p4info::names::actions::TO_PAIR);
+    /// ```
+    ///
+    /// and code outside this module cannot make a name the program lacks:
+    ///
+    /// ```compile_fail,E0624
+    /// let made_up = efb_p4info::names::TableName::new("EfbIngress.no_such_table");
+    /// ```
+    ///
+    /// while the generated ones are taken:
+    ///
+    /// ```
+    /// let index = efb_p4info::index().unwrap();
+    /// assert!(index.table_by_name(efb_p4info::names::tables::PAIRS).is_ok());
+    /// ```
+    TableName,
+    tables::ALL
+);
+program_name!(
+    /// An action's fully qualified name ([`actions`]).
+    ActionName,
+    actions::ALL
+);
+program_name!(
+    /// A table's match field or an action's parameter ([`fields`]).
+    FieldName,
+    fields::ALL
+);
+program_name!(
+    /// A counter's or a direct counter's fully qualified name ([`counters`]).
+    CounterName,
+    counters::ALL
+);
+program_name!(
+    /// A controller packet header ([`packet_io`]: `packet_in`, `packet_out`).
+    PacketHeaderName,
+    packet_io::ALL
+);
+program_name!(
+    /// A field of a controller packet header ([`packet_io`]).
+    PacketFieldName,
+    packet_io::FIELDS
+);
 
 /// The flow tables. A frame meets exactly one, by what it carries (the TCAM holds a
 /// key per kind, not one key wide enough for all), so a flow is written into each table
@@ -23,12 +111,12 @@ pub mod flows {
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct FlowTable {
         pub kind: FrameKind,
-        pub table: &'static str,
-        pub bypass: &'static str,
-        pub drop: &'static str,
+        pub table: super::TableName,
+        pub bypass: super::ActionName,
+        pub drop: super::ActionName,
         /// Frames without IP never go to a filter: that table has no `to_unit`.
-        pub to_unit: Option<&'static str>,
-        pub counter: &'static str,
+        pub to_unit: Option<super::ActionName>,
+        pub counter: super::CounterName,
     }
 
     pub const IPV4: FlowTable = FlowTable {

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use efb_p4info::names::flows::IPV4;
-use efb_p4info::names::{actions as a, fields as f, tables as t};
+use efb_p4info::names::{ActionName, FieldName, TableName, actions as a, fields as f, tables as t};
 use efb_p4info::{P4InfoIndex, PortMap};
 use efb_target::control_proto::{self as pb, target_control_client::TargetControlClient};
 use efb_target::{Device, DeviceOptions, Profile};
@@ -27,17 +27,17 @@ enum M {
 
 fn entry(
     ix: &P4InfoIndex,
-    table: &str,
-    matches: &[(&str, M)],
-    action: &str,
-    params: &[(&str, u128)],
+    table: TableName,
+    matches: &[(FieldName, M)],
+    action: ActionName,
+    params: &[(FieldName, u128)],
     priority: i32,
 ) -> p4::Update {
     let tinfo = ix.table_by_name(table).unwrap();
     let ainfo = ix.action_by_name(action).unwrap();
     let r#match = matches
         .iter()
-        .map(|(name, m)| p4::FieldMatch {
+        .map(|&(name, ref m)| p4::FieldMatch {
             field_id: tinfo.field(name).unwrap().id,
             field_match_type: Some(match m {
                 M::Exact(v) => {
@@ -54,9 +54,9 @@ fn entry(
         .collect();
     let params = params
         .iter()
-        .map(|(n, v)| p4::action::Param {
+        .map(|&(n, v)| p4::action::Param {
             param_id: ainfo.param(n).unwrap().id,
-            value: b(*v),
+            value: b(v),
         })
         .collect();
     let action = p4::TableAction {
@@ -182,7 +182,7 @@ fn site(ix: &P4InfoIndex, map: &PortMap) -> Vec<p4::Update> {
     u
 }
 
-fn to_unit() -> &'static str {
+fn to_unit() -> ActionName {
     IPV4.to_unit.expect("the IPv4 flow table has to_unit")
 }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use efb_p4info::names::{drop_reasons, ethertypes, packet_io};
+use efb_p4info::names::{PacketFieldName, drop_reasons, ethertypes, packet_io};
 use efb_p4info::{P4InfoIndex, PortMap};
 use p4runtime_proto::p4::v1::{
     self as p4, ForwardingPipelineConfig, PacketMetadata, stream_message_response,
@@ -259,9 +259,9 @@ impl Device {
 
 fn packet_in_metadata(state: &State, port: u32, rx_ns: u64) -> Option<Vec<PacketMetadata>> {
     let info = state.pipeline.as_ref()?.index.packet_in()?.clone();
-    let value = |name: &str| match name {
-        packet_io::INGRESS_PORT => u128::from(port),
-        packet_io::RX_TSTAMP => u128::from(rx_ns),
+    let value = |name: &str| match PacketFieldName::find(name) {
+        Some(packet_io::INGRESS_PORT) => u128::from(port),
+        Some(packet_io::RX_TSTAMP) => u128::from(rx_ns),
         _ => 0,
     };
     Some(

@@ -4,7 +4,10 @@
 //! the target then forwards nothing.
 
 use efb_model::BalancingMethod;
-use efb_p4info::names::{actions as a, counters, drop_reasons, fields as f, flows, tables as t};
+use efb_p4info::names::{
+    ActionName, FieldName, TableName, actions as a, counters, drop_reasons, fields as f, flows,
+    tables as t,
+};
 use efb_p4info::{P4InfoIndex, contract};
 
 use crate::packet;
@@ -91,7 +94,7 @@ impl FlowIds {
     fn bind(index: &P4InfoIndex, spec: &flows::FlowTable) -> Result<FlowIds, Vec<String>> {
         let problem = |e: efb_p4info::P4InfoError| vec![e.to_string()];
         let table = index.table_by_name(spec.table).map_err(problem)?;
-        let action = |n: &str| index.action_by_name(n).map(|x| x.id).map_err(problem);
+        let action = |n: ActionName| index.action_by_name(n).map(|x| x.id).map_err(problem);
         let slots = slots(table)?;
         Ok(FlowIds {
             table: table.id,
@@ -134,7 +137,7 @@ enum Slot {
 }
 
 fn slot(name: &str) -> Option<Slot> {
-    Some(match name {
+    Some(match FieldName::find(name)? {
         f::FRAME_CLASS => Slot::FrameClass,
         f::LINK_ID => Slot::LinkId,
         f::VLAN_DEPTH => Slot::VlanDepth,
@@ -167,13 +170,13 @@ impl Program {
         if !problems.is_empty() {
             return Err(problems);
         }
-        let table = |n: &str| {
+        let table = |n: TableName| {
             index
                 .table_by_name(n)
                 .map(|x| x.id)
                 .map_err(|e| vec![e.to_string()])
         };
-        let action = |n: &str| {
+        let action = |n: ActionName| {
             index
                 .action_by_name(n)
                 .map(|x| x.id)

@@ -265,7 +265,7 @@ fn packet_out(device: &Device, stream: u64, p: &p4::PacketOut) -> Result<(), Tar
             device.profile().canonical_bytes_required(),
         )
         .map_err(|e| e.context(format!("packet_out metadata {}", field.name)))?;
-        if field.name == efb_p4info::names::packet_io::EGRESS_PORT {
+        if field.name == efb_p4info::names::packet_io::EGRESS_PORT.as_str() {
             port = u32::try_from(bytes::to_u128(&value)).ok();
         }
     }

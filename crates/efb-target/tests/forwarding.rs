@@ -18,7 +18,7 @@ use common::site::{
 use common::{Bench, M, entry, frame_class, insert, packet_out, update};
 use efb_model::BalancingMethod;
 use efb_p4info::names::flows;
-use efb_p4info::names::{actions as a, fields as f, tables as t};
+use efb_p4info::names::{PacketFieldName, actions as a, fields as f, packet_io as io, tables as t};
 use efb_target::Profile;
 use p4runtime_proto::p4::v1::{self as p4, update::Type};
 
@@ -431,7 +431,7 @@ async fn keepalives_go_round_the_filter_and_reach_the_controller_with_times() {
         .unwrap();
     let pin = session.packet_in().await;
     let info = bench.index.packet_in().unwrap().clone();
-    let meta = |name: &str| {
+    let meta = |name: PacketFieldName| {
         let id = info.field(name).unwrap().id;
         pin.metadata
             .iter()
@@ -440,13 +440,13 @@ async fn keepalives_go_round_the_filter_and_reach_the_controller_with_times() {
             .unwrap()
     };
     assert_eq!(
-        meta("ingress_port"),
+        meta(io::INGRESS_PORT),
         u128::from(bench.port(wan)),
         "came back by the pair's other port"
     );
     let tx = u64::from_be_bytes(pin.payload[20..28].try_into().unwrap());
     assert_eq!(
-        meta("rx_tstamp") as u64 - tx,
+        meta(io::RX_TSTAMP) as u64 - tx,
         300_000,
         "time on path is the filter's delay, on the chip's clock"
     );

@@ -385,16 +385,28 @@ actions { preamble { id: 16777326 name: "hit" alias: "hit" } }
         .set_config(10, p4info.clone(), SetAction::VerifyAndCommit)
         .await
         .unwrap();
-    let index = efb_p4info::P4InfoIndex::new(&p4info).unwrap();
+    // Another program's names: by the ids of its P4Info above.
     let range = |lo: u128, hi: u128| {
-        insert(entry(
-            &index,
-            "t_range",
-            &[("port", M::Range(lo, hi))],
-            "hit",
-            &[],
-            10,
-        ))
+        insert(p4::TableEntry {
+            table_id: 33554540,
+            r#match: vec![p4::FieldMatch {
+                field_id: 1,
+                field_match_type: Some(p4::field_match::FieldMatchType::Range(
+                    p4::field_match::Range {
+                        low: b(lo),
+                        high: b(hi),
+                    },
+                )),
+            }],
+            action: Some(p4::TableAction {
+                r#type: Some(p4::table_action::Type::Action(p4::Action {
+                    action_id: 16777326,
+                    params: vec![],
+                })),
+            }),
+            priority: 10,
+            ..Default::default()
+        })
     };
     for (what, update, code) in [
         (

@@ -76,7 +76,7 @@ async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
         .collect();
     for spec in efb_p4info::contract::TABLES {
         assert!(
-            tables.contains(&spec.name),
+            tables.contains(&spec.name.as_str()),
             "{} missing from what the shell saw: {tables:?}",
             spec.name
         );
@@ -84,12 +84,12 @@ async fn p4runtime_shell_reads_our_entries_and_writes_its_own() {
     let flows = seen["flows"].as_array().unwrap();
     assert_eq!(flows.len(), 2, "{flows:?}");
     assert_eq!(flows[0]["priority"], 100);
-    assert_eq!(flows[0]["action"], IPV4.bypass);
+    assert_eq!(flows[0]["action"], IPV4.bypass.as_str());
     assert_eq!(
         flows[0]["fields"],
         serde_json::json!(["frame_class", "l4_dst_port"])
     );
-    assert_eq!(flows[1]["action"], to_unit);
+    assert_eq!(flows[1]["action"], to_unit.as_str());
     assert_eq!(seen["inserted"], true);
     assert!(
         seen["duplicate"]

@@ -20,6 +20,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{Bench, M, Session, entry, insert, update};
+use efb_p4info::names::{ActionName, FieldName, TableName};
 use efb_target::control_proto as pb;
 use futures::StreamExt;
 use p4runtime_proto::p4::v1 as p4;
@@ -269,6 +270,18 @@ fn tests() -> Vec<StfTest> {
         .collect()
 }
 
+/// A name a test names, as the program's (p4testgen writes only the program's names).
+fn program_name<N>(find: impl Fn(&str) -> Option<N>, name: &str) -> N {
+    find(name).unwrap_or_else(|| panic!("{name}: not a name of p4/efb.p4"))
+}
+
+fn program_params(params: &[(String, u128)]) -> Vec<(FieldName, u128)> {
+    params
+        .iter()
+        .map(|(p, v)| (program_name(FieldName::find, p), *v))
+        .collect()
+}
+
 /// The P4Runtime updates of a test's writes.
 fn updates(bench: &Bench, test: &StfTest) -> Vec<p4::Update> {
     test.writes
@@ -282,19 +295,17 @@ fn updates(bench: &Bench, test: &StfTest) -> Vec<p4::Update> {
                 params,
             } => {
                 // P4Runtime omits don't-care fields (a zero mask) of ternary tables.
-                let matches: Vec<(&str, M)> = matches
+                let matches: Vec<(FieldName, M)> = matches
                     .iter()
                     .filter(|(_, m)| !matches!(m, M::Ternary(_, 0)))
-                    .map(|(f, m)| (f.as_str(), m.clone()))
+                    .map(|(f, m)| (program_name(FieldName::find, f), m.clone()))
                     .collect();
-                let params: Vec<(&str, u128)> =
-                    params.iter().map(|(p, v)| (p.as_str(), *v)).collect();
                 insert(entry(
                     &bench.index,
-                    table,
+                    program_name(TableName::find, table),
                     &matches,
-                    action,
-                    &params,
+                    program_name(ActionName::find, action),
+                    &program_params(params),
                     *priority,
                 ))
             }
@@ -303,9 +314,14 @@ fn updates(bench: &Bench, test: &StfTest) -> Vec<p4::Update> {
                 action,
                 params,
             } => {
-                let params: Vec<(&str, u128)> =
-                    params.iter().map(|(p, v)| (p.as_str(), *v)).collect();
-                let mut e = entry(&bench.index, table, &[], action, &params, 0);
+                let mut e = entry(
+                    &bench.index,
+                    program_name(TableName::find, table),
+                    &[],
+                    program_name(ActionName::find, action),
+                    &program_params(params),
+                    0,
+                );
                 e.is_default_action = true;
                 update(p4::update::Type::Modify, e)
             }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use efb_model::{Flow, paths};
-use efb_p4info::names::{actions as a, fields as f, tables as t};
+use efb_p4info::names::{FieldName, actions as a, fields as f, tables as t};
 
 use super::{CompileError, Desired};
 use crate::entry::{Builder, Criterion, chip_priority};
@@ -93,7 +93,7 @@ pub(super) fn entries(b: &Builder, classes: &FrameClasses) -> Result<Vec<Desired
         .entries
         .iter()
         .map(|e| {
-            let criteria: Vec<(&str, Criterion)> = e
+            let criteria: Vec<(FieldName, Criterion)> = e
                 .cube
                 .criteria()
                 .map(|(field, value, mask)| (field, Criterion::Ternary(value, mask)))

@@ -3,8 +3,8 @@
 //! scope, Ethernet-layer criteria and need of an L4 header (see `frame_classes`).
 
 use efb_model::{Action, Flow, FlowMatch, Prefix, paths};
-use efb_p4info::names::fields as f;
 use efb_p4info::names::flows::{self, FrameKind};
+use efb_p4info::names::{ActionName, FieldName, fields as f};
 
 use super::{CompileError, Desired};
 use crate::criteria::range_prefixes;
@@ -25,14 +25,14 @@ pub(super) fn flow(
     let mut out = Vec::new();
     for kind in frame_kinds(&flow.matches) {
         let table = kind.table();
-        let (action, params): (&str, Vec<(&str, u128)>) = match (&flow.action, unit, table.to_unit)
-        {
-            (Action::Drop, _, _) => (table.drop, vec![]),
-            (Action::ToUnit(_), Some(uid), Some(to_unit)) => {
-                (to_unit, vec![(f::UNIT_ID, u128::from(uid))])
-            }
-            _ => (table.bypass, vec![]),
-        };
+        let (action, params): (ActionName, Vec<(FieldName, u128)>) =
+            match (&flow.action, unit, table.to_unit) {
+                (Action::Drop, _, _) => (table.drop, vec![]),
+                (Action::ToUnit(_), Some(uid), Some(to_unit)) => {
+                    (to_unit, vec![(f::UNIT_ID, u128::from(uid))])
+                }
+                _ => (table.bypass, vec![]),
+            };
         for criteria in criteria(&flow.matches, kind, class) {
             out.push(Desired {
                 entry: b.entry(table.table, &criteria, priority, action, &params)?,
@@ -78,7 +78,7 @@ fn kinds_of_ether_type(ether_type: u16) -> Vec<FrameKind> {
 }
 
 /// One criterion per field, or several ternary prefixes for a range.
-type Criteria = Vec<(&'static str, Criterion)>;
+type Criteria = Vec<(FieldName, Criterion)>;
 
 /// A flow table's criteria for a match, one set per combination of the prefixes its
 /// port ranges make.
@@ -89,7 +89,7 @@ fn criteria(m: &FlowMatch, kind: FrameKind, class: ClassMatch) -> Vec<Criteria> 
         c.push((f::FRAME_CLASS, Criterion::Ternary(value, mask)));
     }
     // Ranges, each as the prefixes that cover it (none: any value).
-    let mut ranges: Vec<(&'static str, Vec<(u128, u128)>)> = Vec::new();
+    let mut ranges: Vec<(FieldName, Vec<(u128, u128)>)> = Vec::new();
     match kind {
         FrameKind::Other => llc_criteria(m, &mut c),
         FrameKind::Ipv4 | FrameKind::Ipv6 => {
@@ -141,7 +141,7 @@ fn ip_criteria(m: &FlowMatch, kind: FrameKind, c: &mut Criteria) {
 }
 
 /// Every combination of one prefix per range, added to the fixed criteria.
-fn expand(fixed: Criteria, ranges: &[(&'static str, Vec<(u128, u128)>)]) -> Vec<Criteria> {
+fn expand(fixed: Criteria, ranges: &[(FieldName, Vec<(u128, u128)>)]) -> Vec<Criteria> {
     let mut out = vec![fixed];
     for (field, prefixes) in ranges {
         if prefixes.len() == 1 && prefixes[0].1 == 0 {

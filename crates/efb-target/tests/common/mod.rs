@@ -10,7 +10,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use efb_p4info::names::flows::{self, FlowTable};
-use efb_p4info::names::{actions as a, fields as f, tables as t};
+use efb_p4info::names::{
+    ActionName, FieldName, TableName, actions as a, fields as f, packet_io as io, tables as t,
+};
 use efb_p4info::{P4InfoIndex, PortMap};
 use efb_target::control_proto::{self as pb, target_control_client::TargetControlClient};
 use efb_target::{Device, DeviceOptions, Profile, Servers};
@@ -249,7 +251,7 @@ impl Bench {
         Ok(out)
     }
 
-    pub async fn read_table(&mut self, table: &str) -> Vec<p4::TableEntry> {
+    pub async fn read_table(&mut self, table: TableName) -> Vec<p4::TableEntry> {
         let table_id = self.index.table_by_name(table).unwrap().id;
         let q = p4::TableEntry {
             table_id,
@@ -472,9 +474,9 @@ pub fn cpu_port_updates(index: &P4InfoIndex, cpu_port: u32) -> Vec<p4::Update> {
 /// An entry of each IP flow table (IPv4, IPv6), the action picked per table.
 pub fn ip_flows(
     index: &P4InfoIndex,
-    matches: &[(&str, M)],
-    action: impl Fn(&FlowTable) -> &'static str,
-    params: &[(&str, u128)],
+    matches: &[(FieldName, M)],
+    action: impl Fn(&FlowTable) -> ActionName,
+    params: &[(FieldName, u128)],
     priority: i32,
 ) -> Vec<p4::Update> {
     [flows::IPV4, flows::IPV6]
@@ -495,7 +497,7 @@ pub fn ip_flows(
 /// A `frame_classes` entry giving the frames `matches` selects the class `class`.
 pub fn frame_class(
     index: &P4InfoIndex,
-    matches: &[(&str, M)],
+    matches: &[(FieldName, M)],
     class: u128,
     priority: i32,
 ) -> p4::TableEntry {
@@ -511,7 +513,7 @@ pub fn frame_class(
 }
 
 /// A flow table's `to_unit` action (the IP tables have one).
-pub fn to_unit(table: &FlowTable) -> &'static str {
+pub fn to_unit(table: &FlowTable) -> ActionName {
     table.to_unit.expect("an IP flow table has to_unit")
 }
 
@@ -533,16 +535,16 @@ pub fn b(v: u128) -> Vec<u8> {
 /// An entry of `table` by names: fields, action, parameters.
 pub fn entry(
     index: &P4InfoIndex,
-    table: &str,
-    matches: &[(&str, M)],
-    action: &str,
-    params: &[(&str, u128)],
+    table: TableName,
+    matches: &[(FieldName, M)],
+    action: ActionName,
+    params: &[(FieldName, u128)],
     priority: i32,
 ) -> p4::TableEntry {
     let t = index.table_by_name(table).unwrap();
     let r#match = matches
         .iter()
-        .map(|(name, m)| {
+        .map(|&(name, ref m)| {
             let field_id = t
                 .field(name)
                 .unwrap_or_else(|| panic!("no field {name}"))
@@ -579,13 +581,17 @@ pub fn entry(
     }
 }
 
-pub fn action_of(index: &P4InfoIndex, action: &str, params: &[(&str, u128)]) -> p4::TableAction {
+pub fn action_of(
+    index: &P4InfoIndex,
+    action: ActionName,
+    params: &[(FieldName, u128)],
+) -> p4::TableAction {
     let a = index.action_by_name(action).unwrap();
     let params = params
         .iter()
-        .map(|(name, v)| p4::action::Param {
+        .map(|&(name, v)| p4::action::Param {
             param_id: a.param(name).unwrap().id,
-            value: b(*v),
+            value: b(v),
         })
         .collect();
     p4::TableAction {
@@ -609,7 +615,12 @@ pub mod frames_out {
 
 /// A packet-out as a controller sends it: out of device port `port`.
 pub fn packet_out(index: &P4InfoIndex, port: u32, frame: Vec<u8>) -> p4::StreamMessageRequest {
-    let id = index.packet_out().unwrap().field("egress_port").unwrap().id;
+    let id = index
+        .packet_out()
+        .unwrap()
+        .field(io::EGRESS_PORT)
+        .unwrap()
+        .id;
     p4::StreamMessageRequest {
         update: Some(p4::stream_message_request::Update::Packet(p4::PacketOut {
             payload: frame,
