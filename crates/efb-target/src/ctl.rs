@@ -39,10 +39,14 @@ pub enum Control {
     },
 }
 
-fn ratio(text: &str) -> Result<f64, String> {
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: expected a ratio from 0 to 1, e.g. 0.3")]
+struct NotARatio(String);
+
+fn ratio(text: &str) -> Result<f64, NotARatio> {
     match text.parse::<f64>() {
         Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
-        _ => Err(format!("{text}: expected a ratio from 0 to 1, e.g. 0.3")),
+        _ => Err(NotARatio(text.to_string())),
     }
 }
 
@@ -102,4 +106,22 @@ async fn connect(target: &str) -> anyhow::Result<TargetControlClient<tonic::tran
     TargetControlClient::connect(format!("http://{target}"))
         .await
         .with_context(|| format!("cannot reach efb-target at {target}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loss_ratio_is_a_number_from_0_to_1() {
+        assert!(matches!(ratio("0.3"), Ok(r) if r == 0.3));
+        assert!(matches!(ratio("1"), Ok(r) if r == 1.0));
+        for bad in ["1.5", "-0.1", "thirty"] {
+            let err = ratio(bad).map(|_| ()).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("{bad}: expected a ratio from 0 to 1, e.g. 0.3")
+            );
+        }
+    }
 }

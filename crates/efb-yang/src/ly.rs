@@ -247,13 +247,18 @@ pub struct CheckedValue {
     pub base: BaseType,
 }
 
+/// libyang's refusal of a value, in its words (the caller says it in the model's).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
 /// Checks `text` against the type of the leaf or leaf-list `node` without any data tree.
 /// Leafref targets are not checked here (that needs the data); everything else is.
 pub fn check_value(
     ctx: &Context,
     node: &SchemaNode<'_>,
     text: &str,
-) -> Result<CheckedValue, String> {
+) -> Result<CheckedValue, Refused> {
     let ctx_raw = context_raw(ctx);
     clear_errors(ctx_raw);
     let mut realtype: *const ffi::lysc_type = std::ptr::null();
@@ -276,7 +281,7 @@ pub fn check_value(
             .map(|p| p.message)
             .next()
             .unwrap_or_else(|| format!("invalid value \"{text}\""));
-        return Err(message);
+        return Err(Refused(message));
     }
     let text = c_str(canonical).unwrap_or_else(|| text.to_owned());
     if !canonical.is_null() {

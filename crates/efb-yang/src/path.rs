@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::schema::{NodeKind, Schema, SchemaId};
+use crate::schema::{NodeKind, Schema, SchemaId, ValueError};
 use crate::{Error, Problem, Value};
 
 /// One step of a data path.
@@ -146,7 +146,8 @@ impl DataPath {
                 predicates.push(predicate);
                 rest = tail;
             }
-            let keys = predicate_keys(schema, node, &predicates).map_err(invalid)?;
+            let keys =
+                predicate_keys(schema, node, &predicates).map_err(|e| invalid(e.to_string()))?;
             segments.push(Segment { node, keys });
             rest = rest.strip_prefix('/').unwrap_or(rest);
         }
@@ -191,11 +192,28 @@ fn split_predicate(text: &str) -> Option<((String, String), &str)> {
     Some(((name, value), tail))
 }
 
+/// Why a step's predicates do not select an entry of its node.
+#[derive(Debug, thiserror::Error)]
+enum PredicateError {
+    #[error("{list} needs its key {key}")]
+    MissingKey { list: String, key: String },
+    #[error("{key}: {error}")]
+    BadKey { key: String, error: ValueError },
+    #[error("{list} is keyed by {} only", keys.join(", "))]
+    OtherKeys { list: String, keys: Vec<String> },
+    #[error("{0}")]
+    BadItem(ValueError),
+    #[error("{leaf_list} items are selected with [.='value']")]
+    NotAnItem { leaf_list: String },
+    #[error("{node} takes no predicate")]
+    NoPredicate { node: String },
+}
+
 fn predicate_keys(
     schema: &Schema,
     node: SchemaId,
     predicates: &[(String, String)],
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, PredicateError> {
     let info = schema.node(node);
     match info.kind {
         NodeKind::List if !predicates.is_empty() => {
@@ -205,34 +223,40 @@ fn predicate_keys(
                 let (_, text) = predicates
                     .iter()
                     .find(|(n, _)| n.rsplit(':').next() == Some(key_name.as_str()))
-                    .ok_or_else(|| format!("{} needs its key {key_name}", info.name))?;
-                keys.push(
-                    schema
-                        .value(*key, text)
-                        .map_err(|e| format!("{key_name}: {e}"))?,
-                );
+                    .ok_or_else(|| PredicateError::MissingKey {
+                        list: info.name.clone(),
+                        key: key_name.clone(),
+                    })?;
+                let value = schema
+                    .value(*key, text)
+                    .map_err(|error| PredicateError::BadKey {
+                        key: key_name.clone(),
+                        error,
+                    })?;
+                keys.push(value);
             }
             if predicates.len() != info.keys.len() {
-                return Err(format!(
-                    "{} is keyed by {} only",
-                    info.name,
-                    info.keys
-                        .iter()
-                        .map(|k| schema.node(*k).name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                return Err(PredicateError::OtherKeys {
+                    list: info.name.clone(),
+                    keys: (info.keys.iter())
+                        .map(|k| schema.node(*k).name.clone())
+                        .collect(),
+                });
             }
             Ok(keys)
         }
         NodeKind::LeafList if !predicates.is_empty() => match predicates {
-            [(dot, text)] if dot == "." => {
-                Ok(vec![schema.value(node, text).map_err(|e| e.to_string())?])
-            }
-            _ => Err(format!("{} items are selected with [.='value']", info.name)),
+            [(dot, text)] if dot == "." => Ok(vec![
+                schema.value(node, text).map_err(PredicateError::BadItem)?,
+            ]),
+            _ => Err(PredicateError::NotAnItem {
+                leaf_list: info.name.clone(),
+            }),
         },
         _ if predicates.is_empty() => Ok(Vec::new()),
-        _ => Err(format!("{} takes no predicate", info.name)),
+        _ => Err(PredicateError::NoPredicate {
+            node: info.name.clone(),
+        }),
     }
 }
 

@@ -678,3 +678,34 @@ fn compare_is_hierarchical_as_junos_shows_it() {
     );
     assert!(efb_yang::compare::hierarchical(&schema, &old, &old).is_empty());
 }
+
+/// A path's predicates: each wrong selector is told with what the node takes.
+#[test]
+fn path_predicates_are_refused_with_what_the_node_takes() {
+    let schema = schema();
+    let refusal = |text: &str| DataPath::parse(&schema, text).unwrap_err().to_string();
+    let flow = "/ecofilter-balancer:ecofilter-balancer/flow";
+    for (text, said) in [
+        (format!("{flow}[nam='f']"), "flow needs its key name"),
+        (
+            format!("{flow}[name='f'][x='1']"),
+            "flow is keyed by name only",
+        ),
+        (
+            format!("{flow}[name='f']/links[x='l']"),
+            "links items are selected with [.='value']",
+        ),
+        (
+            "/ecofilter-balancer:ecofilter-balancer/balancing-method[x='1']".to_string(),
+            "balancing-method takes no predicate",
+        ),
+    ] {
+        let err = refusal(&text);
+        assert!(err.contains(said), "{text}: {err}");
+    }
+    let unit = "/ecofilter-balancer:ecofilter-balancer/ecofilter-unit[name='u']";
+    let err = refusal(&format!("{unit}/pair[name='{}']", "p".repeat(300)));
+    assert!(err.contains("name: "), "a bad key names the key: {err}");
+    let item = path(&schema, &format!("{flow}[name='f']/links[.='l']"));
+    assert!(item.display(&schema).ends_with("links[.='l']"));
+}
