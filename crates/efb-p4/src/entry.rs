@@ -478,7 +478,7 @@ mod tests {
             assert_eq!(shape.entry(&[slot], &[pair_id, core_no]), by_name);
         }
         assert!(matches!(
-            b.exact_shape(t, &[efb_p4info::names::fields::IPV4_SRC], a, &[]),
+            b.exact_shape(t, &[f::IPV4_SRC], a, &[]),
             Err(EntryError::NoField { .. })
         ));
     }

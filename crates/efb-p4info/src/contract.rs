@@ -7,7 +7,7 @@ use crate::names::{
     ActionName, CounterName, FieldName, PacketFieldName, PacketHeaderName, TableName,
 };
 use crate::names::{actions as a, counters, fields as f, flows, packet_io as io, tables as t};
-use crate::{ActionScope, MatchKind, P4InfoIndex};
+use crate::{ActionScope, MatchKind, P4InfoError, P4InfoIndex};
 
 pub struct TableSpec {
     pub name: TableName,
@@ -327,8 +327,90 @@ pub const PACKET_IO: &[(PacketHeaderName, &[(PacketFieldName, u32)])] = &[
 /// Indexed counters: (name, size at least).
 pub const COUNTERS: &[(CounterName, u64)] = &[(counters::DROP_REASONS, 8)];
 
-/// Every way `index` departs from the contract, in words; empty when it holds.
-pub fn check(index: &P4InfoIndex) -> Vec<String> {
+/// One way a P4Info departs from the contract.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Departure {
+    /// A table, action or counter the contract names is not there.
+    #[error(transparent)]
+    Missing(#[from] P4InfoError),
+    #[error("table {table} has {has} match fields, the contract {wants}")]
+    FieldCount {
+        table: TableName,
+        has: usize,
+        wants: usize,
+    },
+    #[error(
+        "table {table} field {field} is {} bit<{bits}>, the contract says {} bit<{wants_bits}>",
+        kind.as_str(),
+        wants_kind.as_str()
+    )]
+    FieldShape {
+        table: TableName,
+        field: FieldName,
+        kind: MatchKind,
+        bits: u32,
+        wants_kind: MatchKind,
+        wants_bits: u32,
+    },
+    #[error("table {table} has no field {field}")]
+    NoField { table: TableName, field: FieldName },
+    #[error("table {table} cannot use action {action}")]
+    ActionNotInTable {
+        table: TableName,
+        action: ActionName,
+    },
+    #[error("table {table}: no action {action}")]
+    NoDefaultAction {
+        table: TableName,
+        action: ActionName,
+    },
+    #[error("table {table}: default action {action} (const: {is_const}) does not match the P4Info")]
+    DefaultAction {
+        table: TableName,
+        action: ActionName,
+        is_const: bool,
+    },
+    #[error("table {table} lacks direct counter {counter}")]
+    NoDirectCounter {
+        table: TableName,
+        counter: CounterName,
+    },
+    #[error("action {action} has {has} parameters, the contract {wants}")]
+    ParamCount {
+        action: ActionName,
+        has: usize,
+        wants: usize,
+    },
+    #[error("action {action} parameter {param} is bit<{bits}>, the contract says bit<{wants}>")]
+    ParamWidth {
+        action: ActionName,
+        param: FieldName,
+        bits: u32,
+        wants: u32,
+    },
+    #[error("action {action} has no parameter {param}")]
+    NoParam {
+        action: ActionName,
+        param: FieldName,
+    },
+    #[error("no controller header {0}")]
+    NoPacketHeader(PacketHeaderName),
+    #[error("controller header {header} lacks {field} bit<{bits}>")]
+    PacketField {
+        header: PacketHeaderName,
+        field: PacketFieldName,
+        bits: u32,
+    },
+    #[error("counter {counter} has {cells} cells, needs {wants}")]
+    CounterSize {
+        counter: CounterName,
+        cells: u64,
+        wants: u64,
+    },
+}
+
+/// Every way `index` departs from the contract; empty when it holds.
+pub fn check(index: &P4InfoIndex) -> Vec<Departure> {
     let mut problems = Vec::new();
     for spec in TABLES {
         check_table(index, spec, &mut problems);
@@ -339,48 +421,58 @@ pub fn check(index: &P4InfoIndex) -> Vec<String> {
     for (header, fields) in PACKET_IO {
         check_packet_io(index, *header, fields, &mut problems);
     }
-    for (name, size) in COUNTERS {
-        match index.counter_by_name(*name) {
-            Ok(c) if c.size >= *size => {}
-            Ok(c) => problems.push(format!("counter {name} has {} cells, needs {size}", c.size)),
-            Err(e) => problems.push(e.to_string()),
+    for &(counter, wants) in COUNTERS {
+        match index.counter_by_name(counter) {
+            Ok(c) if c.size >= wants => {}
+            Ok(c) => problems.push(Departure::CounterSize {
+                counter,
+                cells: c.size,
+                wants,
+            }),
+            Err(e) => problems.push(e.into()),
         }
     }
     problems
 }
 
-fn check_table(index: &P4InfoIndex, spec: &TableSpec, problems: &mut Vec<String>) {
+fn check_table(index: &P4InfoIndex, spec: &TableSpec, problems: &mut Vec<Departure>) {
     let table = match index.table_by_name(spec.name) {
         Ok(t) => t,
-        Err(e) => return problems.push(e.to_string()),
+        Err(e) => return problems.push(e.into()),
     };
     if table.fields.len() != spec.fields.len() {
-        problems.push(format!(
-            "table {} has {} match fields, the contract {}",
-            spec.name,
-            table.fields.len(),
-            spec.fields.len()
-        ));
+        problems.push(Departure::FieldCount {
+            table: spec.name,
+            has: table.fields.len(),
+            wants: spec.fields.len(),
+        });
     }
-    for (name, bits, kind) in spec.fields {
-        match table.field(*name) {
-            Some(fi) if fi.bitwidth == *bits && fi.kind == *kind => {}
-            Some(fi) => problems.push(format!(
-                "table {} field {name} is {} bit<{}>, the contract says {} bit<{bits}>",
-                spec.name,
-                fi.kind.as_str(),
-                fi.bitwidth,
-                kind.as_str()
-            )),
-            None => problems.push(format!("table {} has no field {name}", spec.name)),
+    for &(field, wants_bits, wants_kind) in spec.fields {
+        match table.field(field) {
+            Some(fi) if fi.bitwidth == wants_bits && fi.kind == wants_kind => {}
+            Some(fi) => problems.push(Departure::FieldShape {
+                table: spec.name,
+                field,
+                kind: fi.kind,
+                bits: fi.bitwidth,
+                wants_kind,
+                wants_bits,
+            }),
+            None => problems.push(Departure::NoField {
+                table: spec.name,
+                field,
+            }),
         }
     }
-    for action in spec.actions {
+    for &action in spec.actions {
         let ok = index
-            .action_by_name(*action)
+            .action_by_name(action)
             .is_ok_and(|ai| table.action_scope(ai.id).is_some());
         if !ok {
-            problems.push(format!("table {} cannot use action {action}", spec.name));
+            problems.push(Departure::ActionNotInTable {
+                table: spec.name,
+                action,
+            });
         }
     }
     check_default(index, spec, table, problems);
@@ -389,10 +481,10 @@ fn check_table(index: &P4InfoIndex, spec: &TableSpec, problems: &mut Vec<String>
             .direct_counter_by_name(counter)
             .is_ok_and(|(id, tid)| tid == table.id && table.direct_counter == Some(id));
         if !ok {
-            problems.push(format!(
-                "table {} lacks direct counter {counter}",
-                spec.name
-            ));
+            problems.push(Departure::NoDirectCounter {
+                table: spec.name,
+                counter,
+            });
         }
     }
 }
@@ -401,13 +493,13 @@ fn check_default(
     index: &P4InfoIndex,
     spec: &TableSpec,
     table: &crate::TableInfo,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Departure>,
 ) {
     let Ok(default) = index.action_by_name(spec.initial_default) else {
-        return problems.push(format!(
-            "table {}: no action {}",
-            spec.name, spec.initial_default
-        ));
+        return problems.push(Departure::NoDefaultAction {
+            table: spec.name,
+            action: spec.initial_default,
+        });
     };
     let scope_ok = matches!(
         table.action_scope(default.id),
@@ -418,34 +510,39 @@ fn check_default(
         .initial_default_action
         .is_none_or(|initial| initial == default.id);
     if !scope_ok || !const_ok || !initial_ok {
-        problems.push(format!(
-            "table {}: default action {} (const: {}) does not match the P4Info",
-            spec.name, spec.initial_default, spec.const_default
-        ));
+        problems.push(Departure::DefaultAction {
+            table: spec.name,
+            action: spec.initial_default,
+            is_const: spec.const_default,
+        });
     }
 }
 
-fn check_action(index: &P4InfoIndex, spec: &ActionSpec, problems: &mut Vec<String>) {
+fn check_action(index: &P4InfoIndex, spec: &ActionSpec, problems: &mut Vec<Departure>) {
     let action = match index.action_by_name(spec.name) {
         Ok(a) => a,
-        Err(e) => return problems.push(e.to_string()),
+        Err(e) => return problems.push(e.into()),
     };
     if action.params.len() != spec.params.len() {
-        problems.push(format!(
-            "action {} has {} parameters, the contract {}",
-            spec.name,
-            action.params.len(),
-            spec.params.len()
-        ));
+        problems.push(Departure::ParamCount {
+            action: spec.name,
+            has: action.params.len(),
+            wants: spec.params.len(),
+        });
     }
-    for (name, bits) in spec.params {
-        match action.param(*name) {
-            Some(p) if p.bitwidth == *bits => {}
-            Some(p) => problems.push(format!(
-                "action {} parameter {name} is bit<{}>, the contract says bit<{bits}>",
-                spec.name, p.bitwidth
-            )),
-            None => problems.push(format!("action {} has no parameter {name}", spec.name)),
+    for &(param, wants) in spec.params {
+        match action.param(param) {
+            Some(p) if p.bitwidth == wants => {}
+            Some(p) => problems.push(Departure::ParamWidth {
+                action: spec.name,
+                param,
+                bits: p.bitwidth,
+                wants,
+            }),
+            None => problems.push(Departure::NoParam {
+                action: spec.name,
+                param,
+            }),
         }
     }
 }
@@ -454,20 +551,22 @@ fn check_packet_io(
     index: &P4InfoIndex,
     header: PacketHeaderName,
     fields: &[(PacketFieldName, u32)],
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Departure>,
 ) {
     let info = match header {
         io::PACKET_IN => index.packet_in(),
         _ => index.packet_out(),
     };
     let Some(info) = info else {
-        return problems.push(format!("no controller header {header}"));
+        return problems.push(Departure::NoPacketHeader(header));
     };
-    for (name, bits) in fields {
-        if info.field(*name).is_none_or(|f| f.bitwidth != *bits) {
-            problems.push(format!(
-                "controller header {header} lacks {name} bit<{bits}>"
-            ));
+    for &(field, bits) in fields {
+        if info.field(field).is_none_or(|f| f.bitwidth != bits) {
+            problems.push(Departure::PacketField {
+                header,
+                field,
+                bits,
+            });
         }
     }
 }

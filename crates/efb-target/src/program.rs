@@ -4,11 +4,12 @@
 //! the target then forwards nothing.
 
 use efb_model::BalancingMethod;
+use efb_p4info::contract::{self, Departure};
 use efb_p4info::names::{
     ActionName, FieldName, TableName, actions as a, counters, drop_reasons, fields as f, flows,
     tables as t,
 };
-use efb_p4info::{P4InfoIndex, contract};
+use efb_p4info::{P4InfoError, P4InfoIndex};
 
 use crate::packet;
 use crate::tables::{ActionValue, Entry, Objects, Table, exact_key};
@@ -74,27 +75,36 @@ struct FlowIds {
     slots: Vec<Slot>,
 }
 
+/// Why a P4Info is not the efb program (the target then runs no program: every frame is
+/// dropped).
+#[derive(Debug, thiserror::Error)]
+pub enum NotTheProgram {
+    #[error("{}", departures.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Contract { departures: Vec<Departure> },
+    #[error(transparent)]
+    Missing(#[from] P4InfoError),
+    #[error("field {field} of {table} has no meaning here")]
+    UnknownField { table: String, field: String },
+}
+
 /// What each field of a table reads, in the P4Info's order.
-fn slots(table: &efb_p4info::TableInfo) -> Result<Vec<Slot>, Vec<String>> {
+fn slots(table: &efb_p4info::TableInfo) -> Result<Vec<Slot>, NotTheProgram> {
     table
         .fields
         .iter()
         .map(|fi| {
-            slot(&fi.name).ok_or_else(|| {
-                vec![format!(
-                    "field {} of {} has no meaning here",
-                    fi.name, table.name
-                )]
+            slot(&fi.name).ok_or_else(|| NotTheProgram::UnknownField {
+                table: table.name.clone(),
+                field: fi.name.clone(),
             })
         })
         .collect()
 }
 
 impl FlowIds {
-    fn bind(index: &P4InfoIndex, spec: &flows::FlowTable) -> Result<FlowIds, Vec<String>> {
-        let problem = |e: efb_p4info::P4InfoError| vec![e.to_string()];
-        let table = index.table_by_name(spec.table).map_err(problem)?;
-        let action = |n: ActionName| index.action_by_name(n).map(|x| x.id).map_err(problem);
+    fn bind(index: &P4InfoIndex, spec: &flows::FlowTable) -> Result<FlowIds, NotTheProgram> {
+        let table = index.table_by_name(spec.table)?;
+        let action = |n: ActionName| index.action_by_name(n).map(|x| x.id);
         let slots = slots(table)?;
         Ok(FlowIds {
             table: table.id,
@@ -164,34 +174,21 @@ fn slot(name: &str) -> Option<Slot> {
 }
 
 impl Program {
-    /// Binds to a P4Info; `Err` lists why it is not the efb program.
-    pub fn bind(index: &P4InfoIndex) -> Result<Program, Vec<String>> {
-        let problems = contract::check(index);
-        if !problems.is_empty() {
-            return Err(problems);
+    /// Binds to a P4Info; `Err` says why it is not the efb program.
+    pub fn bind(index: &P4InfoIndex) -> Result<Program, NotTheProgram> {
+        let departures = contract::check(index);
+        if !departures.is_empty() {
+            return Err(NotTheProgram::Contract { departures });
         }
-        let table = |n: TableName| {
-            index
-                .table_by_name(n)
-                .map(|x| x.id)
-                .map_err(|e| vec![e.to_string()])
-        };
-        let action = |n: ActionName| {
-            index
-                .action_by_name(n)
-                .map(|x| x.id)
-                .map_err(|e| vec![e.to_string()])
-        };
-        let mut flow_tables = Vec::new();
-        for spec in flows::ALL {
-            flow_tables.push(FlowIds::bind(index, &spec)?);
-        }
-        let flows: [FlowIds; 3] = flow_tables
-            .try_into()
-            .map_err(|_| vec!["three flow tables".to_string()])?;
-        let classes = index
-            .table_by_name(t::FRAME_CLASSES)
-            .map_err(|e| vec![e.to_string()])?;
+        let table = |n: TableName| index.table_by_name(n).map(|x| x.id);
+        let action = |n: ActionName| index.action_by_name(n).map(|x| x.id);
+        let [ipv4, ipv6, other] = flows::ALL;
+        let flows = [
+            FlowIds::bind(index, &ipv4)?,
+            FlowIds::bind(index, &ipv6)?,
+            FlowIds::bind(index, &other)?,
+        ];
+        let classes = index.table_by_name(t::FRAME_CLASSES)?;
         let mut initial_defaults = Vec::new();
         for spec in contract::TABLES {
             initial_defaults.push((table(spec.name)?, action(spec.initial_default)?));
@@ -220,10 +217,7 @@ impl Program {
             unit_active: action(a::UNIT_ACTIVE)?,
             to_pair: action(a::TO_PAIR)?,
             pair_up: action(a::PAIR_UP)?,
-            drop_counter: index
-                .counter_by_name(counters::DROP_REASONS)
-                .map_err(|e| vec![e.to_string()])?
-                .id,
+            drop_counter: index.counter_by_name(counters::DROP_REASONS)?.id,
             initial_defaults,
         })
     }

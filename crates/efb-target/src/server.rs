@@ -413,10 +413,9 @@ fn verify(
     }
     let program = match Program::bind(&index) {
         Ok(p) => Some(Arc::new(p)),
-        Err(problems) => {
+        Err(why) => {
             tracing::warn!(
-                "the P4Info is not the EcoFilter Balancer program; packets will be dropped: {}",
-                problems.join("; ")
+                "the P4Info is not the EcoFilter Balancer program; packets will be dropped: {why}"
             );
             None
         }
