@@ -31,37 +31,46 @@ pub enum Verdict {
     Lost,
 }
 
+/// A table's id in the P4Info the program is bound to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct TableId(u32);
+
+/// An action's id in the P4Info the program is bound to: typed apart from a table's, so
+/// that the emulated control cannot compare one with the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ActionId(u32);
+
 /// Resolved ids of the program's tables and actions.
 #[derive(Clone, Debug)]
 pub struct Program {
-    ingress_port: u32,
-    link_ports: u32,
-    balancing: u32,
-    platform: u32,
+    ingress_port: TableId,
+    link_ports: TableId,
+    balancing: TableId,
+    platform: TableId,
     /// `frame_classes`: its id and the packet attribute each of its fields reads.
-    frame_classes: u32,
+    frame_classes: TableId,
     class_slots: Vec<Slot>,
-    set_frame_class: u32,
+    set_frame_class: ActionId,
     /// The flow tables, in the order of [`flows::ALL`].
     flows: [FlowIds; 3],
-    units: u32,
-    buckets: u32,
-    pairs: u32,
-    from_link_lan: u32,
-    from_link_wan: u32,
-    from_pair_lan: u32,
-    from_pair_wan: u32,
-    from_cpu: u32,
-    set_link_ports: u32,
-    hash_layer4: u32,
-    hash_dst_ip: u32,
-    set_cpu_port: u32,
-    unit_active: u32,
-    to_pair: u32,
-    pair_up: u32,
+    units: TableId,
+    buckets: TableId,
+    pairs: TableId,
+    from_link_lan: ActionId,
+    from_link_wan: ActionId,
+    from_pair_lan: ActionId,
+    from_pair_wan: ActionId,
+    from_cpu: ActionId,
+    set_link_ports: ActionId,
+    hash_layer4: ActionId,
+    hash_dst_ip: ActionId,
+    set_cpu_port: ActionId,
+    unit_active: ActionId,
+    to_pair: ActionId,
+    pair_up: ActionId,
     pub drop_counter: u32,
     /// The initial default action of each table (from the contract, which the P4Info agrees with).
-    pub initial_defaults: Vec<(u32, u32)>,
+    initial_defaults: Vec<(TableId, ActionId)>,
 }
 
 /// Packet attributes the flow table matches on.
@@ -69,9 +78,9 @@ pub struct Program {
 /// attribute it reads.
 #[derive(Clone, Debug)]
 struct FlowIds {
-    table: u32,
-    drop: u32,
-    to_unit: Option<u32>,
+    table: TableId,
+    drop: ActionId,
+    to_unit: Option<ActionId>,
     slots: Vec<Slot>,
 }
 
@@ -104,10 +113,10 @@ fn slots(table: &efb_p4info::TableInfo) -> Result<Vec<Slot>, NotTheProgram> {
 impl FlowIds {
     fn bind(index: &P4InfoIndex, spec: &flows::FlowTable) -> Result<FlowIds, NotTheProgram> {
         let table = index.table_by_name(spec.table)?;
-        let action = |n: ActionName| index.action_by_name(n).map(|x| x.id);
+        let action = |n: ActionName| index.action_by_name(n).map(|x| ActionId(x.id));
         let slots = slots(table)?;
         Ok(FlowIds {
-            table: table.id,
+            table: TableId(table.id),
             drop: action(spec.drop)?,
             to_unit: spec.to_unit.map(action).transpose()?,
             slots,
@@ -180,8 +189,8 @@ impl Program {
         if !departures.is_empty() {
             return Err(NotTheProgram::Contract { departures });
         }
-        let table = |n: TableName| index.table_by_name(n).map(|x| x.id);
-        let action = |n: ActionName| index.action_by_name(n).map(|x| x.id);
+        let table = |n: TableName| index.table_by_name(n).map(|x| TableId(x.id));
+        let action = |n: ActionName| index.action_by_name(n).map(|x| ActionId(x.id));
         let [ipv4, ipv6, other] = flows::ALL;
         let flows = [
             FlowIds::bind(index, &ipv4)?,
@@ -198,7 +207,7 @@ impl Program {
             link_ports: table(t::LINK_PORTS)?,
             balancing: table(t::BALANCING)?,
             platform: table(t::PLATFORM)?,
-            frame_classes: classes.id,
+            frame_classes: TableId(classes.id),
             class_slots: slots(classes)?,
             set_frame_class: action(a::SET_FRAME_CLASS)?,
             flows,
@@ -344,25 +353,31 @@ impl Program {
     fn exact(
         &self,
         objects: &Objects,
-        table: u32,
+        table: TableId,
         key: &[(u128, u32)],
-    ) -> Option<(u32, Vec<u128>)> {
-        let t = objects.tables.get(&table)?;
+    ) -> Option<(ActionId, Vec<u128>)> {
+        let t = objects.tables.get(&table.0)?;
         match t.lookup_exact(&exact_key(key)) {
             Some(entry) => direct(&entry.action),
             None => self.default_of(table, t),
         }
     }
 
-    fn default_of(&self, table: u32, t: &Table) -> Option<(u32, Vec<u128>)> {
+    fn default_of(&self, table: TableId, t: &Table) -> Option<(ActionId, Vec<u128>)> {
         match &t.default {
             Some(d) => direct(&d.value),
             None => self
-                .initial_defaults
-                .iter()
-                .find(|(tid, _)| *tid == table)
-                .map(|(_, action)| (*action, Vec::new())),
+                .initial_default(table.0)
+                .map(|action| (ActionId(action), Vec::new())),
         }
+    }
+
+    /// The action a table starts with as its default (the contract's, which the P4Info
+    /// agrees with), by the table's id.
+    pub fn initial_default(&self, table_id: u32) -> Option<u32> {
+        (self.initial_defaults.iter())
+            .find(|(table, _)| table.0 == table_id)
+            .map(|(_, action)| action.0)
     }
 
     fn link_ports(&self, objects: &Objects, link: u8) -> Option<(u32, u32)> {
@@ -375,7 +390,7 @@ impl Program {
     /// `frame_classes`: the class of the frame's link, Ethernet layers and L4 header (its
     /// highest-priority entry's; none: 0).
     fn frame_class(&self, objects: &Objects, lkp: &Lookup, link: u8) -> u8 {
-        let Some(table) = objects.tables.get(&self.frame_classes) else {
+        let Some(table) = objects.tables.get(&self.frame_classes.0) else {
             return 0;
         };
         let key = lkp.key(&self.class_slots, link, 0);
@@ -393,7 +408,7 @@ impl Program {
             6 => 1,
             _ => 2,
         }];
-        let Some(table) = objects.tables.get(&flows.table) else {
+        let Some(table) = objects.tables.get(&flows.table.0) else {
             return;
         };
         let key = lkp.key(&flows.slots, md.link_id, md.frame_class);
@@ -440,7 +455,7 @@ impl Program {
     fn method(&self, objects: &Objects) -> BalancingMethod {
         let action = objects
             .tables
-            .get(&self.balancing)
+            .get(&self.balancing.0)
             .and_then(|t| self.default_of(self.balancing, t))
             .map(|(id, _)| id);
         match action {
@@ -455,7 +470,7 @@ impl Program {
     fn cpu_port(&self, objects: &Objects) -> u32 {
         let written = objects
             .tables
-            .get(&self.platform)
+            .get(&self.platform.0)
             .and_then(|t| t.default.as_ref())
             .and_then(|d| direct(&d.value));
         match written {
@@ -467,7 +482,7 @@ impl Program {
     /// The pairs' ports as the `ingress_port` table cables them: port -> the other port
     /// of the same pair (where the emulated filter returns frames).
     pub fn pair_peers(&self, objects: &Objects) -> Vec<(u32, u32)> {
-        let Some(table) = objects.tables.get(&self.ingress_port) else {
+        let Some(table) = objects.tables.get(&self.ingress_port.0) else {
             return Vec::new();
         };
         let mut lan = std::collections::HashMap::new();
@@ -689,9 +704,9 @@ fn egress(
     }
 }
 
-fn direct(value: &ActionValue) -> Option<(u32, Vec<u128>)> {
+fn direct(value: &ActionValue) -> Option<(ActionId, Vec<u128>)> {
     match value {
-        ActionValue::Direct { action_id, params } => Some((*action_id, params.clone())),
+        ActionValue::Direct { action_id, params } => Some((ActionId(*action_id), params.clone())),
         _ => None,
     }
 }

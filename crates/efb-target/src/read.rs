@@ -166,12 +166,7 @@ impl Reader<'_> {
                 .pipeline
                 .program
                 .as_ref()
-                .and_then(|p| {
-                    p.initial_defaults
-                        .iter()
-                        .find(|(t, _)| *t == info.id)
-                        .map(|(_, a)| *a)
-                })
+                .and_then(|p| p.initial_default(info.id))
                 .or(info.const_default_action)
                 .map(|action_id| p4::Action {
                     action_id,
