@@ -15,8 +15,8 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 efb_log "tests"
 EFB_VENV="$EFB_ROOT/.venv" EFB_P4_VENV="$EFB_ROOT/.venv-p4" cargo test --workspace --lib --bins --tests "$@"
-# The P4 names' types: what must not compile (an action passed for a table) is a doc test.
-cargo test --quiet --doc -p efb-p4info
+# Doc tests: among them what must not compile (efb-p4info: an action passed for a table).
+cargo test --quiet --doc --workspace
 
 # Everything below runs in the dev profile (opt-level 1, debug assertions on): one build for
 # the tests, the benchmarks' quick round and the soak. The benchmarks' figures come from
