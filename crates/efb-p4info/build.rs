@@ -45,22 +45,40 @@ fn names(p4info: &text_format::Message) -> Result<String, Fail> {
     Ok(code)
 }
 
+/// The members of `object` under `key` (a table's key fields, an action's parameters), each
+/// as `describe` writes it from its name and width; where each is used goes in `uses`.
+fn members(
+    object: &text_format::Message,
+    key: &str,
+    used_as: &str,
+    uses: &mut FieldUses,
+    describe: impl Fn(&text_format::Message, &str, &str) -> Result<String, Fail>,
+) -> Result<Vec<String>, Fail> {
+    let mut out = Vec::new();
+    for member in object.all(key) {
+        let name = member.scalar("name")?;
+        out.push(describe(member, name, member.scalar("bitwidth")?)?);
+        uses.entry(name.to_string())
+            .or_default()
+            .push(used_as.to_string());
+    }
+    Ok(out)
+}
+
 fn tables(p4info: &text_format::Message, uses: &mut FieldUses) -> Result<Module, Fail> {
     let mut module = Module::new("tables", "TableName", "Tables (fully qualified names).");
     for table in p4info.all("tables") {
         let (name, alias) = preamble(table)?;
-        let mut key = Vec::new();
-        for field in table.all("match_fields") {
-            let field_name = field.scalar("name")?;
-            key.push(format!(
-                "{} `{field_name}` bit<{}>",
-                field.scalar("match_type")?.to_lowercase(),
-                field.scalar("bitwidth")?
-            ));
-            uses.entry(field_name.to_string())
-                .or_default()
-                .push(format!("key of `{alias}`"));
-        }
+        let key = members(
+            table,
+            "match_fields",
+            &format!("key of `{alias}`"),
+            uses,
+            |field, name, bits| {
+                let kind = field.scalar("match_type")?.to_lowercase();
+                Ok(format!("{kind} `{name}` bit<{bits}>"))
+            },
+        )?;
         let key = if key.is_empty() {
             "keyless".to_string()
         } else {
@@ -76,14 +94,13 @@ fn actions(p4info: &text_format::Message, uses: &mut FieldUses) -> Result<Module
     let mut module = Module::new("actions", "ActionName", "Actions (fully qualified names).");
     for action in p4info.all("actions") {
         let (name, alias) = preamble(action)?;
-        let mut params = Vec::new();
-        for param in action.all("params") {
-            let param_name = param.scalar("name")?;
-            params.push(format!("{param_name}: bit<{}>", param.scalar("bitwidth")?));
-            uses.entry(param_name.to_string())
-                .or_default()
-                .push(format!("parameter of `{alias}`"));
-        }
+        let params = members(
+            action,
+            "params",
+            &format!("parameter of `{alias}`"),
+            uses,
+            |_, name, bits| Ok(format!("{name}: bit<{bits}>")),
+        )?;
         module.add(alias, name, &format!("`{alias}({})`.", params.join(", ")))?;
     }
     Ok(module)
@@ -222,29 +239,31 @@ mod text_format {
     }
 
     impl Message {
+        fn values<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a Value> {
+            self.fields
+                .iter()
+                .filter(move |(k, _)| k == key)
+                .map(|(_, v)| v)
+        }
+
         pub fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a Message> {
-            self.fields.iter().filter_map(move |(k, v)| match v {
-                Value::Message(m) if k == key => Some(m),
-                _ => None,
+            self.values(key).filter_map(|v| match v {
+                Value::Message(m) => Some(m),
+                Value::Scalar(_) => None,
             })
         }
 
-        pub fn message(&self, key: &str) -> Result<&Message, Fail> {
-            self.fields
-                .iter()
-                .find_map(|(k, v)| match v {
-                    Value::Message(m) if k == key => Some(m),
-                    _ => None,
-                })
+        pub fn message<'a>(&'a self, key: &'a str) -> Result<&'a Message, Fail> {
+            self.all(key)
+                .next()
                 .ok_or_else(|| format!("no {key}").into())
         }
 
-        pub fn scalar(&self, key: &str) -> Result<&str, Fail> {
-            self.fields
-                .iter()
-                .find_map(|(k, v)| match v {
-                    Value::Scalar(s) if k == key => Some(s.as_str()),
-                    _ => None,
+        pub fn scalar<'a>(&'a self, key: &'a str) -> Result<&'a str, Fail> {
+            self.values(key)
+                .find_map(|v| match v {
+                    Value::Scalar(s) => Some(s.as_str()),
+                    Value::Message(_) => None,
                 })
                 .ok_or_else(|| format!("no {key}").into())
         }

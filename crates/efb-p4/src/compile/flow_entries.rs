@@ -12,8 +12,7 @@ use crate::entry::{Builder, Criterion, chip_priority};
 use crate::frame_classes::ClassMatch;
 
 /// A flow: in each flow table whose frames it can match, one entry per prefix its port
-/// ranges make, each matching `class`. Its priority on the chip is its configured priority
-/// plus one (the chip wants them positive).
+/// ranges make, each matching `class`, at its priority as the chip takes it.
 pub(super) fn flow(
     b: &Builder,
     flow: &Flow,

@@ -501,7 +501,6 @@ pub fn frame_class(
     class: u128,
     priority: i32,
 ) -> p4::TableEntry {
-    use efb_p4info::names::{actions as a, fields as f, tables as t};
     entry(
         index,
         t::FRAME_CLASSES,
