@@ -98,9 +98,9 @@ fn median(mut times: Vec<Duration>) -> Duration {
 fn wrong_passwords_in_bulk_run_in_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     // Connections that never log in are closed after first_request_timeout_s: longer than
-    // the slow checks of a debug build take here.
+    // the slow checks of a debug build take here; the 30 come from one address.
     let settings = "[gnmi]\npassword_checks = 2\nlogin_failures = 0\n\
-                    [gnmi.connections]\nfirst_request_timeout_s = 600\n";
+                    [gnmi.connections]\nfirst_request_timeout_s = 600\nunproven_per_peer = 30\n";
     let daemon = started(dir.path(), settings, false, None);
     let rt = runtime();
     let connection = rt.block_on(connect(&daemon));
@@ -412,11 +412,12 @@ fn commits_do_not_wait_for_subscribers() {
     let example = repo().join("examples/one-filter-site.json");
     daemon.commit_file(&example);
     let rt = runtime();
-    // 200 whole-tree subscriptions logging in at once, never read.
-    let connection = rt.block_on(connect(&daemon));
+    // 200 whole-tree subscriptions logging in at once, never read: on 8 connections, as
+    // one allows 32 calls at a time (gnmi.connections.streams).
+    let connections: Vec<_> = (0..8).map(|_| rt.block_on(connect(&daemon))).collect();
     let tasks: Vec<_> = (0..200)
-        .map(|_| {
-            let connection = connection.clone();
+        .map(|n| {
+            let connection = connections[n % connections.len()].clone();
             rt.spawn(async move { subscribe(&connection, "viewer").await })
         })
         .collect();

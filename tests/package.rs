@@ -274,14 +274,16 @@ impl Notify {
 }
 
 /// MemoryDenyWriteExecute=yes, as the kernel enforces it without systemd (PR_SET_MDWE,
-/// REFUSE_EXEC_GAIN: no memory both writable and executable, inherited across exec), and
-/// the unit's UMask=; then exec of the command.
-const MDWE_EXEC: &str = "import ctypes, os, sys
+/// REFUSE_EXEC_GAIN: no memory both writable and executable, inherited across exec), the
+/// unit's UMask= and LimitNOFILE= (the first argument); then exec of the command.
+const UNIT_EXEC: &str = "import ctypes, os, resource, sys
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(65, 1, 0, 0, 0) != 0:
     sys.exit('PR_SET_MDWE: ' + os.strerror(ctypes.get_errno()) + ' (Linux 6.3 or later needed)')
 os.umask(0o027)
-os.execv(sys.argv[1], sys.argv[1:])
+nofile = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+os.execv(sys.argv[2], sys.argv[2:])
 ";
 
 fn is_root() -> bool {
@@ -290,8 +292,9 @@ fn is_root() -> bool {
 
 /// `program` under `account` (uid, gid) with no capabilities and no new privileges, as
 /// User=, CapabilityBoundingSet= and NoNewPrivileges= run it (only root may switch; another
-/// account runs it as itself), with MemoryDenyWriteExecute= and UMask= (see MDWE_EXEC).
-fn confined(program: &Path, account: (u32, u32)) -> Command {
+/// account runs it as itself), with MemoryDenyWriteExecute=, UMask= and LimitNOFILE=
+/// `nofile` (see UNIT_EXEC).
+fn confined(program: &Path, account: (u32, u32), nofile: u64) -> Command {
     let python = ["/usr/bin/python3", "python3"]
         .into_iter()
         .find(|p| Path::new(p).exists())
@@ -315,7 +318,10 @@ fn confined(program: &Path, account: (u32, u32)) -> Command {
             Command::new(python)
         }
     };
-    command.args(["-c", MDWE_EXEC]).arg(program);
+    command
+        .args(["-c", UNIT_EXEC])
+        .arg(nofile.to_string())
+        .arg(program);
     command
 }
 
@@ -357,7 +363,9 @@ impl Service {
         let notify = Notify::new();
         let log = notify.dir.path().join("efbd.log");
         let socket = runtime.join("efbd.sock");
-        let child = confined(&program, account)
+        let nofile = root.unit_setting("LimitNOFILE");
+        let nofile = nofile.parse().expect("LimitNOFILE= is a number");
+        let child = confined(&program, account, nofile)
             .args(words)
             .arg("--datastore")
             .arg(&state)
@@ -737,6 +745,13 @@ fn installed_efbd_runs_under_its_account_says_ready_and_serves_the_installed_she
         "STATUS= says where efbd serves: {}",
         service.status
     );
+    assert!(
+        !service
+            .log()
+            .contains("is below what the connection limits may hold"),
+        "the unit's LimitNOFILE= holds every connection efbd may keep:\n{}",
+        service.log()
+    );
     // Ready means serving: the first connection is served, without a retry.
     let status = service.show("show system status");
     assert!(status.contains("var/lib/efb"), "{status}");
@@ -879,7 +894,7 @@ fn a_datastore_efbd_may_not_write_is_refused_naming_the_setting() {
     let notify = Notify::new();
     // As an account that does not own it (root may write anywhere).
     let nobody = (65534, 65534);
-    let mut command = confined(&binary("efbd"), nobody);
+    let mut command = confined(&binary("efbd"), nobody, 1024);
     command
         .arg("--datastore")
         .arg(&datastore)

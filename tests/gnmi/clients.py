@@ -833,12 +833,40 @@ def rollback_duration():
     check(code == grpc.StatusCode.FAILED_PRECONDITION, "nothing waits: FAILED_PRECONDITION", details)
 
 
+class Login(grpc.UnaryUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds a user's username and password to every call, as `grpcurl -H` does."""
+
+    def __init__(self, user):
+        self.md = [("username", user), ("password", user)]
+
+    def _with_login(self, details):
+        return details._replace(metadata=list(details.metadata or []) + self.md)
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._with_login(details), request)
+
+    def intercept_stream_stream(self, continuation, details, requests):
+        return continuation(self._with_login(details), requests)
+
+
 def reflection():
-    """grpcurl's way: the services and their descriptors from the server itself."""
+    """grpcurl's way: the services and their descriptors from the server itself, once
+    logged in (its requests cost memory like any other)."""
     from google.protobuf import descriptor_pool
+    from grpc_reflection.v1alpha import reflection_pb2 as rpb
     from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-    db = ProtoReflectionDescriptorDatabase(channel())
+    def list_services(chan):
+        call = chan.stream_stream("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+                                  request_serializer=rpb.ServerReflectionRequest.SerializeToString,
+                                  response_deserializer=rpb.ServerReflectionResponse.FromString)
+        answers = list(call(iter([rpb.ServerReflectionRequest(list_services="")]), timeout=10))
+        return [s.name for a in answers for s in a.list_services_response.service]
+
+    code, details = status_of(lambda: list_services(channel()))
+    check(code == grpc.StatusCode.UNAUTHENTICATED, "reflection without a login: UNAUTHENTICATED", details)
+    viewer = grpc.intercept_channel(channel(), Login("viewer"))
+    db = ProtoReflectionDescriptorDatabase(viewer)
     services = list(db.get_services())
     check("gnmi.gNMI" in services, "reflection lists gnmi.gNMI", services)
     pool = descriptor_pool.DescriptorPool(db)
@@ -851,13 +879,7 @@ def reflection():
     commit = pool.FindMessageTypeByName("gnmi_ext.Commit")
     check("set_rollback_duration" in commit.fields_by_name, "and gnmi_ext's")
     # grpcurl asks v1 first: the same messages under another service name
-    from grpc_reflection.v1alpha import reflection_pb2 as rpb
-
-    call = channel().stream_stream("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-                                   request_serializer=rpb.ServerReflectionRequest.SerializeToString,
-                                   response_deserializer=rpb.ServerReflectionResponse.FromString)
-    answers = list(call(iter([rpb.ServerReflectionRequest(list_services="")]), timeout=10))
-    names = [s.name for a in answers for s in a.list_services_response.service]
+    names = list_services(viewer)
     check("gnmi.gNMI" in names, "reflection v1 lists gnmi.gNMI too", names)
 
 

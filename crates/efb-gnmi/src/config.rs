@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use efb_northbound::auth::Users;
+use efb_northbound::budget::Budget;
 use efb_northbound::tls::TlsIdentity;
 use efb_northbound::{audit, listen};
 
@@ -14,9 +15,14 @@ pub struct ServerConfig {
     pub users: Arc<Users>,
     /// The certificate to serve TLS with; `None`: plain text (only when asked for).
     pub tls: Option<TlsIdentity>,
-    /// Largest request or response message (a 100 000-flow configuration in JSON is about
-    /// 20 MiB, five times gRPC's 4 MiB default).
+    /// Largest Set or reply message (a 100 000-flow configuration in JSON is about 17 MiB,
+    /// four times gRPC's 4 MiB default); other requests may send 4 MiB at most.
     pub max_message_bytes: usize,
+    /// Paths one Get or subscription list may name.
+    pub max_paths: usize,
+    /// What the server holds for its clients at most (shared with the daemon's other
+    /// servers).
+    pub budget: Arc<Budget>,
     /// Responses a subscriber may have waiting to be sent before its stream stops taking
     /// more from the target; a subscriber that stays behind by more than the daemon's
     /// change queue is ended with RESOURCE_EXHAUSTED.
@@ -51,7 +57,9 @@ impl Default for ServerConfig {
         ServerConfig {
             users: Arc::new(Users::none()),
             tls: None,
-            max_message_bytes: 256 * 1024 * 1024,
+            max_message_bytes: 32 * 1024 * 1024,
+            max_paths: 1000,
+            budget: Budget::unlimited(),
             subscriber_queue: 64,
             min_sample_interval: Duration::from_millis(100),
             updates_per_notification: 1000,
@@ -60,10 +68,13 @@ impl Default for ServerConfig {
             connections: listen::Limits {
                 max: 256,
                 per_peer: 64,
+                unproven_per_peer: 16,
                 kept_for_admins: 16,
                 handshake_timeout: Duration::from_secs(5),
                 first_request_timeout: Duration::from_secs(10),
                 keepalive: Some(Duration::from_secs(30)),
+                streams: 32,
+                window: 64 * 1024,
                 name: "gNMI",
                 settings: "gnmi.connections",
             },

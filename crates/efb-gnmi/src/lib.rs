@@ -54,22 +54,44 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("gNMI server reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    #[error("gNMI: {0}")]
+    Descriptors(#[from] efb_northbound::decoded::DescriptorsError),
+}
+
+/// What the server's requests are held against: the budget, and what the messages of gNMI
+/// and of server reflection decode to. gzip requests are inflated by the guard.
+pub fn door(config: &ServerConfig) -> Result<Arc<guard::Door>, ServeError> {
+    let methods = efb_northbound::decoded::Methods::new(&[
+        gnmi_proto::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+        tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+    ])?;
+    Ok(Arc::new(guard::Door {
+        budget: config.budget.clone(),
+        methods: Arc::new(methods),
+        gzip: true,
+    }))
 }
 
 /// The gNMI service as a tonic server (message limits, gzip both ways) behind its guard
-/// (callers judged before a request's body is read), for [`serve`] and for tests that serve
-/// it themselves. Subscriptions end when `stop` turns true.
+/// (callers judged before a request's body is read, its messages held against `door`), for
+/// [`serve`] and for tests that serve it themselves. Subscriptions end when `stop` turns
+/// true.
 pub fn service(
     backend: Arc<dyn Backend>,
     config: &ServerConfig,
     stop: watch::Receiver<bool>,
+    door: &Arc<guard::Door>,
 ) -> guard::Guard<GNmiServer<GnmiService>, GnmiJudge> {
+    // The guard inflates gzip requests itself (up to each method's limit): tonic sees them
+    // plain, and needs to accept gzip only to say so to clients.
     let server = GNmiServer::new(GnmiService::new(backend, config.clone(), stop))
         .max_decoding_message_size(config.max_message_bytes)
         .max_encoding_message_size(config.max_message_bytes)
         .accept_compressed(CompressionEncoding::Gzip)
         .send_compressed(CompressionEncoding::Gzip);
-    guard::Guard::new(server, Arc::new(GnmiJudge::new(config.clone())))
+    let judge = Arc::new(GnmiJudge::new(config.clone()));
+    guard::Guard::new(server, judge, door.clone())
 }
 
 /// Serves gNMI on `listener` until `shutdown` completes; streaming subscriptions are
@@ -103,11 +125,15 @@ pub async fn serve(
     let mut until = stopped.clone();
     let mut grace = stopped.clone();
     let gate = Arc::new(gate::Gate::new(backend));
+    let door = door(&config)?;
     let (reflection, reflection_alpha) = reflection()?;
+    // Reflection tells only what the public protos tell, but its requests cost memory like
+    // any other: behind the same login and budget.
+    let judge = Arc::new(GnmiJudge::new(config.clone()));
     let server = builder
-        .add_service(service(gate.clone(), &config, stopped))
-        .add_service(reflection)
-        .add_service(reflection_alpha)
+        .add_service(service(gate.clone(), &config, stopped, &door))
+        .add_service(guard::Guard::new(reflection, judge.clone(), door.clone()))
+        .add_service(guard::Guard::new(reflection_alpha, judge, door))
         .serve_with_incoming_shutdown(incoming, async move {
             let _ = until.wait_for(|stop| *stop).await;
         });
@@ -128,8 +154,7 @@ pub async fn serve(
 
 /// gRPC server reflection of gNMI (v1, and v1alpha for older clients such as grpcio's),
 /// from the descriptors gnmi-proto was generated from: grpcurl and its kind list and call
-/// gNMI without the proto files. It tells only what the public protos tell, so it asks for
-/// no login.
+/// gNMI without the proto files, once logged in (`-H username:... -H password:...`).
 pub fn reflection() -> Result<
     (
         tonic_reflection::server::v1::ServerReflectionServer<

@@ -27,7 +27,9 @@ use crate::set::SetState;
 use crate::set_audit::{describe_set, record_set};
 use crate::subscribe::Subscriptions;
 use efb_northbound::auth::Caller;
+use efb_northbound::budget::Spend;
 use efb_northbound::request::Kind;
+use prost::Message;
 
 /// The gNMI service of one efbd.
 pub struct GnmiService {
@@ -71,6 +73,22 @@ impl GnmiService {
 /// Capabilities): gRPC's own default.
 const SMALL_MESSAGE: usize = 4 * 1024 * 1024;
 
+/// Largest message of a server reflection request: a symbol's or a file's name.
+const REFLECTION_MESSAGE: usize = 64 * 1024;
+
+/// The request a gNMI or reflection method makes (the guard refuses other methods before
+/// they get here), and the largest message it may send.
+fn kind(method: &str) -> (Kind, usize) {
+    match method {
+        "/gnmi.gNMI/Set" => (Kind::Set, usize::MAX),
+        "/gnmi.gNMI/Subscribe" => (Kind::Subscribe, SMALL_MESSAGE),
+        "/gnmi.gNMI/Capabilities" => (Kind::Capabilities, SMALL_MESSAGE),
+        "/gnmi.gNMI/Get" => (Kind::Show, SMALL_MESSAGE),
+        // Server reflection tells what the server speaks, as Capabilities does.
+        _ => (Kind::Capabilities, REFLECTION_MESSAGE),
+    }
+}
+
 /// Judges gNMI requests from their heads ([`crate::guard`]): the user logged in (client
 /// certificate, or username and password), with a role that may call the method. A Set
 /// refused for its caller's role is audited here, as no body was read to describe it.
@@ -93,12 +111,7 @@ impl efb_northbound::guard::Judge for GnmiJudge {
         head: &Request<()>,
         method: &str,
     ) -> Result<efb_northbound::guard::Admitted<Caller>, Status> {
-        let kind = match method {
-            "/gnmi.gNMI/Set" => Kind::Set,
-            "/gnmi.gNMI/Subscribe" => Kind::Subscribe,
-            "/gnmi.gNMI/Capabilities" => Kind::Capabilities,
-            _ => Kind::Show,
-        };
+        let (kind, largest) = kind(method);
         let caller = self
             .config
             .users
@@ -115,13 +128,27 @@ impl efb_northbound::guard::Judge for GnmiJudge {
         }
         Ok(efb_northbound::guard::Admitted {
             admin: caller.role == efb_northbound::auth::Role::Admin,
-            max_message: if kind.large() {
-                self.config.max_message_bytes
-            } else {
-                SMALL_MESSAGE.min(self.config.max_message_bytes)
-            },
+            account: caller.user.clone(),
+            max_message: largest.min(self.config.max_message_bytes),
             caller,
         })
+    }
+
+    async fn refused_unknown(&self, head: &Request<()>, method: &str) {
+        let from = match efb_northbound::listen::remote_addr(head) {
+            Some(peer) => format!("gNMI {peer}"),
+            None => "gNMI".to_string(),
+        };
+        self.config.audit.record(efb_northbound::audit::Record {
+            time_ms: efb_northbound::audit::now_ms(),
+            user: "(not logged in)".into(),
+            role: None,
+            from,
+            what: format!("call {method}"),
+            accepted: false,
+            result: "Unimplemented: gNMI has no such method".into(),
+            kind: efb_northbound::audit::Kind::Access,
+        });
     }
 }
 
@@ -160,7 +187,8 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
         let caller = self.caller(&request).await?;
         let span = info_span!("gnmi", rpc = "Get", user = %caller.user);
-        self.get(request.into_inner())
+        let reply = Reply::new(Spend::of(&request), self.config.max_message_bytes);
+        self.get(request.into_inner(), reply)
             .instrument(span)
             .await
             .map(Response::new)
@@ -191,17 +219,20 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
     ) -> Result<Response<Self::SubscribeStream>, Status> {
         let caller = self.caller(&request).await?;
         let span = info_span!("gnmi", rpc = "Subscribe", user = %caller.user);
-        let stream = crate::subscribe::start(&self.subscriptions, &caller, request.into_inner())
-            .instrument(span)
-            .await
-            .map_err(errors::bounded)?;
+        let spend = Spend::of(&request);
+        let stream =
+            crate::subscribe::start(&self.subscriptions, &caller, spend, request.into_inner())
+                .instrument(span)
+                .await
+                .map_err(errors::bounded)?;
         let stream = stream.map(|item| item.map_err(errors::bounded));
         Ok(Response::new(Box::pin(stream)))
     }
 }
 
 impl GnmiService {
-    async fn get(&self, request: GetRequest) -> Result<GetResponse, Status> {
+    async fn get(&self, request: GetRequest, mut reply: Reply) -> Result<GetResponse, Status> {
+        check_path_count(request.path.len(), self.config.max_paths)?;
         let paths = request.path.iter().map(Some);
         if let Some(interfaces) =
             crate::openconfig::route(self.backend.as_ref(), request.prefix.as_ref(), paths)?
@@ -265,7 +296,7 @@ impl GnmiService {
                     Ok(Notification {
                         timestamp,
                         prefix: prefix.clone(),
-                        update: get_one(&encoder, tree, p)?,
+                        update: get_one(&encoder, tree, p, &mut reply)?,
                         ..Notification::default()
                     })
                 })
@@ -287,6 +318,7 @@ fn get_one(
     encoder: &Encoder<'_>,
     tree: &efb_yang::DataTree,
     pattern: &Pattern,
+    reply: &mut Reply,
 ) -> Result<Vec<Update>, Status> {
     let schema = encoder.schema;
     let paths = if pattern.has_wildcards() {
@@ -306,23 +338,74 @@ fn get_one(
         for path in &paths {
             encoder.leaves(tree, path, &mut leaves);
         }
-        return Ok(leaves
+        return leaves
             .iter()
-            .map(|(path, value)| Update {
-                path: Some(to_gnmi(schema, path, &pattern.style)),
-                val: Some(encoder.typed(value)),
-                ..Update::default()
+            .map(|(path, value)| {
+                reply.add(Update {
+                    path: Some(to_gnmi(schema, path, &pattern.style)),
+                    val: Some(encoder.typed(value)),
+                    ..Update::default()
+                })
             })
-            .collect());
+            .collect();
     }
-    Ok(paths
+    paths
         .iter()
         .filter_map(|path| {
-            encoder.node(tree, path).map(|json| Update {
-                path: Some(to_gnmi(schema, path, &pattern.style)),
-                val: Some(json_typed(encoder.encoding, json)),
-                ..Update::default()
+            encoder.node(tree, path).map(|json| {
+                reply.add(Update {
+                    path: Some(to_gnmi(schema, path, &pattern.style)),
+                    val: Some(json_typed(encoder.encoding, json)),
+                    ..Update::default()
+                })
             })
         })
-        .collect())
+        .collect()
+}
+
+/// A Get or a subscription list naming more paths than the server takes is refused.
+pub(crate) fn check_path_count(count: usize, max: usize) -> Result<(), Status> {
+    if count > max {
+        return Err(Status::invalid_argument(format!(
+            "{count} paths: one request may name {max} at most (gnmi.max_paths); ask for a common prefix, or in several requests"
+        )));
+    }
+    Ok(())
+}
+
+/// A reply as it is built: each update held against the request's budget, and the whole
+/// under the largest message, so that a reply too large is refused before the rest of it
+/// is built.
+pub(crate) struct Reply {
+    spend: Option<Spend>,
+    max: usize,
+    size: usize,
+}
+
+/// What an update costs besides its encoded bytes (its structs).
+const UPDATE_STRUCTS: usize = 256;
+
+impl Reply {
+    pub(crate) fn new(spend: Option<Spend>, max: usize) -> Reply {
+        Reply {
+            spend,
+            max,
+            size: 0,
+        }
+    }
+
+    fn add(&mut self, update: Update) -> Result<Update, Status> {
+        let bytes = update.encoded_len() + UPDATE_STRUCTS;
+        self.size += bytes;
+        if self.size > self.max {
+            return Err(Status::resource_exhausted(format!(
+                "the reply would be larger than {} MiB (gnmi.max_message_mib); ask for less, or Subscribe ONCE, which sends it in parts",
+                self.max / (1024 * 1024)
+            )));
+        }
+        if let Some(spend) = &self.spend {
+            spend.take(bytes)?;
+        }
+        Ok(update)
+    }
 }

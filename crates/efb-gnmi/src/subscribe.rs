@@ -30,6 +30,8 @@ use crate::errors;
 use crate::message::{check_models, check_read_extensions, encoding, reflected_prefix};
 use crate::path::Pattern;
 use efb_northbound::auth::Caller;
+use efb_northbound::budget::Spend;
+use futures::StreamExt;
 
 mod changes;
 mod count;
@@ -49,6 +51,7 @@ pub(crate) struct Subscriptions {
     subscriber_queue: usize,
     updates_per_notification: usize,
     min_sample_interval: Duration,
+    max_paths: usize,
 }
 
 impl Subscriptions {
@@ -69,6 +72,7 @@ impl Subscriptions {
             subscriber_queue: config.subscriber_queue,
             updates_per_notification: config.updates_per_notification,
             min_sample_interval: config.min_sample_interval,
+            max_paths: config.max_paths,
         }
     }
 }
@@ -77,8 +81,9 @@ impl Subscriptions {
 pub(crate) async fn start(
     state: &Subscriptions,
     caller: &Caller,
+    spend: Option<Spend>,
     mut inbound: Streaming<SubscribeRequest>,
-) -> Result<ReceiverStream<Result<SubscribeResponse, Status>>, Status> {
+) -> Result<Responses, Status> {
     let slot = state.count.admit(&caller.user)?;
     let first = inbound
         .message()
@@ -101,7 +106,8 @@ pub(crate) async fn start(
             request: Some(subscribe_request::Request::Subscribe(list)),
             ..first
         };
-        return interfaces_subscription(interfaces, first, inbound, slot, state.stop.clone());
+        let stream = interfaces_subscription(interfaces, first, inbound, slot, state.stop.clone())?;
+        return Ok(Box::pin(stream));
     }
     let mode = subscription_list::Mode::try_from(list.mode).map_err(|_| {
         Status::invalid_argument(format!("unknown subscription mode {}", list.mode))
@@ -119,6 +125,7 @@ pub(crate) async fn start(
         prefix: reflected_prefix(list.prefix.as_ref()),
         subs,
         out,
+        spend,
         per_notification: state.updates_per_notification.max(1),
     };
     let updates_only = list.updates_only;
@@ -150,8 +157,16 @@ pub(crate) async fn start(
         }
         .instrument(Span::current()),
     );
-    Ok(ReceiverStream::new(responses))
+    // A response's memory is given back as tonic takes it to send (the guard then counts
+    // the frame until HTTP/2 has sent it).
+    Ok(Box::pin(
+        ReceiverStream::new(responses).map(|(response, _held)| response),
+    ))
 }
+
+/// The responses of a subscription, as tonic sends them.
+pub(crate) type Responses =
+    std::pin::Pin<Box<dyn futures::Stream<Item = Result<SubscribeResponse, Status>> + Send>>;
 
 /// An OpenConfig subscription, answered by efb-openconfig, counted like any other while
 /// it lasts, and ended like any other when efbd stops.
@@ -189,6 +204,7 @@ fn subscriptions(
     mode: subscription_list::Mode,
 ) -> Result<Vec<Sub>, Status> {
     check_models(&state.schema, &list.use_models)?;
+    crate::service::check_path_count(list.subscription.len(), state.max_paths)?;
     if list.subscription.is_empty() {
         return Err(Status::invalid_argument(
             "the subscription list has no subscription",

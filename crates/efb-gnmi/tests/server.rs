@@ -143,7 +143,8 @@ async fn serve(backend: Arc<Fake>, subscriber_queue: usize) -> (String, watch::S
     let (stop, stopped) = watch::channel(false);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let svc = service(backend, &config, stopped);
+    let door = efb_gnmi::door(&config).unwrap();
+    let svc = service(backend, &config, stopped, &door);
     tokio::spawn(async move {
         tonic::transport::Server::builder()
             .add_service(svc)

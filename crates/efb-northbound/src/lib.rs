@@ -11,7 +11,8 @@
 //! - [`audit`]: who did what, one record per change or refusal.
 //! - [`listen`]: bounded connections (limits in all and per peer, deadlines for the
 //!   handshake and the first request, keepalive); [`guard`]: callers judged from a
-//!   request's head, before its body is read.
+//!   request's head, before its body is read, its messages held against the [`budget`]
+//!   (what [`decoded`] says they decode to included) before tonic takes them in.
 //! - [`published`]: what the configuration owner publishes to every API (snapshots of
 //!   configuration and state, the commit confirmed waiting).
 //! - [`status`]: the gRPC code of each kind of refusal, and messages cut to a bound.
@@ -20,6 +21,8 @@ pub mod access;
 pub mod argon;
 pub mod audit;
 pub mod auth;
+pub mod budget;
+pub mod decoded;
 pub mod guard;
 pub mod listen;
 mod login;

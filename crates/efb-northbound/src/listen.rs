@@ -3,15 +3,21 @@
 //! them for ever, one file descriptor each, and locks everyone else out.
 //!
 //! - At most `max` open at a time, and `per_peer` from one peer: a Unix account (the
-//!   kernel says which), an address, or an IPv6 /64.
+//!   kernel says which), an address, or an IPv6 /64; of those, `unproven_per_peer` may not
+//!   have made an admitted request yet.
 //! - Each has `handshake_timeout` from its accept to finish its handshake (TLS when there
 //!   is one, then HTTP/2's client preface) and `first_request_timeout` to make a first
 //!   request its server admits (a caller identified, with a role that may make it: see
 //!   [`crate::guard`], which calls [`ConnHandle::prove`]). Until then the connection is
 //!   *unproven*; when all `max` places are taken, the oldest unproven connection is closed
 //!   to make room, so connections that never logged in cannot keep out the ones that do.
+//!   It is closed at once, even in the middle of its TLS handshake, and counts until it
+//!   is: past `max / 8` connections still closing, new ones are refused.
 //! - Of the proven connections, the last `kept_for_admins` places are for admins.
 //! - After that, HTTP/2 keepalive pings find peers that stopped answering.
+//! - Each connection has at most `streams` calls open at once and flow-control windows of
+//!   `window` bytes: what a client may send before efbd reads it, so what HTTP/2 buffers
+//!   for a connection whatever it sends.
 //!
 //! [`incoming`] wraps a stream of accepted connections into one to give tonic's
 //! `serve_with_incoming`; [`server`] is a tonic server with the keepalive set. A request
@@ -59,6 +65,8 @@ pub struct Limits {
     pub max: usize,
     /// Connections one peer (a Unix account, an address, an IPv6 /64) may have open.
     pub per_peer: usize,
+    /// Of those, how many may be unproven (no admitted request yet).
+    pub unproven_per_peer: usize,
     /// Of `max`, the places only admins' connections may take once proven.
     pub kept_for_admins: usize,
     /// From accept to the end of the handshake (TLS, then the HTTP/2 preface).
@@ -69,17 +77,43 @@ pub struct Limits {
     /// same time is closed. `None`: no pings, for clients that answer them only while
     /// they run a call (efb-cli waiting at its prompt).
     pub keepalive: Option<Duration>,
+    /// Calls one connection may have open at once (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS).
+    pub streams: u32,
+    /// HTTP/2's flow-control windows, of a connection and of each of its calls, in bytes.
+    pub window: u32,
     /// What the log calls the listener ("gNMI").
     pub name: &'static str,
     /// Where its settings are ("gnmi.connections"), for the log.
     pub settings: &'static str,
 }
 
-/// A tonic server builder with HTTP/2 keepalive as `limits` say.
+impl Limits {
+    /// File descriptors the listener may hold at worst: its open connections and those
+    /// closed to make room that are not gone yet.
+    pub fn descriptors(&self) -> usize {
+        self.max + max_closing(self.max)
+    }
+}
+
+/// A header block's size at most (gRPC's metadata: a few hundred bytes).
+pub const MAX_HEADER_BYTES: u32 = 16 * 1024;
+
+/// A tonic server builder with HTTP/2 as `limits` say: keepalive, calls per connection,
+/// windows (fixed: an adaptive window would grow past them), headers.
 pub fn server(limits: &Limits) -> tonic::transport::Server {
     tonic::transport::Server::builder()
         .http2_keepalive_interval(limits.keepalive)
         .http2_keepalive_timeout(limits.keepalive)
+        .max_concurrent_streams(limits.streams)
+        .initial_stream_window_size(limits.window)
+        .initial_connection_window_size(limits.window)
+        .http2_adaptive_window(Some(false))
+        .http2_max_header_list_size(MAX_HEADER_BYTES)
+        .max_frame_size(16 * 1024)
+        // Streams a client opens and resets at once (the "rapid reset" attack), and
+        // errors of its own making, end the connection past these.
+        .http2_max_pending_accept_reset_streams(Some(32))
+        .http2_max_local_error_reset_streams(Some(256))
 }
 
 /// The connections of `accepted` that fit `limits`, after their TLS handshake when `tls`
@@ -209,6 +243,9 @@ struct Pool {
 struct PoolState {
     open: usize,
     by_peer: HashMap<Peer, usize>,
+    unproven_by_peer: HashMap<Peer, usize>,
+    /// Closed to make room, not gone yet.
+    closing: usize,
     /// Unproven connections, oldest first (by accept number).
     unproven: BTreeMap<u64, Weak<ConnState>>,
     /// Proven connections of callers who are not admins.
@@ -220,6 +257,8 @@ struct PoolState {
 enum Refused {
     Full,
     PeerFull(Peer),
+    PeerUnproven(Peer),
+    Closing(usize),
 }
 
 impl Pool {
@@ -231,12 +270,20 @@ impl Pool {
         if of_peer >= self.limits.per_peer {
             return Err(Refused::PeerFull(peer));
         }
+        let unproven = state.unproven_by_peer.get(&peer).copied().unwrap_or(0);
+        if unproven >= self.limits.unproven_per_peer {
+            return Err(Refused::PeerUnproven(peer));
+        }
+        if state.closing >= max_closing(self.limits.max) {
+            return Err(Refused::Closing(state.closing));
+        }
         if state.open >= self.limits.max && !evict_oldest_unproven(&mut state) {
             return Err(Refused::Full);
         }
         state.open += 1;
         state.accepted += 1;
         *state.by_peer.entry(peer).or_default() += 1;
+        *state.unproven_by_peer.entry(peer).or_default() += 1;
         let conn = Arc::new(ConnState {
             number: state.accepted,
             peer,
@@ -257,31 +304,47 @@ impl Pool {
 
     fn release(&self, conn: &ConnState) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.open = state.open.saturating_sub(1);
-        if let Some(count) = state.by_peer.get_mut(&conn.peer) {
-            *count -= 1;
-            if *count == 0 {
-                state.by_peer.remove(&conn.peer);
+        match conn.proven.load(Ordering::SeqCst) {
+            EVICTED => {
+                state.closing = state.closing.saturating_sub(1);
+                return;
             }
+            UNPROVEN => uncount(&mut state.unproven_by_peer, &conn.peer),
+            PROVEN_OTHER => state.proven_others = state.proven_others.saturating_sub(1),
+            _ => {}
         }
+        state.open = state.open.saturating_sub(1);
+        uncount(&mut state.by_peer, &conn.peer);
         state.unproven.remove(&conn.number);
-        if conn.proven.load(Ordering::SeqCst) == PROVEN_OTHER {
-            state.proven_others = state.proven_others.saturating_sub(1);
+    }
+}
+
+/// Connections closed to make room that may still be closing (each holds a file
+/// descriptor until it is gone): past these, new ones wait.
+fn max_closing(max: usize) -> usize {
+    (max / 8).max(4)
+}
+
+fn uncount(counts: &mut HashMap<Peer, usize>, peer: &Peer) {
+    if let Some(count) = counts.get_mut(peer) {
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            counts.remove(peer);
         }
     }
 }
 
-/// Closes the oldest unproven connection still open; false when there is none.
+/// Closes the oldest unproven connection still open; false when there is none. Its place
+/// goes to the new one now; it counts as closing until it is gone.
 fn evict_oldest_unproven(state: &mut PoolState) -> bool {
     while let Some((_, weak)) = state.unproven.pop_first() {
         if let Some(conn) = weak.upgrade() {
-            conn.close();
-            // Its place is given back when it closes, in a moment; this one takes it now.
-            state.open = state.open.saturating_sub(1);
-            if let Some(count) = state.by_peer.get_mut(&conn.peer) {
-                *count = count.saturating_sub(1);
-            }
             conn.proven.store(EVICTED, Ordering::SeqCst);
+            conn.close();
+            state.open = state.open.saturating_sub(1);
+            uncount(&mut state.by_peer, &conn.peer);
+            uncount(&mut state.unproven_by_peer, &conn.peer);
+            state.closing += 1;
             return true;
         }
     }
@@ -365,6 +428,7 @@ impl ConnState {
             .is_ok()
         {
             state.unproven.remove(&self.number);
+            uncount(&mut state.unproven_by_peer, &self.peer);
             if !admin {
                 state.proven_others += 1;
             }
@@ -381,6 +445,12 @@ impl ConnState {
 
     pub fn peer(&self) -> Peer {
         self.peer
+    }
+
+    /// The connection among all of the daemon's: its listener's name and its number there.
+    pub fn key(&self) -> (&'static str, u64) {
+        let listener = self.pool.upgrade().map_or("", |pool| pool.limits.name);
+        (listener, self.number)
     }
 
     /// A request of this connection is being judged until the returned guard is dropped.
@@ -434,9 +504,6 @@ struct Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
-        if self.conn.proven.load(Ordering::SeqCst) == EVICTED {
-            return;
-        }
         if let Some(pool) = self.conn.pool.upgrade() {
             pool.release(&self.conn);
         }
@@ -510,6 +577,20 @@ fn log_refusal(limits: &Limits, why: &Refused, count: u64) {
             "connections refused: the peer has as many open as {}.per_peer allows",
             limits.settings
         ),
+        Refused::PeerUnproven(peer) => warn!(
+            listener = limits.name,
+            %peer,
+            unproven_per_peer = limits.unproven_per_peer,
+            refused = count,
+            "connections refused: the peer has as many open without a request admitted yet as {}.unproven_per_peer allows",
+            limits.settings
+        ),
+        Refused::Closing(closing) => warn!(
+            listener = limits.name,
+            closing,
+            refused = count,
+            "connections refused: {closing} connections closed to make room are still closing"
+        ),
     }
 }
 
@@ -531,17 +612,29 @@ async fn handshake<IO>(
 {
     let io = match tls {
         None => Io::Plain(io),
-        Some(tls) => match tokio::time::timeout_at(deadlines.handshake, tls.accept(io)).await {
-            Ok(Ok(stream)) => Io::Tls(Box::new(stream)),
-            Ok(Err(e)) => {
-                debug!(error = %e, "TLS handshake failed");
-                return;
+        Some(tls) => {
+            let accepting = tokio::time::timeout_at(deadlines.handshake, tls.accept(io));
+            // Closed to make room meanwhile: the handshake is dropped, and with it the
+            // connection's descriptor, at once.
+            let outcome = tokio::select! {
+                outcome = accepting => outcome,
+                () = closed(&place.conn) => {
+                    debug!("closed to make room during its TLS handshake");
+                    return;
+                }
+            };
+            match outcome {
+                Ok(Ok(stream)) => Io::Tls(Box::new(stream)),
+                Ok(Err(e)) => {
+                    debug!(error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    debug!("TLS handshake timed out");
+                    return;
+                }
             }
-            Err(_) => {
-                debug!("TLS handshake timed out");
-                return;
-            }
-        },
+        }
     };
     let conn = Conn {
         io,
@@ -553,6 +646,19 @@ async fn handshake<IO>(
         place,
     };
     let _ = ready.send(Ok(conn)).await;
+}
+
+/// Completes when the connection is closed to make room.
+async fn closed(conn: &ConnState) {
+    std::future::poll_fn(|cx| {
+        conn.waker.register(cx.waker());
+        if conn.closed.load(Ordering::SeqCst) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
 }
 
 /// Counts events and says when to log them: the first, then at most one per

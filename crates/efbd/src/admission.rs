@@ -74,16 +74,10 @@ impl Judge for ManagementJudge {
     type Caller = Caller;
 
     async fn judge(&self, head: &Request<()>, path: &str) -> Result<Admitted<Caller>, Status> {
-        let caller = self.callers.identify(head).await.map_err(bounded)?;
         let method = path.rsplit('/').next().unwrap_or_default();
-        let Some(kind) = kind(method) else {
-            // Unknown to the API: tonic answers UNIMPLEMENTED, without a large body.
-            return Ok(Admitted {
-                admin: caller.is_admin(),
-                max_message: 0,
-                caller,
-            });
-        };
+        // The guard refuses methods the API does not have before they get here.
+        let kind = kind(method).ok_or_else(|| Status::unimplemented("no such method"))?;
+        let caller = self.callers.identify(head).await.map_err(bounded)?;
         if let Err(denied) = access::may(caller.role, kind.operation()) {
             let message = denied.message(&caller.name) + &self.callers.hint(&caller);
             let refused = Status::permission_denied(message);
@@ -101,6 +95,7 @@ impl Judge for ManagementJudge {
         }
         Ok(Admitted {
             admin: caller.is_admin(),
+            account: caller.name.clone(),
             max_message: if kind.large() {
                 self.max_message
             } else {
@@ -108,6 +103,29 @@ impl Judge for ManagementJudge {
             },
             caller,
         })
+    }
+
+    /// Audited as far as the head tells without a login: the Unix account, or the address.
+    async fn refused_unknown(&self, head: &Request<()>, method: &str) {
+        let (user, role, from) = match self.callers.known_without_login(head).await {
+            Some(caller) => (caller.name, caller.role, caller.from),
+            None => (
+                "(not logged in)".to_string(),
+                None,
+                efb_northbound::listen::remote_addr(head)
+                    .map_or_else(|| "TCP".to_string(), |a| format!("TCP {a}")),
+            ),
+        };
+        self.audit.record(Record {
+            time_ms: audit::now_ms(),
+            user,
+            role,
+            from,
+            what: format!("call {}", efb_yang::text::logged(method)),
+            accepted: false,
+            result: "Unimplemented: the management API has no such method".into(),
+            kind: audit::Kind::Access,
+        });
     }
 }
 

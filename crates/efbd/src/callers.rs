@@ -106,6 +106,15 @@ impl Callers {
         }
     }
 
+    /// Who sent `request` as far as the kernel tells, without a login: the Unix account;
+    /// None over TCP.
+    pub async fn known_without_login<T>(&self, request: &Request<T>) -> Option<Caller> {
+        let info = request.extensions().get::<ConnInfo<UdsConnectInfo>>()?;
+        let cred = info.transport.peer_cred?;
+        let account = self.account(cred.uid()).await;
+        Some(unix_caller(cred, account))
+    }
+
     /// Who sent `request`. UNAUTHENTICATED when nobody can be told (a TCP login that
     /// failed, a socket without credentials).
     pub async fn identify<T>(&self, request: &Request<T>) -> Result<Caller, Status> {
@@ -114,16 +123,7 @@ impl Callers {
                 Status::unauthenticated("the kernel did not say who is connected (SO_PEERCRED)")
             })?;
             let account = self.account(cred.uid()).await;
-            let pid = cred
-                .pid()
-                .map_or_else(|| "?".to_string(), |p| p.to_string());
-            return Ok(Caller {
-                name: account.name,
-                role: account.role,
-                from: format!("unix socket, uid {}, pid {pid}", cred.uid()),
-                uid: Some(cred.uid()),
-                holder: Holder::new(format!("uid {}", cred.uid())),
-            });
+            return Ok(unix_caller(cred, account));
         }
         let users = self.users.as_ref().ok_or_else(|| {
             Status::unauthenticated("this connection is neither the Unix socket nor TCP with TLS")
@@ -207,6 +207,20 @@ impl Callers {
         let accounts = self.accounts.lock().ok()?;
         let (at, account) = accounts.get(&uid)?;
         (at.elapsed() < REMEMBERED).then(|| account.clone())
+    }
+}
+
+/// The caller of the Unix socket the kernel names, with its account.
+fn unix_caller(cred: tokio::net::unix::UCred, account: Account) -> Caller {
+    let pid = cred
+        .pid()
+        .map_or_else(|| "?".to_string(), |p| p.to_string());
+    Caller {
+        name: account.name,
+        role: account.role,
+        from: format!("unix socket, uid {}, pid {pid}", cred.uid()),
+        uid: Some(cred.uid()),
+        holder: Holder::new(format!("uid {}", cred.uid())),
     }
 }
 

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use efb_gnmi::ServerConfig;
 use efb_northbound::audit::Audit;
 use efb_northbound::auth::{Cost, LoginLimits, Users, hash_password as hash};
+use efb_northbound::budget::Budget;
 use efb_northbound::published::Snapshot;
 use efb_northbound::{TlsIdentity, tls};
 use efb_yang::Schema;
@@ -74,11 +75,13 @@ pub struct Shared {
     /// None when neither gNMI with TLS nor the management API's TCP is on.
     pub tls: Option<TlsIdentity>,
     pub audit: Audit,
+    /// What every client makes efbd hold, whatever the door.
+    pub budget: Arc<Budget>,
 }
 
 impl Shared {
     /// The users file and the certificate the settings name, loaded once.
-    pub fn load(settings: &Settings, audit: Audit) -> Result<Shared> {
+    pub fn load(settings: &Settings, audit: Audit, budget: Arc<Budget>) -> Result<Shared> {
         let gnmi = &settings.gnmi;
         let users = match &gnmi.users {
             Some(path) => {
@@ -103,6 +106,7 @@ impl Shared {
             users: Arc::new(users.with_limits(login_limits(gnmi))),
             tls,
             audit,
+            budget,
         })
     }
 }
@@ -162,6 +166,8 @@ pub async fn prepare(
         audit: shared.audit,
         tls,
         max_message_bytes: gnmi.max_message_mib.saturating_mul(1024 * 1024),
+        max_paths: gnmi.max_paths,
+        budget: shared.budget,
         subscriber_queue: gnmi.subscriber_queue,
         max_subscriptions: gnmi.max_subscriptions,
         max_subscriptions_per_user: gnmi.max_subscriptions_per_user,

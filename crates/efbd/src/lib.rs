@@ -21,6 +21,7 @@ pub mod liveness;
 pub mod logging;
 pub mod metrics;
 pub mod notify;
+pub mod open_files;
 pub mod openconfig;
 pub mod owner;
 pub mod rpcs;

@@ -12,6 +12,7 @@ mod flags;
 mod gnmi;
 mod log;
 mod management;
+mod memory;
 mod metrics;
 mod p4runtime;
 mod refusal;
@@ -22,9 +23,14 @@ pub use flags::Flags;
 pub use gnmi::Gnmi;
 pub use log::{Log, log_format};
 pub use management::{Groups, Management};
+pub use memory::Memory;
 pub use metrics::Metrics;
 pub use p4runtime::P4Runtime;
 pub use refusal::SettingRefused;
+
+/// The default of `max_input_mib` and `gnmi.max_message_mib`: twice it fits in the default
+/// `memory.per_account_mib`.
+pub const MAX_INPUT_MIB: u64 = 32;
 
 /// Every setting, with the defaults that let plain `efbd` run from the repository.
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
@@ -32,12 +38,14 @@ pub use refusal::SettingRefused;
 pub struct Settings {
     pub datastore: PathBuf,
     pub factory_default: Option<PathBuf>,
-    /// The largest configuration read (factory default file, load content), in MiB.
+    /// The largest configuration read (factory default file, load content), in MiB: 100 000
+    /// flows are 17 MiB of JSON, 32 indented.
     pub max_input_mib: u64,
     pub management: Management,
     pub p4runtime: P4Runtime,
     pub gnmi: Gnmi,
     pub audit: Audit,
+    pub memory: Memory,
     pub metrics: Metrics,
     pub log: Log,
 }
@@ -47,11 +55,12 @@ impl Default for Settings {
         Settings {
             datastore: PathBuf::from("datastore"),
             factory_default: None,
-            max_input_mib: efb_yang::input::DEFAULT_MAX_INPUT_MIB,
+            max_input_mib: MAX_INPUT_MIB,
             management: Management::default(),
             p4runtime: P4Runtime::default(),
             gnmi: Gnmi::default(),
             audit: Audit::default(),
+            memory: Memory::default(),
             metrics: Metrics::default(),
             log: Log::default(),
         }
@@ -75,6 +84,19 @@ pub enum SettingsError {
 }
 
 impl Settings {
+    /// Each listener's file descriptors at worst, for the open-file limit.
+    pub fn descriptors(&self) -> Vec<(&'static str, usize)> {
+        let management = self.management.connections.limits("", "").descriptors();
+        let mut listeners = vec![("management socket", management)];
+        if self.management.listen.is_some() {
+            listeners.push(("management TCP", management));
+        }
+        if self.gnmi.enabled {
+            listeners.push(("gNMI", self.gnmi.connections.limits("", "").descriptors()));
+        }
+        listeners
+    }
+
     /// Defaults, overridden by the TOML file named by `--config`, overridden by flags.
     pub fn from_flags(flags: &Flags) -> Result<Settings, SettingsError> {
         let mut settings = match &flags.config {
@@ -132,6 +154,7 @@ impl Settings {
         let gnmi = &self.gnmi;
         for (value, setting) in [
             (gnmi.password_checks as u64, "gnmi.password_checks"),
+            (gnmi.max_paths as u64, "gnmi.max_paths"),
             (gnmi.login_window_s, "gnmi.login_window_s"),
             (gnmi.max_subscriptions as u64, "gnmi.max_subscriptions"),
             (
@@ -152,6 +175,10 @@ impl Settings {
             return Err(SettingRefused::AuditTooSmall);
         }
         self.log.check()?;
+        self.memory.check(&[
+            (self.max_input_mib as usize, "max_input_mib"),
+            (self.gnmi.max_message_mib, "gnmi.max_message_mib"),
+        ])?;
         if self.management.listen.is_some() && self.gnmi.users.is_none() {
             return Err(SettingRefused::TcpWithoutUsers);
         }
@@ -324,7 +351,7 @@ mod tests {
         let file = dir.path().join("efbd.toml");
         std::fs::write(
             &file,
-            "[gnmi]\nlisten = \"127.0.0.1:9000\"\nusers = \"/etc/efb/users.toml\"\nmax_message_mib = 64\n",
+            "[gnmi]\nlisten = \"127.0.0.1:9000\"\nusers = \"/etc/efb/users.toml\"\nmax_message_mib = 24\n",
         )
         .unwrap();
         let flags = Flags {
@@ -337,12 +364,29 @@ mod tests {
         assert_eq!(gnmi.listen.port(), 0);
         assert!(gnmi.plaintext);
         assert_eq!(gnmi.users, Some(PathBuf::from("/etc/efb/users.toml")));
-        assert_eq!(gnmi.max_message_mib, 64);
+        assert_eq!(gnmi.max_message_mib, 24);
         let off = Flags {
             no_gnmi: true,
             ..Flags::default()
         };
         assert!(!Settings::from_flags(&off).unwrap().gnmi.enabled);
+    }
+
+    #[test]
+    fn a_configuration_larger_than_an_account_may_hold_is_refused_at_start() {
+        let mut settings: Settings = toml::from_str("max_input_mib = 48\n").unwrap();
+        let refused = settings.check_limits().unwrap_err().to_string();
+        assert!(
+            refused.starts_with(
+                "max_input_mib = 48: a configuration that large could not be taken in"
+            ) && refused.contains("memory.per_account_mib (80)"),
+            "{refused}"
+        );
+        settings.memory.per_account_mib = 97;
+        assert!(settings.check_limits().is_ok());
+        settings.memory.kept_for_admins_mib = settings.memory.clients_mib;
+        let refused = settings.check_limits().unwrap_err().to_string();
+        assert!(refused.contains("memory.kept_for_admins_mib"), "{refused}");
     }
 
     #[test]

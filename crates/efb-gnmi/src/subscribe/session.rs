@@ -4,11 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use efb_northbound::budget::{Held, Spend};
 use efb_yang::{DataPath, Schema};
 use gnmi_proto::gnmi::{
     Notification, SubscribeRequest, SubscribeResponse, Update, subscribe_request,
     subscribe_response,
 };
+use prost::Message;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tonic::Status;
@@ -21,7 +23,8 @@ use crate::path::{Pattern, Style, to_gnmi};
 
 use super::changes::between;
 
-pub(super) type Out = mpsc::Sender<Result<SubscribeResponse, Status>>;
+/// Responses on their way to tonic, each with the memory it holds.
+pub(super) type Out = mpsc::Sender<(Result<SubscribeResponse, Status>, Option<Held>)>;
 
 /// When a subscription's values are sent (STREAM).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +55,8 @@ pub(super) struct Session {
     pub(super) prefix: Option<gnmi_proto::gnmi::Path>,
     pub(super) subs: Vec<Sub>,
     pub(super) out: Out,
+    /// The Subscribe request's budget: what waits in `out` is held against it.
+    pub(super) spend: Option<Spend>,
     pub(super) per_notification: usize,
 }
 
@@ -63,18 +68,28 @@ pub(super) enum Ended {
 }
 
 impl Session {
+    /// Queues a response, holding its size until tonic takes it; a response the budget
+    /// cannot hold ends the subscription (RESOURCE_EXHAUSTED naming the limit).
     async fn send(&self, response: subscribe_response::Response) -> Result<(), Ended> {
+        let response = SubscribeResponse {
+            response: Some(response),
+            extension: Vec::new(),
+        };
+        let held = match &self.spend {
+            Some(spend) => match spend.split(response.encoded_len()) {
+                Ok(held) => Some(held),
+                Err(over) => return Err(self.fail(over.status()).await),
+            },
+            None => None,
+        };
         self.out
-            .send(Ok(SubscribeResponse {
-                response: Some(response),
-                extension: Vec::new(),
-            }))
+            .send((Ok(response), held))
             .await
             .map_err(|_| Ended::ClientGone)
     }
 
     async fn fail(&self, status: Status) -> Ended {
-        let _ = self.out.send(Err(status.clone())).await;
+        let _ = self.out.send((Err(status.clone()), None)).await;
         Ended::Error(status)
     }
 

@@ -17,10 +17,13 @@ fn test_limits() -> Limits {
     Limits {
         max: 8,
         per_peer: 8,
+        unproven_per_peer: 8,
         kept_for_admins: 0,
         handshake_timeout: Duration::from_millis(300),
         first_request_timeout: Duration::from_secs(30),
         keepalive: Some(Duration::from_secs(30)),
+        streams: 16,
+        window: 65535,
         name: "test",
         settings: "test.connections",
     }

@@ -19,7 +19,7 @@ pub struct Flags {
     #[arg(long, value_name = "FILE")]
     pub factory_default: Option<PathBuf>,
     /// The largest configuration efbd reads, in MiB: the factory default file, the content
-    /// of a load [default: 256].
+    /// of a load [default: 32].
     #[arg(long, value_name = "MIB")]
     pub max_input_mib: Option<u64>,
     /// Unix socket of the management API (the shell connects here) [default:

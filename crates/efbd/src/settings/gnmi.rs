@@ -23,8 +23,11 @@ pub struct Gnmi {
     pub tls_key: Option<PathBuf>,
     /// CA of client certificates (PEM); none: clients log in with passwords only.
     pub client_ca: Option<PathBuf>,
-    /// Largest gRPC message, in MiB (gRPC's default is 4).
+    /// Largest gRPC message of a Set or a reply, in MiB (gRPC's default is 4; other
+    /// requests may send 4 at most).
     pub max_message_mib: usize,
+    /// Paths one Get or subscription list may name.
+    pub max_paths: usize,
     /// Responses a subscriber may have waiting before it stops taking more.
     pub subscriber_queue: usize,
     /// Argon2 password checks running at once, each with the hash's working memory
@@ -56,7 +59,8 @@ impl Default for Gnmi {
             tls_cert: None,
             tls_key: None,
             client_ca: None,
-            max_message_mib: 256,
+            max_message_mib: super::MAX_INPUT_MIB as usize,
+            max_paths: 1000,
             subscriber_queue: 64,
             password_checks: efb_northbound::auth::default_checks(),
             login_failures: 10,

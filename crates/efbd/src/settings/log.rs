@@ -45,7 +45,7 @@ impl Log {
         log_format(&self.format)?;
         if !(1..=MAX_RECENT).contains(&self.recent_events) {
             return Err(SettingRefused::OutOfRange {
-                setting: "log.recent_events",
+                setting: "log.recent_events".into(),
                 value: self.recent_events,
                 least: 1,
                 most: MAX_RECENT,

@@ -92,16 +92,20 @@ fn management_connections<'de, D: serde::Deserializer<'de>>(
     struct Given {
         max: Option<usize>,
         per_peer: Option<usize>,
+        unproven_per_peer: Option<usize>,
         kept_for_admins: Option<usize>,
         handshake_timeout_s: Option<u64>,
         first_request_timeout_s: Option<u64>,
         keepalive_s: Option<u64>,
+        streams: Option<u32>,
+        window_kib: Option<u32>,
     }
     let given = Given::deserialize(deserializer)?;
     let default = Management::default().connections;
     Ok(Connections {
         max: given.max.unwrap_or(default.max),
         per_peer: given.per_peer.unwrap_or(default.per_peer),
+        unproven_per_peer: given.unproven_per_peer.unwrap_or(default.unproven_per_peer),
         kept_for_admins: given.kept_for_admins.or(default.kept_for_admins),
         handshake_timeout_s: given
             .handshake_timeout_s
@@ -110,6 +114,8 @@ fn management_connections<'de, D: serde::Deserializer<'de>>(
             .first_request_timeout_s
             .unwrap_or(default.first_request_timeout_s),
         keepalive_s: given.keepalive_s.unwrap_or(default.keepalive_s),
+        streams: given.streams.unwrap_or(default.streams),
+        window_kib: given.window_kib.unwrap_or(default.window_kib),
     })
 }
 
@@ -186,6 +192,9 @@ impl Default for Management {
                 // Scripts of one account run side by side; a runaway one of an account
                 // without a role cannot take every connection.
                 per_peer: 32,
+                // A shell opens one connection and waits at its prompt: more than a few
+                // unproven ones of one account are a script gone wrong, or worse.
+                unproven_per_peer: 8,
                 keepalive_s: 0,
                 ..Connections::default()
             },

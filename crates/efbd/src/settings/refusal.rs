@@ -23,10 +23,19 @@ pub enum SettingRefused {
     },
     #[error("{setting} = {value}: expected {least} to {most}")]
     OutOfRange {
-        setting: &'static str,
+        setting: String,
         value: usize,
         least: usize,
         most: usize,
+    },
+    /// A message that may be this large could never fit in the budget of one account.
+    #[error(
+        "{setting} = {mib}: a configuration that large could not be taken in: it is held as sent and as read, so twice {mib} MiB must be less than memory.per_account_mib ({per_account_mib}); lower {setting} or raise memory.per_account_mib"
+    )]
+    Unfit {
+        setting: &'static str,
+        mib: usize,
+        per_account_mib: usize,
     },
     #[error("audit.max_kib must be at least 16")]
     AuditTooSmall,
