@@ -25,10 +25,8 @@ pub fn record_set<T>(audit: &Audit, caller: &Caller, what: String, result: &Resu
             Ok(_) => "committed".to_string(),
             Err(status) => refusal(status),
         },
-        kind: match result {
-            Err(status) if status.code() == tonic::Code::PermissionDenied => Kind::Access,
-            _ => Kind::Change,
-        },
+        // A refused Set is filed as an access by the audit itself.
+        kind: Kind::Change,
     });
 }
 
@@ -151,5 +149,22 @@ mod tests {
         assert_eq!(r.result, "PermissionDenied: no");
         assert_eq!(r.kind, Kind::Access);
         assert!(!r.accepted && r.what.len() < 420 && !r.what.contains('\x1b'));
+    }
+
+    #[test]
+    fn a_set_refused_for_what_it_asked_is_an_access_and_an_accepted_one_a_change() {
+        let kept = Arc::new(Kept::default());
+        let audit = Audit::new(kept.clone());
+        let caller = Caller {
+            user: "admin".into(),
+            role: Role::Admin,
+            peer: None,
+            certificate: false,
+        };
+        let invalid: Result<(), Status> = Err(Status::invalid_argument("no such leaf"));
+        record_set(&audit, &caller, "Set: update /x".into(), &invalid);
+        record_set(&audit, &caller, "Set: update /y".into(), &Ok(()));
+        let kinds: Vec<Kind> = kept.0.lock().unwrap().iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, [Kind::Access, Kind::Change]);
     }
 }

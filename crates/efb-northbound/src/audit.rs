@@ -1,8 +1,8 @@
-//! Who did what: one record per accepted or refused change, and per access (a session
-//! opened or closed, a request refused for the caller's role), from the management API
-//! and from gNMI, written to the tracing log here and handed to the daemon's [`Sink`]
-//! (efbd keeps changes and accesses in files of their own, so that a flood of refusals
-//! never pushes a change out, and `show system audit` reads both).
+//! Who did what: one record per accepted change, and per access (a session opened or
+//! closed, any request refused, for the caller's role or for what it asked), from the
+//! management API and from gNMI, written to the tracing log here and handed to the
+//! daemon's [`Sink`] (efbd keeps changes and accesses in files of their own, so that a
+//! flood of refusals never pushes a change out, and `show system audit` reads both).
 
 use std::sync::Arc;
 
@@ -36,12 +36,11 @@ pub struct Record {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
-    /// A change (configuration, state, a session closed by an admin, a role), accepted or
-    /// refused for what it asked.
+    /// An accepted change (configuration, state, a session closed by an admin, a role).
     #[default]
     Change,
-    /// A session opened or closed by its own client, or a request refused for the
-    /// caller's role: anyone can make many of these.
+    /// A session opened or closed by its own client, or any refusal: anyone can make many
+    /// of these.
     Access,
 }
 
@@ -72,8 +71,14 @@ impl Audit {
         Audit(Some(sink))
     }
 
-    /// Records one request: logged (info accepted, warn refused) and kept.
+    /// Records one request: logged (info accepted, warn refused) and kept. A refusal is
+    /// an access whatever it asked: a change refused (for bad input too) changed nothing,
+    /// and anyone with a role can make refusals by the thousand, which must not push the
+    /// changes out of their log.
     pub fn record(&self, mut record: Record) {
+        if !record.accepted {
+            record.kind = Kind::Access;
+        }
         record.what = bounded(&record.what);
         record.result = bounded(&record.result);
         let role = record.role.map_or("none", Role::as_str);
@@ -153,5 +158,26 @@ mod tests {
         assert_eq!(r.result, "PermissionDenied: no");
         assert!(!r.accepted && r.what.len() < 420 && !r.what.contains('\x1b'));
         assert!(r.what.ends_with("..."), "{}", r.what);
+    }
+
+    #[test]
+    fn a_change_refused_for_what_it_asked_is_an_access_and_an_accepted_one_a_change() {
+        let kept = Arc::new(Kept::default());
+        let audit = Audit::new(kept.clone());
+        let call = |accepted: bool, result: &str| Record {
+            time_ms: now_ms(),
+            user: "otto".into(),
+            role: Some(Role::Operator),
+            from: "unix socket, uid 1002, pid 1".into(),
+            what: "call set-bypass-ecofilter-unit {\"mode\":\"sideways\"}".into(),
+            accepted,
+            result: result.into(),
+            kind: Kind::Change,
+        };
+        let invalid = Status::invalid_argument("mode: expected auto, bypass or primary");
+        audit.record(call(false, &refusal(&invalid)));
+        audit.record(call(true, "done"));
+        let kinds: Vec<Kind> = kept.0.lock().unwrap().iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, [Kind::Access, Kind::Change]);
     }
 }

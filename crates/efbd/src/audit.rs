@@ -1,8 +1,8 @@
 //! The audit in the datastore directory, one JSON record a line, in two logs of their own:
-//! changes (`audit.log`: configuration and state, accepted or refused for what they asked,
-//! an admin's logout, a role that changed) and accesses (`access.log`: sessions opened and
-//! closed by their clients, requests refused for the caller's role). Anyone with an
-//! account can make accesses by the thousand; kept apart, they never push a change out.
+//! changes (`audit.log`: accepted changes of configuration and state, an admin's logout,
+//! a role that changed) and accesses (`access.log`: sessions opened and closed by their
+//! clients, and every refusal, for the caller's role or for what was asked). Anyone with
+//! an account can make accesses by the thousand; kept apart, they never push a change out.
 //! Accesses are kept in full up to `per_minute` a caller; past that they are counted and
 //! summarised in one record when the minute is over.
 //!
@@ -149,6 +149,7 @@ fn summary(window: Window) -> Option<Record> {
 }
 
 impl Sink for AuditLog {
+    /// Files by kind; the audit made every refusal an access before it came here.
     fn record(&self, record: &Record) {
         match record.kind {
             Kind::Change => self.changes.write(record),
@@ -293,6 +294,22 @@ mod tests {
         let err = AuditLog::open(dir.path(), 16, 20).err().unwrap();
         assert!(err.to_string().contains("link"), "{err}");
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's\n");
+    }
+
+    #[test]
+    fn a_change_refused_through_the_audit_goes_to_the_access_log_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = std::sync::Arc::new(AuditLog::open(dir.path(), 16, 20).unwrap());
+        let audit = efb_northbound::audit::Audit::new(log.clone());
+        audit.record(Record {
+            time_ms: now_ms(),
+            accepted: false,
+            what: "call set-bypass-ecofilter-unit {\"mode\":\"sideways\"}".into(),
+            ..record(1, Kind::Change)
+        });
+        let text = |name| std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(text(FILE), "");
+        assert!(text(ACCESS_FILE).contains("sideways"));
     }
 
     #[test]

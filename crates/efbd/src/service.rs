@@ -1,7 +1,7 @@
 //! The management API: a thin translation of gRPC requests into jobs for the configuration
 //! owner. One tracing span per request. Every request is checked against the caller's role
 //! ([`efb_northbound::access::may`], the one decision gNMI shares); refusals and changes go to
-//! the audit.
+//! the audit (which files every refusal as an access).
 //!
 //! Here is what every request goes through: the caller's role, the audit, a job on the
 //! owner. The requests are in `requests` (the `Management` trait, one method each), with
@@ -103,12 +103,13 @@ impl Service {
         };
         let message = denied.message(&caller.name) + &self.callers.hint(caller);
         let refused = Status::permission_denied(message);
-        self.record(caller, asked.describe(), Err(&refused), Kind::Access);
+        self.record(caller, asked.describe(), Err(&refused));
         Err(refused)
     }
 
-    /// Audits a request of `caller`: what it asked, and how it ended.
-    fn record(&self, caller: &Caller, what: String, result: Result<String, &Status>, kind: Kind) {
+    /// Audits a request of `caller`: what it asked, and how it ended. Filed as a change;
+    /// the audit files a refusal as an access, whatever was asked.
+    fn record(&self, caller: &Caller, what: String, result: Result<String, &Status>) {
         self.audit.record(Record {
             time_ms: audit::now_ms(),
             user: caller.name.clone(),
@@ -117,7 +118,7 @@ impl Service {
             what,
             accepted: result.is_ok(),
             result: result.unwrap_or_else(audit::refusal),
-            kind,
+            kind: Kind::Change,
         });
     }
 
@@ -129,7 +130,7 @@ impl Service {
         result: Result<R, Status>,
         done: impl FnOnce(&R) -> String,
     ) -> Result<R, Status> {
-        self.record(caller, what, result.as_ref().map(done), Kind::Change);
+        self.record(caller, what, result.as_ref().map(done));
         result
     }
 

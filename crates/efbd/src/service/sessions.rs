@@ -36,7 +36,6 @@ impl Service {
             caller,
             as_user.describe(),
             Ok(format!("recorded as {user}")),
-            Kind::Change,
         );
         Ok(user)
     }
