@@ -4,27 +4,29 @@
 //! clients, and every refusal, for the caller's role or for what was asked). Anyone with
 //! an account can make accesses by the thousand; kept apart, they never push a change out.
 //! Accesses are kept in full up to `per_minute` a caller; past that they are counted and
-//! summarised in one record when the minute is over.
+//! summarised in one record when the minute is over, or when efbd stops.
 //!
-//! Each log is bounded: when it reaches half of `audit.max_kib` it becomes `NAME.1`
-//! (replacing the previous one) and a new file starts, so both together stay under the
-//! limit and the newest half is always there. `show system audit` reads the last records
-//! of all four files, in time order.
+//! Each log is a set of files of `audit.max_kib` at most: past it the file becomes
+//! `NAME.1`, `NAME.1` becomes `NAME.2` and so on, `audit.keep_files` files in all. When
+//! the oldest goes, efbd's log warns and the new file starts with a record of what was
+//! removed (how many records, from when to when): nothing leaves the audit unsaid.
+//! `show system audit` reads the last records across the files of both logs, in time
+//! order.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 use efb_northbound::audit::{Kind, Record, Sink, now_ms};
-use tracing::error;
+use tracing::{error, warn};
+
+use crate::settings;
 
 pub const FILE: &str = "audit.log";
-pub const OLD_FILE: &str = "audit.log.1";
 pub const ACCESS_FILE: &str = "access.log";
-pub const OLD_ACCESS_FILE: &str = "access.log.1";
 
 /// The window over which a caller's accesses are counted.
 const WINDOW: Duration = Duration::from_secs(60);
@@ -52,13 +54,14 @@ struct Window {
 }
 
 impl AuditLog {
-    /// Opens (or starts) the logs in `dir`, `max_kib` each, keeping `per_minute` accesses
-    /// of a caller in full.
-    pub fn open(dir: &Path, max_kib: u64, per_minute: u32) -> io::Result<AuditLog> {
+    /// Opens (or starts) the logs in `dir`, with the files and the accesses per minute of
+    /// `settings`.
+    pub fn open(dir: &Path, settings: &settings::Audit) -> io::Result<AuditLog> {
+        let (max_kib, keep) = (settings.max_kib, settings.keep_files);
         Ok(AuditLog {
-            changes: Rotating::open(dir, FILE, OLD_FILE, max_kib)?,
-            accesses: Rotating::open(dir, ACCESS_FILE, OLD_ACCESS_FILE, max_kib)?,
-            per_minute,
+            changes: Rotating::open(dir, FILE, Kind::Change, max_kib, keep)?,
+            accesses: Rotating::open(dir, ACCESS_FILE, Kind::Access, max_kib, keep)?,
+            per_minute: settings.access_per_minute,
             counted: Mutex::new(HashMap::new()),
         })
     }
@@ -73,6 +76,12 @@ impl AuditLog {
         let skip = records.len().saturating_sub(count);
         records.drain(..skip);
         records
+    }
+
+    /// Writes the summary of every caller's window, ended or not: efbd stops, and what
+    /// was counted must not stop with it.
+    pub fn flush(&self) {
+        self.flush_summaries(u64::MAX);
     }
 
     /// Keeps an access unless its caller made `per_minute` already this minute.
@@ -108,7 +117,8 @@ impl AuditLog {
         }
     }
 
-    /// Ends the windows of a minute ago: a caller's dropped accesses become one record.
+    /// Ends the windows that started a minute before `now_ms`: a caller's dropped accesses
+    /// become one record.
     fn flush_summaries(&self, now_ms: u64) {
         let ended: Vec<Record> = {
             let Ok(mut counted) = self.counted.lock() else {
@@ -116,7 +126,7 @@ impl AuditLog {
             };
             let over: Vec<String> = counted
                 .iter()
-                .filter(|(_, w)| now_ms >= w.started_ms + WINDOW.as_millis() as u64)
+                .filter(|(_, w)| now_ms >= w.started_ms.saturating_add(WINDOW.as_millis() as u64))
                 .map(|(user, _)| user.clone())
                 .collect();
             over.iter()
@@ -131,6 +141,13 @@ impl AuditLog {
         for record in records {
             self.accesses.write(record);
         }
+    }
+}
+
+/// The last handle gone (efbd stops, or fails on its way): the counts are written.
+impl Drop for AuditLog {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -158,84 +175,236 @@ impl Sink for AuditLog {
     }
 }
 
-/// One log and its older half.
+/// One log: the file written (NAME) and the older ones (NAME.1, the newest of them, ...).
 struct Rotating {
-    path: PathBuf,
-    old: PathBuf,
-    /// Bytes one file holds at most before it becomes the old one.
-    half: u64,
-    file: Mutex<Open>,
+    dir: PathBuf,
+    name: &'static str,
+    /// The log's kind, for the record of a removed file.
+    kind: Kind,
+    /// Bytes one file holds at most before it moves up.
+    max_bytes: u64,
+    /// Files in all, NAME included.
+    keep: u32,
+    open: Mutex<Open>,
 }
 
+/// The file written, while it is open, and its size.
 struct Open {
     file: Option<File>,
     size: u64,
 }
 
+/// What the oldest file held when a rotation removed it.
+struct Removed {
+    file: String,
+    /// Its records and the times of the first and the last, or why it could not be read.
+    held: Result<Held, String>,
+}
+
+struct Held {
+    records: usize,
+    first_ms: Option<u64>,
+    last_ms: Option<u64>,
+}
+
 impl Rotating {
-    fn open(dir: &Path, name: &str, old: &str, max_kib: u64) -> io::Result<Rotating> {
+    fn open(
+        dir: &Path,
+        name: &'static str,
+        kind: Kind,
+        max_kib: u64,
+        keep: u32,
+    ) -> io::Result<Rotating> {
         let path = dir.join(name);
         let file = append(&path)?;
         let size = file.metadata()?.len();
         Ok(Rotating {
-            old: dir.join(old),
-            path,
-            half: max_kib.saturating_mul(1024) / 2,
-            file: Mutex::new(Open {
+            dir: dir.to_path_buf(),
+            name,
+            kind,
+            max_bytes: max_kib.saturating_mul(1024),
+            // One file would leave nothing but the record of its own removal.
+            keep: keep.max(2),
+            open: Mutex::new(Open {
                 file: Some(file),
                 size,
             }),
         })
     }
 
-    /// The last `count` records, oldest first.
+    /// The file `n` rotations old: NAME, NAME.1, ...
+    fn path(&self, n: u32) -> PathBuf {
+        match n {
+            0 => self.dir.join(self.name),
+            n => self.dir.join(format!("{}.{n}", self.name)),
+        }
+    }
+
+    /// The last `count` records, oldest first, read from the newest file back as far as
+    /// needed.
     fn last(&self, count: usize) -> Vec<Record> {
-        // Holding the lock: a rotation must not happen between the two reads.
-        let _open = self.file.lock();
-        let mut records: Vec<Record> = [&self.old, &self.path]
-            .into_iter()
-            .filter_map(|p| efb_datastore::files::read_trusted(p).ok())
-            .flat_map(|text| {
-                text.lines()
-                    .filter_map(|l| serde_json::from_str(l).ok())
-                    .collect::<Vec<Record>>()
-            })
-            .collect();
-        let skip = records.len().saturating_sub(count);
-        records.drain(..skip);
-        records
+        // Holding the lock: a rotation must not move the files between two reads.
+        let _open = self.open.lock();
+        let mut newest_first: Vec<Record> = Vec::new();
+        for n in 0..self.keep {
+            let wanted = count.saturating_sub(newest_first.len());
+            if wanted == 0 {
+                break;
+            }
+            // A file missing (none rotated yet, or removed by hand) leaves the others.
+            let Ok(text) = efb_datastore::files::read_trusted(&self.path(n)) else {
+                continue;
+            };
+            let records = text
+                .lines()
+                .rev()
+                .filter_map(|l| serde_json::from_str(l).ok());
+            newest_first.extend(records.take(wanted));
+        }
+        newest_first.reverse();
+        newest_first
     }
 
     fn write(&self, record: &Record) {
-        let Ok(mut line) = serde_json::to_string(record) else {
+        let Ok(line) = json_line(record) else {
             return;
         };
-        line.push('\n');
         if let Err(e) = self.append_line(&line) {
-            error!(file = %self.path.display(), error = %e, "cannot write the audit log");
+            error!(file = %self.path(0).display(), error = %e, "cannot write the audit log");
         }
     }
 
     fn append_line(&self, line: &str) -> io::Result<()> {
         let mut open = self
-            .file
+            .open
             .lock()
             .map_err(|_| io::Error::other("the audit log's lock is poisoned"))?;
-        let len = line.len() as u64;
-        if open.size > 0 && open.size + len > self.half {
-            open.file = None;
-            std::fs::rename(&self.path, &self.old)?;
-            open.file = Some(append(&self.path)?);
-            open.size = 0;
+        if open.size > 0 && open.size + line.len() as u64 > self.max_bytes {
+            self.rotate(&mut open);
         }
-        let file = match &mut open.file {
-            Some(file) => file,
-            None => open.file.insert(append(&self.path)?),
+        open.append(&self.path(0), line)
+    }
+
+    /// Moves every file one up and starts a new one. Past `keep` files the oldest is
+    /// removed, and said so: in efbd's log, and first in the new file. A rotation that
+    /// fails leaves the file written as it is, appended to: a record is never dropped for
+    /// want of a rename.
+    fn rotate(&self, open: &mut Open) {
+        // Closed before its name moves.
+        open.file = None;
+        let removed = self.remove_oldest();
+        match self.move_up() {
+            Ok(()) => open.size = 0,
+            Err(e) => {
+                error!(file = %self.path(0).display(), error = %e, "cannot rotate the audit log: it grows past audit.max_kib")
+            }
+        }
+        let Some(removed) = removed else {
+            return;
         };
-        file.write_all(line.as_bytes())?;
-        open.size += len;
+        let record = self.removal_record(&removed);
+        warn!(log = self.name, "{}", record.what);
+        let written = json_line(&record).and_then(|line| open.append(&self.path(0), &line));
+        if let Err(e) = written {
+            error!(file = %self.path(0).display(), error = %e, "cannot write the audit log");
+        }
+    }
+
+    /// The oldest file kept, read for what it held, then removed; none if there is none
+    /// yet.
+    fn remove_oldest(&self) -> Option<Removed> {
+        let oldest = self.path(self.keep - 1);
+        std::fs::symlink_metadata(&oldest).ok()?;
+        let held = efb_datastore::files::read_trusted(&oldest)
+            .map(|text| held(&text))
+            .map_err(|e| e.to_string());
+        // Not removed, it is still replaced by the next file's rename.
+        if let Err(e) = std::fs::remove_file(&oldest) {
+            error!(file = %oldest.display(), error = %e, "cannot remove the oldest audit file");
+        }
+        Some(Removed {
+            file: oldest.display().to_string(),
+            held,
+        })
+    }
+
+    /// NAME.k becomes NAME.k+1, from the oldest kept down to NAME itself.
+    fn move_up(&self) -> io::Result<()> {
+        for n in (0..self.keep - 1).rev() {
+            match std::fs::rename(self.path(n), self.path(n + 1)) {
+                // A file missing (not rotated that often yet) leaves a gap that closes.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                moved => moved?,
+            }
+        }
         Ok(())
     }
+
+    /// The record that opens the new file: what was removed, and why.
+    fn removal_record(&self, removed: &Removed) -> Record {
+        let why = format!(
+            "to keep audit.keep_files = {} files of audit.max_kib = {} KiB",
+            self.keep,
+            self.max_bytes / 1024
+        );
+        let what = match &removed.held {
+            Ok(held) => format!(
+                "{} removed {why}: {} records, from {} to {}",
+                removed.file,
+                held.records,
+                time(held.first_ms),
+                time(held.last_ms)
+            ),
+            Err(e) => format!("{} removed {why}; it could not be read: {e}", removed.file),
+        };
+        Record {
+            time_ms: now_ms(),
+            user: "efbd".into(),
+            role: None,
+            from: "efbd (audit rotation)".into(),
+            what,
+            accepted: true,
+            result: String::new(),
+            kind: self.kind,
+        }
+    }
+}
+
+impl Open {
+    /// Appends `line` to the file at `path`, opened (or made) if it is not.
+    fn append(&mut self, path: &Path, line: &str) -> io::Result<()> {
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self.file.insert(append(path)?),
+        };
+        file.write_all(line.as_bytes())?;
+        self.size += line.len() as u64;
+        Ok(())
+    }
+}
+
+/// How many records `text` holds (a line each) and the times of the first and the last.
+fn held(text: &str) -> Held {
+    let time_of = |line: &str| serde_json::from_str::<Record>(line).ok().map(|r| r.time_ms);
+    Held {
+        records: text.lines().filter(|l| !l.trim().is_empty()).count(),
+        first_ms: text.lines().find_map(time_of),
+        last_ms: text.lines().rev().find_map(time_of),
+    }
+}
+
+/// A record's time as the audit shows it; "?" when the file had none to read.
+fn time(ms: Option<u64>) -> String {
+    ms.map_or("?".into(), |ms| {
+        let at = UNIX_EPOCH + Duration::from_millis(ms);
+        humantime::format_rfc3339_seconds(at).to_string()
+    })
+}
+
+fn json_line(record: &Record) -> io::Result<String> {
+    let mut line = serde_json::to_string(record)?;
+    line.push('\n');
+    Ok(line)
 }
 
 /// The file opened for appending, never through a link planted in its place; created
@@ -245,107 +414,4 @@ fn append(path: &Path) -> io::Result<File> {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    fn record(n: usize, kind: Kind) -> Record {
-        Record {
-            time_ms: n as u64,
-            user: "ada".into(),
-            role: None,
-            from: "unix socket, uid 1001, pid 1".into(),
-            what: format!("commit {n}"),
-            accepted: n.is_multiple_of(2),
-            result: "x".repeat(200),
-            kind,
-        }
-    }
-
-    #[test]
-    fn the_log_stays_bounded_and_keeps_the_newest_records() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = AuditLog::open(dir.path(), 16, 20).unwrap();
-        for n in 0..1000 {
-            log.record(&record(n, Kind::Change));
-        }
-        let size = |name| std::fs::metadata(dir.path().join(name)).unwrap().len();
-        assert!(size(FILE) + size(OLD_FILE) <= 16 * 1024);
-        let last = log.last(5);
-        assert_eq!(
-            last.iter().map(|r| r.time_ms).collect::<Vec<_>>(),
-            [995, 996, 997, 998, 999]
-        );
-        // Reopened (efbd restarted): the records are still there, and appended to.
-        drop(log);
-        let log = AuditLog::open(dir.path(), 16, 20).unwrap();
-        log.record(&record(1000, Kind::Change));
-        assert_eq!(log.last(2)[1].time_ms, 1000);
-        assert_eq!(log.last(2)[0].time_ms, 999);
-    }
-
-    #[test]
-    fn a_link_planted_as_a_log_is_refused_and_what_it_names_is_untouched() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("precious");
-        std::fs::write(&target, "root's\n").unwrap();
-        std::os::unix::fs::symlink(&target, dir.path().join(ACCESS_FILE)).unwrap();
-        let err = AuditLog::open(dir.path(), 16, 20).err().unwrap();
-        assert!(err.to_string().contains("link"), "{err}");
-        assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's\n");
-    }
-
-    #[test]
-    fn a_change_refused_through_the_audit_goes_to_the_access_log_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = std::sync::Arc::new(AuditLog::open(dir.path(), 16, 20).unwrap());
-        let audit = efb_northbound::audit::Audit::new(log.clone());
-        audit.record(Record {
-            time_ms: now_ms(),
-            accepted: false,
-            what: "call set-bypass-ecofilter-unit {\"mode\":\"sideways\"}".into(),
-            ..record(1, Kind::Change)
-        });
-        let text = |name| std::fs::read_to_string(dir.path().join(name)).unwrap();
-        assert_eq!(text(FILE), "");
-        assert!(text(ACCESS_FILE).contains("sideways"));
-    }
-
-    #[test]
-    fn a_flood_of_accesses_neither_pushes_changes_out_nor_fills_the_access_log() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = AuditLog::open(dir.path(), 16, 20).unwrap();
-        let now = now_ms() as usize;
-        log.record(&Record {
-            what: "commit 0".into(),
-            ..record(now, Kind::Change)
-        });
-        let refused = |n: usize| Record {
-            user: "mallory".into(),
-            accepted: false,
-            what: format!("commit {n}"),
-            ..record(now + n, Kind::Access)
-        };
-        for n in 1..6001 {
-            log.record(&refused(n));
-        }
-        let records = log.last(10_000);
-        assert_eq!(records[0].what, "commit 0", "the change is still there");
-        let kept = records.iter().filter(|r| r.user == "mallory").count();
-        assert_eq!(kept, 20, "one minute's worth in full, the rest counted");
-        // A minute later, the count comes out as one record.
-        log.record(&refused(60_001));
-        assert!(now_ms() < (now + 60_000) as u64, "the test took a minute");
-        let records = log.last(10_000);
-        let summary = records
-            .iter()
-            .find(|r| r.what.starts_with("5980 more accesses of mallory"))
-            .expect("a summary of the dropped ones");
-        assert!(
-            summary.what.contains("(the last: commit 6000)"),
-            "{}",
-            summary.what
-        );
-    }
-}
+mod tests;

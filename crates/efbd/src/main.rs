@@ -163,13 +163,12 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         None => None,
     };
     let audit_log = Arc::new(
-        AuditLog::open(
-            &settings.datastore,
-            settings.audit.max_kib,
-            settings.audit.access_per_minute,
-        )
-        .with_context(|| format!("opening the audit log in {}", settings.datastore.display()))?,
+        AuditLog::open(&settings.datastore, &settings.audit).with_context(|| {
+            format!("opening the audit log in {}", settings.datastore.display())
+        })?,
     );
+    // Kept to the end: the counts of refusals within the last minute are written at stop.
+    let audit_at_stop = audit_log.clone();
     // One budget for what every client makes efbd hold, whatever the door.
     let budget = Budget::new(settings.memory.limits());
     let shared = gnmi::Shared::load(&settings, Audit::new(audit_log.clone()), budget.clone())?;
@@ -303,6 +302,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     if let Some(driver) = driver {
         driver.stop().await;
     }
+    audit_at_stop.flush();
     info!("stopped");
     Ok(())
 }

@@ -171,9 +171,7 @@ impl Settings {
         gnmi.connections.check("gnmi.connections")?;
         self.management.check_sessions()?;
         self.management.socket_mode_bits()?;
-        if self.audit.max_kib < 16 {
-            return Err(SettingRefused::AuditTooSmall);
-        }
+        self.audit.check()?;
         self.log.check()?;
         self.memory.check(&[
             (self.max_input_mib as usize, "max_input_mib"),
@@ -459,6 +457,40 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn audit_files_default_to_8_of_4_mib_and_too_few_or_too_small_are_refused() {
+        let defaults = Settings::default().audit;
+        assert_eq!((defaults.max_kib, defaults.keep_files), (4096, 8));
+        assert_eq!(defaults.access_per_minute, 20);
+        let dir = tempfile::tempdir().unwrap();
+        for (text, expected) in [
+            (
+                "[audit]\nmax_kib = 8\n",
+                "audit.max_kib must be at least 16",
+            ),
+            (
+                "[audit]\nkeep_files = 0\n",
+                "audit.keep_files = 0: expected 2 to 1000",
+            ),
+            (
+                "[audit]\nkeep_files = 1\n",
+                "audit.keep_files = 1: expected 2 to 1000",
+            ),
+            (
+                "[audit]\nkeep_files = 5000\n",
+                "audit.keep_files = 5000: expected 2 to 1000",
+            ),
+        ] {
+            let err = refusal(dir.path(), text);
+            assert!(err.contains("efbd.toml") && err.contains(expected), "{err}");
+        }
+        let settings: Settings = toml::from_str("[audit]\nkeep_files = 3\n").unwrap();
+        assert_eq!(
+            (settings.audit.max_kib, settings.audit.keep_files),
+            (4096, 3)
+        );
     }
 
     #[test]
