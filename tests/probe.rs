@@ -10,6 +10,8 @@
 //! efb-probe SOCKET load MIB            one Load of MIB MiB, naming no session
 //! efb-probe SOCKET watch               watch efbd's events until the stream ends
 //! efb-probe SOCKET flood N             N Hello calls as fast as they go, counted by result
+//! efb-probe SOCKET bypass-flood N      N calls of set-bypass-ecofilter-unit with a mode
+//!                                      that does not exist, counted by result
 //! ```
 
 use std::io::Read;
@@ -18,7 +20,7 @@ use std::process::ExitCode;
 
 use efb_mgmt_proto::v1::management_client::ManagementClient;
 use efb_mgmt_proto::v1::{
-    CommitRequest, CompareRequest, GetRequest, LoadRequest, OpenSessionRequest,
+    CallRequest, CommitRequest, CompareRequest, GetRequest, LoadRequest, OpenSessionRequest,
     RecentEventsRequest, SessionRef,
 };
 use tokio::io::AsyncWriteExt;
@@ -64,6 +66,7 @@ async fn run(args: &[String]) -> Result<(), String> {
         "load" => load(&mut client, number()?).await,
         "watch" => watch(&mut client).await,
         "flood" => flood(&mut client, number()?).await,
+        "bypass-flood" => bypass_flood(&client, number()?).await,
         other => call(&mut client, other, number()?).await,
     }
 }
@@ -188,6 +191,45 @@ async fn flood(client: &mut Client, count: u64) -> Result<(), String> {
         }
     }
     println!("{accepted} accepted, {refused} refused");
+    Ok(())
+}
+
+/// Calls in flight at once: the flood is as fast as efbd answers, not as one round trip.
+const IN_FLIGHT: u64 = 4;
+
+/// `count` calls of set-bypass with bad input (an operator's refusals as fast as they go),
+/// a few at once on one connection; one line: accepted, refused and the codes.
+async fn bypass_flood(client: &Client, count: u64) -> Result<(), String> {
+    let mut workers = tokio::task::JoinSet::new();
+    for worker in 0..IN_FLIGHT {
+        let mut client = client.clone();
+        let calls = count / IN_FLIGHT + u64::from(worker < count % IN_FLIGHT);
+        workers.spawn(async move {
+            let mut results: Vec<Option<tonic::Code>> = Vec::new();
+            for _ in 0..calls {
+                let request = CallRequest {
+                    rpc: "set-bypass-ecofilter-unit".into(),
+                    input_json: r#"{"ecofilter-unit":"ef1","mode":"sideways"}"#.into(),
+                };
+                results.push(client.call(request).await.err().map(|s| s.code()));
+            }
+            results
+        });
+    }
+    let mut codes = std::collections::BTreeMap::new();
+    let (mut accepted, mut refused) = (0, 0);
+    while let Some(results) = workers.join_next().await {
+        for result in results.map_err(|e| e.to_string())? {
+            match result {
+                None => accepted += 1,
+                Some(code) => {
+                    refused += 1;
+                    *codes.entry(format!("{code:?}")).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+    println!("{accepted} accepted, {refused} refused {codes:?}");
     Ok(())
 }
 

@@ -7,7 +7,8 @@
 //!   it, except an admin's audited `request system logout session N`, which ends it.
 //! - Per-account limits on sessions and connections, room kept for admins, connections
 //!   that never make a request closed; requests judged before their body is read.
-//! - Refusals by the thousand do not push a change out of the audit.
+//! - Refusals by the thousand do not push a change out of the audit: they are accesses,
+//!   kept 20 a minute and counted past that, the count written at stop at the latest.
 //! - A stream ends when its account loses its role, and the change of role is audited.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -479,6 +480,119 @@ fn requests_are_judged_before_their_body_and_refusals_cannot_flush_the_audit() {
         "{refusals} refusals kept one by one:\n{audit}"
     );
     let _ = people.accounts;
+}
+
+/// The lines of a log of the datastore and of its older file, as JSON records.
+fn records(datastore: &Path, name: &str) -> Vec<serde_json::Value> {
+    [format!("{name}.1"), name.to_string()]
+        .iter()
+        .filter_map(|file| std::fs::read_to_string(datastore.join(file)).ok())
+        .flat_map(|text| {
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn an_operator_s_flood_of_refused_calls_is_counted_and_the_admin_s_commit_stays() {
+    if !is_root() {
+        println!("SKIPPED: creating Unix accounts needs root (CI runs as root)");
+        return;
+    }
+    let p = prefix('f');
+    let groups = [format!("{p}adm"), format!("{p}op"), format!("{p}view")];
+    let mut accounts = Accounts::none();
+    for group in &groups {
+        accounts.group(group);
+    }
+    let (admin, operator) = (format!("{p}-ada"), format!("{p}-otto"));
+    accounts.user(&admin, &[&groups[0]]);
+    accounts.user(&operator, &[&groups[1]]);
+    let progs = programs();
+    let dir = open_dir();
+    // The smallest files: were refusals changes, 12 000 of them would rotate audit.log
+    // hundreds of times over.
+    let settings = "[audit]\nmax_kib = 16\nkeep_files = 2\naccess_per_minute = 20\n";
+    let daemon = site(dir.path(), [&groups[0], &groups[1], &groups[2]], settings);
+    let socket = daemon.address.as_str();
+    let connect = ["--connect", socket];
+
+    let edit =
+        "edit\nset ports port p1 description \"kept\"\ncommit comment \"the admin's change\"\n";
+    let (code, out, err) = run_as(&admin, &progs.cli, &connect, edit);
+    assert_eq!(code, 0, "{out}{err}");
+    let started = Instant::now();
+    let flood = ["bypass-flood", "12000"];
+    let (_, out, _) = run_as(
+        &operator,
+        &progs.probe,
+        &[&[socket][..], &flood].concat(),
+        "",
+    );
+    let took = started.elapsed();
+    assert!(
+        out.starts_with("0 accepted, 12000 refused {\"InvalidArgument\": 12000}"),
+        "{out}"
+    );
+    println!("12000 refused calls of set-bypass by an operator in {took:?}");
+    let bypass = "call ecofilter-balancer set-bypass-ecofilter-unit ecofilter-unit ef1 mode bypass";
+    let (code, out, err) = run_as(
+        &operator,
+        &progs.cli,
+        &[&connect[..], &["-c", bypass]].concat(),
+        "",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+
+    let shown = audit(&daemon);
+    assert!(shown.contains("the admin's change"), "{shown}");
+    let changes = records(&daemon.datastore, "audit.log");
+    let whats: Vec<&str> = changes.iter().filter_map(|r| r["what"].as_str()).collect();
+    assert!(
+        whats.iter().any(|w| w.contains("the admin's change")),
+        "{whats:?}"
+    );
+    assert!(
+        whats.iter().any(|w| w.contains("\"mode\":\"bypass\"")),
+        "{whats:?}"
+    );
+    assert!(changes.iter().all(|r| r["accepted"] == true), "{changes:?}");
+    let summary = format!("more accesses of {operator} within a minute");
+    let counted = |records: &[serde_json::Value]| {
+        records
+            .iter()
+            .filter(|r| r["what"].as_str().is_some_and(|w| w.contains(&summary)))
+            .count()
+    };
+    let in_time = started.elapsed() < Duration::from_secs(50);
+    let datastore = daemon.datastore.clone();
+    if in_time {
+        assert_eq!(
+            counted(&records(&datastore, "access.log")),
+            0,
+            "the minute is not over"
+        );
+    }
+    assert!(daemon.stop(), "efbd stops cleanly");
+
+    let accesses = records(&datastore, "access.log");
+    let refusals = accesses
+        .iter()
+        .filter(|r| r["user"] == operator.as_str() && r["accepted"] == false)
+        .count();
+    assert_eq!(refusals, 20, "refusals kept one by one");
+    assert_eq!(counted(&accesses), 1, "the count is written at stop");
+    let size = |name: &str| std::fs::metadata(datastore.join(name)).map_or(0, |m| m.len());
+    println!(
+        "after the flood and stop: audit.log {} B ({} records), access.log {} + {} B ({} records, {refusals} refusals one by one)",
+        size("audit.log"),
+        changes.len(),
+        size("access.log.1"),
+        size("access.log"),
+        accesses.len()
+    );
 }
 
 #[test]
