@@ -17,15 +17,16 @@
 //! bounded (see [`crate::argon`]): a few at a time, in memory allocated once. A name that
 //! is not a user costs the same Argon2 run against a decoy hash, so refusal times do not
 //! tell which names exist. Failed logins are logged (warn, with the user and the peer) and
-//! counted per peer: past the limit, the peer is refused at once for a while
-//! ([`crate::login`]).
+//! counted against budgets ([`crate::login`]): past those of a user at an address and of
+//! an address, logins from there are refused at once for a while; past those of a user
+//! from anywhere and of everyone, logins are slowed, not refused, so that guessers cannot
+//! lock a user out. Client certificates never meet these budgets.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -35,9 +36,10 @@ use tracing::{debug, warn};
 
 use crate::argon::{Checked, Checker, HashError, Stored};
 use crate::listen::ConnHandle;
-use crate::login::{Failures, Peer};
+use crate::login::{Budgets, Peer, shown};
 
 pub use crate::argon::{Cost, HashingFailed, hash_password};
+pub use crate::login::{LoginLimits, LoginRefused, Slowed, default_checks};
 
 /// Password checks waiting for their turn at most; more are refused at once.
 const MAX_WAITING: usize = 1024;
@@ -125,40 +127,6 @@ struct User {
     hash: Arc<Stored>,
 }
 
-/// How logins are bounded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LoginLimits {
-    /// Argon2 checks running at once, each with working memory of its own (the hash's
-    /// `m`, 19 MiB for standard hashes), allocated once and reused.
-    pub checks: usize,
-    /// Failed logins from one peer within `window` after which its logins are refused,
-    /// without a check, for `window`; 0: no limit.
-    pub failures: u32,
-    /// The same for logins as one user name, from anywhere.
-    pub failures_per_user: u32,
-    /// The same for all password logins together: the most guesses efbd takes in a
-    /// window, however many addresses they come from.
-    pub failures_total: u32,
-    pub window: Duration,
-}
-
-impl Default for LoginLimits {
-    fn default() -> LoginLimits {
-        LoginLimits {
-            checks: default_checks(),
-            failures: 10,
-            failures_per_user: 20,
-            failures_total: 100,
-            window: Duration::from_secs(60),
-        }
-    }
-}
-
-/// One check per CPU, at most 4: more would not be faster, only hold more memory.
-pub fn default_checks() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4))
-}
-
 /// The users allowed in, and the passwords already checked.
 pub struct Users {
     users: HashMap<String, User>,
@@ -169,12 +137,9 @@ pub struct Users {
     /// Random per process: the digests are worthless outside it.
     key: [u8; 32],
     checker: Checker,
-    /// Failed logins per peer, per user name, and of everyone together.
-    failures: Failures,
-    user_failures: Failures<String>,
-    all_failures: Failures<()>,
-    limits: LoginLimits,
-    /// Checks waiting for a turn.
+    /// Failed logins counted, and what they cost the next.
+    budgets: Budgets,
+    /// Checks waiting for a turn (slowed or for an Argon2 permit).
     waiting: AtomicUsize,
 }
 
@@ -253,10 +218,7 @@ impl Users {
             verified: Mutex::new(HashMap::new()),
             key: rand::random(),
             checker: Checker::new(1, 0),
-            failures: Failures::new(0, Duration::ZERO),
-            user_failures: Failures::new(0, Duration::ZERO),
-            all_failures: Failures::new(0, Duration::ZERO),
-            limits: limits.clone(),
+            budgets: Budgets::new(limits.clone()),
             waiting: AtomicUsize::new(0),
         };
         users.set_limits(limits);
@@ -277,10 +239,7 @@ impl Users {
             .max()
             .unwrap_or(0);
         self.checker = Checker::new(limits.checks, blocks);
-        self.failures = Failures::new(limits.failures, limits.window);
-        self.user_failures = Failures::new(limits.failures_per_user, limits.window);
-        self.all_failures = Failures::new(limits.failures_total, limits.window);
-        self.limits = limits;
+        self.budgets = Budgets::new(limits);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -331,10 +290,12 @@ impl Users {
 
     /// Checks the `username` / `password` metadata of a call from `peer` on connection
     /// `conn`. UNAUTHENTICATED for missing or wrong credentials (one message for both, so
-    /// names cannot be probed); RESOURCE_EXHAUSTED when failed logins from the peer, as the
-    /// user, or of everyone together passed their budget, or too many checks wait. A
-    /// connection that logged in keeps working with the same credentials whatever the
-    /// budgets say: others' failures do not cut off a client already in.
+    /// names cannot be probed); RESOURCE_EXHAUSTED when failed logins as the user from the
+    /// peer, or from the peer, passed their budget ([`LoginRefused`]), or too many checks
+    /// wait. Past the budgets of the user from anywhere and of everyone, the check waits a
+    /// delay first ([`Slowed`]). A connection that logged in keeps working with the same
+    /// credentials whatever the budgets say: others' failures do not cut off a client
+    /// already in.
     pub async fn authenticate(
         self: &Arc<Self>,
         metadata: &MetadataMap,
@@ -359,23 +320,15 @@ impl Users {
             return Ok(caller(user, role));
         }
         let from = Peer::of_addr(peer);
-        if let Some(refused) = self.over_budget(from, &user) {
+        if let Some(refused) = self.budgets.refusal(&user, from) {
             debug!(user = %shown(&user), peer = %from, "gNMI login refused: too many failures");
-            return Err(refused);
+            return Err(Status::resource_exhausted(refused.to_string()));
         }
+        // A password verified before is not slowed: only its owner can send it, and a
+        // guesser learns nothing from a fast answer it gets only when it is in anyway.
         let role = match self.remembered(&user, &digest) {
             Some(role) => role,
-            None => match self.check(&user, password, digest, from).await? {
-                Some(role) => {
-                    self.failures.succeeded(&from);
-                    self.user_failures.succeeded(&user);
-                    role
-                }
-                None => {
-                    self.failed(&user, from);
-                    return Err(Status::unauthenticated("wrong username or password"));
-                }
-            },
+            None => self.verify(&user, password, digest, from).await?,
         };
         if let Some(conn) = conn {
             conn.remember_login(digest);
@@ -383,35 +336,38 @@ impl Users {
         Ok(caller(user, role))
     }
 
-    /// The refusal of a login from `peer` as `user` when a failure budget is spent.
-    fn over_budget(&self, peer: Peer, user: &str) -> Option<Status> {
-        let limits = &self.limits;
-        let window = limits.window.as_secs();
-        let retry = |left: Duration| left.as_secs().max(1);
-        if let Some(left) = self.failures.blocked(&peer) {
-            return Some(Status::resource_exhausted(format!(
-                "too many failed logins from {peer} ({} within {window} s, gnmi.login_failures and gnmi.login_window_secs): \
-                 logins from there are refused; retry in {} s",
-                limits.failures,
-                retry(left)
-            )));
+    /// Waits for a turn (and the slowdown, if logins as `user` are slowed), checks the
+    /// password, and counts the outcome.
+    async fn verify(
+        self: &Arc<Self>,
+        user: &str,
+        password: String,
+        digest: [u8; 32],
+        from: Peer,
+    ) -> Result<Role, Status> {
+        let _turn = Waiting::enter(&self.waiting).ok_or_else(|| {
+            warn!(peer = %from, waiting = MAX_WAITING, "gNMI login refused: too many password checks waiting");
+            Status::resource_exhausted(format!(
+                "efbd has {MAX_WAITING} password checks waiting already; retry in a few seconds"
+            ))
+        })?;
+        if let Some(slowed) = self.budgets.slowed(user) {
+            debug!(user = %shown(user), peer = %from, "gNMI login slowed: too many failures");
+            self.budgets
+                .slow_down(user, from, slowed)
+                .await
+                .map_err(|refused| Status::resource_exhausted(refused.to_string()))?;
         }
-        if let Some(left) = self.user_failures.blocked(&user.to_string()) {
-            return Some(Status::resource_exhausted(format!(
-                "too many failed logins as {} ({} within {window} s, gnmi.login_failures_per_user): \
-                 logins as this user are refused; retry in {} s (connections already logged in keep working)",
-                shown(user),
-                limits.failures_per_user,
-                retry(left)
-            )));
+        match self.check(user, password, digest, from).await? {
+            Some(role) => {
+                self.budgets.succeeded(user, from);
+                Ok(role)
+            }
+            None => {
+                self.budgets.failed(user, from);
+                Err(Status::unauthenticated("wrong username or password"))
+            }
         }
-        let left = self.all_failures.blocked(&())?;
-        Some(Status::resource_exhausted(format!(
-            "too many failed logins on this efbd ({} within {window} s, gnmi.login_failures_total): \
-             password logins are refused; retry in {} s (client certificates and connections already logged in keep working)",
-            limits.failures_total,
-            retry(left)
-        )))
     }
 
     /// The Argon2 check, in turn: the user's role if the password is theirs. Unknown
@@ -423,12 +379,6 @@ impl Users {
         digest: [u8; 32],
         peer: Peer,
     ) -> Result<Option<Role>, Status> {
-        let _turn = Waiting::enter(&self.waiting).ok_or_else(|| {
-            warn!(%peer, waiting = MAX_WAITING, "gNMI login refused: too many password checks waiting");
-            Status::resource_exhausted(format!(
-                "efbd has {MAX_WAITING} password checks waiting already; retry in a few seconds"
-            ))
-        })?;
         let known = self.users.get(user);
         let Some(stored) = known.map(|u| u.hash.clone()).or_else(|| self.decoy.clone()) else {
             return Ok(None);
@@ -436,8 +386,8 @@ impl Users {
         let users = self.clone();
         let name = user.to_string();
         // Calls that waited for their turn may no longer need the check.
-        let still_wanted = move || match users.over_budget(peer, &name) {
-            Some(refused) => Some(Err(refused)),
+        let still_wanted = move || match users.budgets.refusal(&name, peer) {
+            Some(refused) => Some(Err(Status::resource_exhausted(refused.to_string()))),
             None => users.remembered(&name, &digest).map(Ok),
         };
         match self
@@ -470,28 +420,6 @@ impl Users {
     fn remember(&self, user: &str, digest: [u8; 32]) {
         if let Ok(mut cache) = self.verified.lock() {
             cache.insert(user.to_string(), digest);
-        }
-    }
-
-    /// Logs and counts a failed login.
-    fn failed(&self, user: &str, peer: Peer) {
-        let failure = self.failures.failed(peer);
-        let as_user = self.user_failures.failed(user.to_string());
-        let all = self.all_failures.failed(());
-        warn!(user = %shown(user), %peer, failures = failure.count, "gNMI login failed: wrong username or password");
-        let window = self.limits.window.as_secs();
-        if failure.blocks_for.is_some() {
-            warn!(%peer, failures = failure.count, refused_for_secs = window, "gNMI logins from this peer refused for a while: too many failures (gnmi.login_failures)");
-        }
-        if as_user.blocks_for.is_some() {
-            warn!(user = %shown(user), failures = as_user.count, refused_for_secs = window, "gNMI logins as this user refused for a while: too many failures (gnmi.login_failures_per_user)");
-        }
-        if all.blocks_for.is_some() {
-            warn!(
-                failures = all.count,
-                refused_for_secs = window,
-                "gNMI password logins refused for a while: too many failures in all (gnmi.login_failures_total)"
-            );
         }
     }
 
@@ -539,13 +467,6 @@ fn most_common<'a>(hashes: impl Iterator<Item = &'a Stored>) -> Option<&'a Store
         .map(|(_, h)| h)
 }
 
-/// A user name as logged: quoted and escaped, and cut (a header may hold 16 KiB).
-fn shown(user: &str) -> String {
-    let cut: String = user.chars().take(64).collect();
-    let more = if cut.len() < user.len() { "..." } else { "" };
-    format!("{cut:?}{more}")
-}
-
 /// A place among the checks waiting, left when dropped.
 struct Waiting<'a>(&'a AtomicUsize);
 
@@ -569,7 +490,12 @@ impl Drop for Waiting<'_> {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use std::time::{Duration, Instant};
+
     use super::*;
+
+    /// How long a slowed login waits here.
+    const SLOWDOWN: Duration = Duration::from_millis(300);
 
     fn users() -> Arc<Users> {
         let admin = hash_password("secret", Cost::Test).unwrap();
@@ -581,10 +507,12 @@ mod tests {
         .unwrap();
         Arc::new(users.with_limits(LoginLimits {
             checks: 2,
-            failures: 3,
+            failures_per_user_address: 3,
+            failures_per_address: 6,
             failures_per_user: 5,
-            failures_total: 8,
+            failures_total: 10,
             window: Duration::from_secs(60),
+            slowdown: SLOWDOWN,
         }))
     }
 
@@ -632,60 +560,148 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn failures_block_the_peer_then_a_success_clears_them() {
+    async fn failures_refuse_the_user_at_the_peer_then_the_peer() {
         let users = users();
         for _ in 0..3 {
             let err = login(&users, "ada", "guess", "10.0.0.2").await.unwrap_err();
             assert_eq!(err.code(), tonic::Code::Unauthenticated);
         }
-        // Even the right password: the peer is refused before any check.
+        // Even the right password: ada from there is refused before any check.
         let err = login(&users, "ada", "secret", "10.0.0.2")
             .await
             .unwrap_err();
         assert_eq!(err.code(), tonic::Code::ResourceExhausted);
-        assert!(err.message().contains("retry in"), "{}", err.message());
-        assert!(err.message().contains("10.0.0.2"), "{}", err.message());
+        let message = err.message();
+        assert!(
+            message.contains("retry in")
+                && message.contains("10.0.0.2")
+                && message.contains("gnmi.login_failures_per_user_address"),
+            "{message}"
+        );
+        // Another user from there, and ada from elsewhere, log in.
+        assert_eq!(
+            login(&users, "vic", "look", "10.0.0.2").await.unwrap(),
+            Role::Viewer
+        );
         assert_eq!(
             login(&users, "ada", "secret", "10.0.0.3").await.unwrap(),
             Role::Admin
         );
+        // A peer guessing names: six failures whatever the names refuse it.
+        for name in ["bob", "bob", "eve"] {
+            let _ = login(&users, name, "guess", "10.0.0.2").await;
+        }
+        let err = login(&users, "vic", "look", "10.0.0.2").await.unwrap_err();
+        assert!(
+            err.message().contains("gnmi.login_failures_per_address"),
+            "{}",
+            err.message()
+        );
+    }
+
+    /// One wrong guess as `user` from each of `from`: no address reaches a budget of its own.
+    async fn guesses(users: &Arc<Users>, user: &str, from: impl Iterator<Item = String>) {
+        for peer in from {
+            let err = login(users, user, "guess", &peer).await.unwrap_err();
+            assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err:?}");
+        }
+    }
+
+    async fn timed(users: &Arc<Users>, user: &str, password: &str, from: &str) -> Duration {
+        let started = Instant::now();
+        login(users, user, password, from).await.unwrap();
+        started.elapsed()
     }
 
     #[tokio::test]
-    async fn a_user_name_and_everyone_together_have_budgets_too() {
+    async fn past_the_budget_of_a_user_its_logins_are_slowed_not_refused() {
         let users = users();
-        // One guess from each of five addresses: no address reaches its limit of 3.
-        for i in 0..5 {
-            let err = login(&users, "ada", "guess", &format!("10.0.1.{i}"))
-                .await
-                .unwrap_err();
-            assert_eq!(err.code(), tonic::Code::Unauthenticated);
-        }
-        let err = login(&users, "ada", "secret", "10.0.1.9")
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), tonic::Code::ResourceExhausted);
+        guesses(&users, "ada", (0..5).map(|i| format!("10.0.1.{i}"))).await;
+        let took = timed(&users, "ada", "secret", "10.0.1.9").await;
+        assert!(took >= SLOWDOWN, "{took:?}");
+        // A password verified before is not slowed, nor are other users.
+        assert!(timed(&users, "ada", "secret", "10.0.1.8").await < SLOWDOWN);
+        assert!(timed(&users, "vic", "look", "10.0.1.9").await < SLOWDOWN);
+        // Past the total (10), everyone is slowed (vic's password is remembered: a guess).
+        guesses(&users, "nobody", (0..5).map(|i| format!("10.0.2.{i}"))).await;
+        let started = Instant::now();
+        let err = login(&users, "vic", "guess", "10.0.3.1").await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::Unauthenticated);
+        assert!(started.elapsed() >= SLOWDOWN, "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_slowed_peer_has_one_guess_at_a_user_waiting() {
+        let users = users();
+        guesses(&users, "ada", (0..5).map(|i| format!("10.0.1.{i}"))).await;
+        let started = Instant::now();
+        let (first, second, elsewhere) = tokio::join!(
+            login(&users, "ada", "guess-1", "10.0.4.1"),
+            async {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let refused = login(&users, "ada", "guess-2", "10.0.4.1").await;
+                (refused, started.elapsed())
+            },
+            login(&users, "ada", "guess-3", "10.0.4.2"),
+        );
+        assert_eq!(first.unwrap_err().code(), tonic::Code::Unauthenticated);
+        assert_eq!(elsewhere.unwrap_err().code(), tonic::Code::Unauthenticated);
+        let (second, when) = second;
+        let second = second.unwrap_err();
+        assert_eq!(second.code(), tonic::Code::ResourceExhausted);
         assert!(
-            err.message().contains("too many failed logins as \"ada\"")
-                && err.message().contains("gnmi.login_failures_per_user"),
+            second.message().contains("waiting already")
+                && second.message().contains("gnmi.login_failures_per_user"),
             "{}",
-            err.message()
+            second.message()
         );
-        assert_eq!(
-            login(&users, "vic", "look", "10.0.1.9").await.unwrap(),
-            Role::Viewer,
-            "other users are not held up"
-        );
-        // Three more wrong guesses in all reach the total of 8.
-        for i in 0..3 {
-            let _ = login(&users, &format!("x{i}"), "guess", &format!("10.0.2.{i}")).await;
-        }
-        let err = login(&users, "vic", "look", "10.0.3.1").await.unwrap_err();
         assert!(
-            err.message().contains("gnmi.login_failures_total"),
-            "{}",
-            err.message()
+            when < SLOWDOWN,
+            "refused at once, not after a delay: {when:?}"
         );
+        assert!(started.elapsed() >= SLOWDOWN);
+    }
+
+    /// Wrong guesses as ada from `from`, one after another: the codes of the answers.
+    async fn attack(users: Arc<Users>, from: String, count: usize) -> Vec<Status> {
+        let mut answers = Vec::new();
+        for g in 0..count {
+            let guess = format!("guess-{g}");
+            answers.push(login(&users, "ada", &guess, &from).await.unwrap_err());
+        }
+        answers
+    }
+
+    #[tokio::test]
+    async fn during_an_attack_the_right_password_from_a_new_address_gets_in() {
+        let users = users();
+        let attackers: Vec<_> = (0..10)
+            .map(|i| tokio::spawn(attack(users.clone(), format!("10.0.5.{i}"), 5)))
+            .collect();
+        // Budgets of the user (5) and of everyone (10) are spent while the attack runs.
+        tokio::time::sleep(SLOWDOWN / 2).await;
+        let took = timed(&users, "ada", "secret", "10.0.6.1").await;
+        assert!(took < SLOWDOWN * 3, "in after one delay: {took:?}");
+        let mut wrong = 0;
+        for attacker in attackers {
+            let answers = attacker.await.unwrap();
+            let checked = answers
+                .iter()
+                .filter(|s| s.code() == tonic::Code::Unauthenticated)
+                .count();
+            assert!(
+                checked <= 3,
+                "its budget as ada (3) stops each address: {answers:?}"
+            );
+            let last = answers.last().unwrap();
+            assert!(
+                last.message()
+                    .contains("gnmi.login_failures_per_user_address"),
+                "{answers:?}"
+            );
+            wrong += checked;
+        }
+        assert_eq!(wrong, 30);
     }
 
     #[test]
@@ -699,12 +715,6 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(users.decoy.unwrap().cost(), (19456, 2, 1));
-    }
-
-    #[test]
-    fn logged_names_are_escaped_and_cut() {
-        assert_eq!(shown("ada"), "\"ada\"");
-        assert!(shown(&"x".repeat(1000)).len() < 80);
     }
 
     #[tokio::test]

@@ -3,8 +3,8 @@
 //! turn their messages into these decisions.
 //!
 //! - [`auth`]: who the caller is: users and passwords (the users file), client
-//!   certificates; [`argon`] runs the password checks in bounded memory, `login` counts
-//!   failures per peer. [`tls`]: the server certificate and the client CA.
+//!   certificates; [`argon`] runs the password checks in bounded memory, `login` holds the
+//!   budgets of failed logins (refused per user and address, slowed per user and in all). [`tls`]: the server certificate and the client CA.
 //! - [`request`]: every request a client can make, whatever its protocol: the role it
 //!   needs and how the audit names it.
 //! - [`access`]: what a role may do, the one decision for every API.

@@ -4,12 +4,11 @@
 use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use efb_gnmi::ServerConfig;
 use efb_northbound::audit::Audit;
-use efb_northbound::auth::{Cost, LoginLimits, Users, hash_password as hash};
+use efb_northbound::auth::{Cost, Users, hash_password as hash};
 use efb_northbound::budget::Budget;
 use efb_northbound::published::Snapshot;
 use efb_northbound::{TlsIdentity, tls};
@@ -21,7 +20,7 @@ use tracing::{info, warn};
 use crate::chip::CounterLists;
 use crate::gnmi_backend::GnmiBackend;
 use crate::owner::Owner;
-use crate::settings::{Gnmi, Settings};
+use crate::settings::Settings;
 
 /// A gNMI server ready to serve: listening, users and certificate loaded.
 pub struct Server {
@@ -103,7 +102,7 @@ impl Shared {
             None
         };
         Ok(Shared {
-            users: Arc::new(users.with_limits(login_limits(gnmi))),
+            users: Arc::new(users.with_limits(gnmi.login_limits())),
             tls,
             audit,
             budget,
@@ -187,16 +186,6 @@ pub async fn prepare(
         backend,
         config,
     }))
-}
-
-fn login_limits(gnmi: &Gnmi) -> LoginLimits {
-    LoginLimits {
-        checks: gnmi.password_checks,
-        failures: gnmi.login_failures,
-        failures_per_user: gnmi.login_failures_per_user,
-        failures_total: gnmi.login_failures_total,
-        window: Duration::from_secs(gnmi.login_window_s),
-    }
 }
 
 /// `efbd --hash-password`: a password on standard input (one line), its hash on output.

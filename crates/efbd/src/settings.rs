@@ -168,6 +168,7 @@ impl Settings {
                 });
             }
         }
+        gnmi.check_logins()?;
         gnmi.connections.check("gnmi.connections")?;
         self.management.check_sessions()?;
         self.management.socket_mode_bits()?;
@@ -409,11 +410,24 @@ mod tests {
         assert_eq!(defaults.management.connections.max, 128);
         assert!((1..=4).contains(&defaults.gnmi.password_checks));
         let settings: Settings = toml::from_str(
-            "[gnmi]\nlogin_failures = 3\nmax_subscriptions_per_user = 2\n\
+            "[gnmi]\nlogin_failures_per_user_address = 3\nlogin_slowdown_ms = 1500\n\
+             max_subscriptions_per_user = 2\n\
              [gnmi.connections]\nmax = 8\nhandshake_timeout_s = 2\n",
         )
         .unwrap();
-        assert_eq!(settings.gnmi.login_failures, 3);
+        let logins = settings.gnmi.login_limits();
+        assert_eq!(logins.failures_per_user_address, 3);
+        assert_eq!(logins.slowdown, std::time::Duration::from_millis(1500));
+        assert_eq!(
+            defaults.gnmi.login_limits(),
+            efb_northbound::auth::LoginLimits::default(),
+            "one place of the numbers"
+        );
+        let renamed: Settings = toml::from_str("[gnmi]\nlogin_failures = 7\n").unwrap();
+        assert_eq!(
+            renamed.gnmi.login_failures_per_address, 7,
+            "the old name still read"
+        );
         assert_eq!(settings.gnmi.max_subscriptions_per_user, 2);
         let limits = settings.gnmi.connections.limits("gNMI", "gnmi.connections");
         assert_eq!(limits.max, 8);
@@ -490,6 +504,16 @@ mod tests {
         assert_eq!(
             (settings.audit.max_kib, settings.audit.keep_files),
             (4096, 3)
+        );
+    }
+
+    #[test]
+    fn a_login_slowdown_past_ten_seconds_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = refusal(dir.path(), "[gnmi]\nlogin_slowdown_ms = 60000\n");
+        assert!(
+            err.contains("gnmi.login_slowdown_ms = 60000: expected 0 to 10000"),
+            "{err}"
         );
     }
 

@@ -3,9 +3,16 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use std::time::Duration;
+
+use efb_northbound::auth::LoginLimits;
 use serde::Deserialize;
 
+use super::SettingRefused;
 use super::connections::Connections;
+
+/// The longest `login_slowdown_ms`: a slowed login holds a place among the checks waiting.
+const MAX_SLOWDOWN_MS: u64 = 10_000;
 
 /// The gNMI server.
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
@@ -33,15 +40,23 @@ pub struct Gnmi {
     /// Argon2 password checks running at once, each with the hash's working memory
     /// (19 MiB for standard hashes) allocated once [default: the CPUs, at most 4].
     pub password_checks: usize,
-    /// Failed logins from one address (IPv6: one /64) within `login_window_s` after which
-    /// its logins are refused for `login_window_s`; 0: no limit.
-    pub login_failures: u32,
-    /// The same for logins as one user name, from any address (a guesser with many
-    /// addresses); connections already logged in keep working.
+    /// Failed logins as one user name from one address (IPv6: one /64) within
+    /// `login_window_s` after which logins as that user from there are refused, without a
+    /// check, for `login_window_s`; 0: no limit.
+    pub login_failures_per_user_address: u32,
+    /// Failed logins from one address whatever the names (a peer guessing names) after
+    /// which every login from there is refused for `login_window_s`; 0: no limit.
+    #[serde(alias = "login_failures")]
+    pub login_failures_per_address: u32,
+    /// Failed logins as one user name from any address after which logins as that user
+    /// are slowed (each waits `login_slowdown_ms`, one at a time per address) for
+    /// `login_window_s`, not refused: the user gets in from a new address; 0: no limit.
     pub login_failures_per_user: u32,
-    /// The same for all password logins together: the most guesses efbd takes in a window.
+    /// The same for all password logins together: past it every password login is slowed.
     pub login_failures_total: u32,
     pub login_window_s: u64,
+    /// How long a slowed login waits before its check (0: not slowed; at most 10 000).
+    pub login_slowdown_ms: u64,
     /// Subscribe RPCs served at once, in all and for one user.
     pub max_subscriptions: usize,
     pub max_subscriptions_per_user: usize,
@@ -50,6 +65,7 @@ pub struct Gnmi {
 
 impl Default for Gnmi {
     fn default() -> Gnmi {
+        let logins = LoginLimits::default();
         Gnmi {
             enabled: true,
             // 9339: the IANA port for gNMI; every address, as automation runs elsewhere.
@@ -62,14 +78,49 @@ impl Default for Gnmi {
             max_message_mib: super::MAX_INPUT_MIB as usize,
             max_paths: 1000,
             subscriber_queue: 64,
-            password_checks: efb_northbound::auth::default_checks(),
-            login_failures: 10,
-            login_failures_per_user: 20,
-            login_failures_total: 100,
-            login_window_s: 60,
+            password_checks: logins.checks,
+            login_failures_per_user_address: logins.failures_per_user_address,
+            login_failures_per_address: logins.failures_per_address,
+            login_failures_per_user: logins.failures_per_user,
+            login_failures_total: logins.failures_total,
+            login_window_s: logins.window.as_secs(),
+            login_slowdown_ms: millis(logins.slowdown),
             max_subscriptions: 256,
             max_subscriptions_per_user: 64,
             connections: Connections::default(),
         }
     }
+}
+
+impl Gnmi {
+    /// How logins are bounded, as the northbound takes it.
+    pub fn login_limits(&self) -> LoginLimits {
+        LoginLimits {
+            checks: self.password_checks,
+            failures_per_user_address: self.login_failures_per_user_address,
+            failures_per_address: self.login_failures_per_address,
+            failures_per_user: self.login_failures_per_user,
+            failures_total: self.login_failures_total,
+            window: Duration::from_secs(self.login_window_s),
+            slowdown: Duration::from_millis(self.login_slowdown_ms),
+        }
+    }
+
+    /// A slowdown longer than [`MAX_SLOWDOWN_MS`] would hold the places of the checks
+    /// waiting for that long: refused.
+    pub(super) fn check_logins(&self) -> Result<(), SettingRefused> {
+        if self.login_slowdown_ms > MAX_SLOWDOWN_MS {
+            return Err(SettingRefused::OutOfRange {
+                setting: "gnmi.login_slowdown_ms".into(),
+                value: usize::try_from(self.login_slowdown_ms).unwrap_or(usize::MAX),
+                least: 0,
+                most: MAX_SLOWDOWN_MS as usize,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
