@@ -20,6 +20,7 @@ use efb_yang::{DataTree, Problem, Schema, explain, setlines};
 use tracing::{debug, info, info_span, warn};
 
 use crate::error::DatastoreError;
+use crate::files;
 use crate::limits::check_request;
 use crate::sessions::{Holder, Opener, Session, SessionId, SessionInfo, SessionLimits, Sessions};
 use crate::southbound::{NoChip, Southbound};
@@ -166,14 +167,15 @@ impl Datastore {
         let (tree, source) = match self.startup()? {
             Some(tree) => (tree, "startup configuration".to_string()),
             None => {
-                let path = options
-                    .factory_default
-                    .clone()
-                    .unwrap_or_else(|| options.dir.join("factory-default.json"));
-                (
-                    read_factory_default(self.schema(), &path, &options.max_input)?,
-                    format!("factory default {}", path.display()),
-                )
+                let (path, file) = open_factory_default(options)?;
+                let tree = match file {
+                    Some(file) => {
+                        read_factory_default(self.schema(), &path, file, &options.max_input)?
+                    }
+                    // The box ships with none.
+                    None => DataTree::new(),
+                };
+                (tree, format!("factory default {}", path.display()))
             }
         };
         info!(%source, "loading the boot configuration");
@@ -713,15 +715,53 @@ fn conflicting_paths(
     paths
 }
 
-/// The factory default as any configuration file is read; a missing file is an empty
-/// configuration (the box ships with none).
+/// The file name of the factory default in the datastore directory, when no other is set.
+const FACTORY_DEFAULT: &str = "factory-default.json";
+
+const FACTORY_DEFAULT_SETTING: &str = "factory default (setting `factory_default`)";
+
+/// The factory default, opened and judged, or None when there is none. The default one,
+/// `DIR/factory-default.json`, is a file of efbd's directory: never read through a link,
+/// owned by root or efbd's account, writable by nobody else (whoever may write it decides
+/// the configuration the box boots). One named with `--factory-default` is an
+/// administrator's file: links are followed, and the file they lead to is judged the same.
+fn open_factory_default(
+    options: &OpenOptions,
+) -> Result<(PathBuf, Option<std::fs::File>), DatastoreError> {
+    let (path, opened, hint) = match &options.factory_default {
+        Some(path) => (path.clone(), files::open_configured(path), ""),
+        None => {
+            let path = options.dir.join(FACTORY_DEFAULT);
+            let opened = files::open_trusted(&path);
+            let hint = "; to boot the file the link leads to, name that file with \
+                        --factory-default FILE instead";
+            (path, opened, hint)
+        }
+    };
+    match opened {
+        Ok(file) => Ok((path, Some(file))),
+        Err(e) if e.is_missing() => Ok((path, None)),
+        Err(e) => {
+            let hint = if matches!(e, files::FileError::Symlink { .. }) {
+                hint
+            } else {
+                ""
+            };
+            Err(DatastoreError::file(FACTORY_DEFAULT_SETTING, e, hint))
+        }
+    }
+}
+
+/// The factory default as any configuration file is read (within the input limit, not
+/// empty), validated in full.
 fn read_factory_default(
     schema: &Schema,
     path: &Path,
+    file: std::fs::File,
     limit: &Limit,
 ) -> Result<DataTree, DatastoreError> {
+    let shown = path.display().to_string();
     let in_file = |problems: Vec<Problem>| {
-        let shown = path.display();
         DatastoreError::Edit(
             problems
                 .into_iter()
@@ -729,14 +769,8 @@ fn read_factory_default(
                 .collect(),
         )
     };
-    let content = match input::read_file(path, limit) {
+    let content = match input::read_opened(&shown, file, limit) {
         Ok(content) => content,
-        Err(InputError::Unreadable {
-            kind: std::io::ErrorKind::NotFound,
-            ..
-        }) => {
-            return Ok(DataTree::new());
-        }
         Err(e @ InputError::Unreadable { .. }) => {
             return Err(DatastoreError::Storage(e.to_string()));
         }

@@ -46,6 +46,15 @@ pub enum DatastoreError {
     /// The database could not be read or written: nothing was committed.
     #[error("datastore storage: {0}")]
     Storage(String),
+    /// A file or directory of the datastore that efbd may not trust as it is (a link,
+    /// another account's, writable by others): nothing was loaded or committed. `what` names
+    /// it for the operator; `hint` adds another way out, if there is one.
+    #[error("{what}: {error}{hint}")]
+    Untrusted {
+        what: &'static str,
+        error: crate::files::FileError,
+        hint: &'static str,
+    },
     /// The southbound (the chip) refused the configuration: nothing was committed.
     #[error("the chip refused the configuration: {0}")]
     Southbound(ChipError),
@@ -77,6 +86,21 @@ pub enum ErrorKind {
 }
 
 impl DatastoreError {
+    /// A file of the datastore that could not be opened (`Storage`) or may not be trusted
+    /// (`Untrusted`), named by `what`.
+    pub(crate) fn file(
+        what: &'static str,
+        error: crate::files::FileError,
+        hint: &'static str,
+    ) -> DatastoreError {
+        match error {
+            crate::files::FileError::Io { .. } => {
+                DatastoreError::Storage(format!("{what}: {error}"))
+            }
+            error => DatastoreError::Untrusted { what, error, hint },
+        }
+    }
+
     pub fn kind(&self) -> ErrorKind {
         match self {
             DatastoreError::Invalid { .. }
@@ -88,7 +112,7 @@ impl DatastoreError {
             | DatastoreError::NotFound(_) => ErrorKind::NotFound,
             DatastoreError::TooManySessions(_) => ErrorKind::TooMany,
             DatastoreError::Locked { .. } => ErrorKind::Locked,
-            DatastoreError::Storage(_) => ErrorKind::Storage,
+            DatastoreError::Storage(_) | DatastoreError::Untrusted { .. } => ErrorKind::Storage,
             DatastoreError::Southbound(e) => e.kind().into(),
         }
     }

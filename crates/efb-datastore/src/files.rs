@@ -1,13 +1,14 @@
 //! Files efbd keeps in its datastore directory (the generated TLS key and certificate, the
-//! audit log, the database's directory, the chip's state) and the files an administrator
-//! names for it (the users file, a TLS key): who may have written them decides whether
-//! efbd may trust them.
+//! audit log, the database's directory, the chip's state, the factory default) and the
+//! files an administrator names for it (the users file, a TLS key): who may have written
+//! them decides whether efbd may trust them.
 //!
 //! efbd often runs as root. A file it creates is therefore created exclusively (O_EXCL),
 //! with its mode set exactly (not left to the umask), and opened without following a
 //! symbolic link (O_NOFOLLOW): a link planted where efbd writes would otherwise make it
-//! overwrite or append to any file of the system. A file it reads back must be a regular
-//! file of its own, writable by nobody else. A file an administrator names may be a link
+//! overwrite or append to any file of the system. A file it reads there, or appends to,
+//! must be a regular file of root or its own account, writable by nobody else: what is in
+//! it decides the box (the configuration it boots, the record of who did what). A file an administrator names may be a link
 //! (`/etc/efb/users.toml` pointing into a configuration tree is fine): the file at its end
 //! must be owned by root or by efbd's account, and writable by nobody else, since whoever
 //! can write it decides who logs in, or holds the server's key.
@@ -27,8 +28,9 @@ use nix::unistd::{Uid, User, geteuid};
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
     #[error(
-        "{path}: is a symbolic link; efbd does not follow links where it writes its own files \
-         (a link planted there would make it write wherever it points): remove the link (rm {path})"
+        "{path}: is a symbolic link; efbd does not follow links to the files it keeps in its \
+         datastore directory (a link planted there would make it write, or trust, whatever it \
+         points at): remove the link (rm {path})"
     )]
     Symlink { path: String },
     #[error("{path}: is {kind}, where efbd expects a regular file")]
@@ -51,6 +53,11 @@ pub enum FileError {
 }
 
 impl FileError {
+    /// The file is not there (a first start, a log not rotated yet).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, FileError::Io { error, .. } if error.kind() == io::ErrorKind::NotFound)
+    }
+
     fn io(path: &Path, action: &'static str, error: io::Error) -> FileError {
         FileError::Io {
             path: path.display().to_string(),
@@ -88,7 +95,9 @@ pub fn create_new(path: &Path, mode: u32) -> Result<File, FileError> {
 }
 
 /// Opens `path` for appending, creating it with exactly `mode` when it is missing. A
-/// symbolic link, a FIFO or anything else that is not a regular file is refused.
+/// symbolic link, a FIFO or anything else that is not a regular file is refused, and so is
+/// a file found there that is not efbd's (another account could have written records in
+/// it, or could write more).
 pub fn open_append(path: &Path, mode: u32) -> Result<File, FileError> {
     // Two tries: the file may be removed between finding it there and opening it.
     for _ in 0..2 {
@@ -118,6 +127,7 @@ pub fn open_append(path: &Path, mode: u32) -> Result<File, FileError> {
                     .metadata()
                     .map_err(|e| FileError::io(path, "inspect", e))?;
                 regular(path, &meta)?;
+                trusted(path, &meta)?;
                 return Ok(file);
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -135,21 +145,41 @@ pub fn open_append(path: &Path, mode: u32) -> Result<File, FileError> {
 /// through a symbolic link, a regular file owned by root or efbd's account, writable by
 /// nobody else.
 pub fn read_trusted(path: &Path) -> Result<String, FileError> {
-    read_judged(path, OFlag::O_NOFOLLOW)
+    read_all(path, open_trusted(path)?)
 }
 
 /// Reads a file an administrator named for efbd (the users file, a TLS key, a client CA):
 /// links are followed, and the file they lead to must be a regular file owned by root or
 /// efbd's account, writable by nobody else.
 pub fn read_configured(path: &Path) -> Result<String, FileError> {
-    read_judged(path, OFlag::empty())
+    read_all(path, open_configured(path)?)
 }
 
-/// Opens, then judges the file opened (not the path again: it might change in between),
-/// then reads it.
-fn read_judged(path: &Path, flags: OFlag) -> Result<String, FileError> {
+/// Opens a file efbd keeps, judged as [`read_trusted`] judges it, for a caller that reads
+/// it its own way (the factory default, read within a size limit).
+pub fn open_trusted(path: &Path) -> Result<File, FileError> {
+    open_judged(path, OFlag::O_NOFOLLOW)
+}
+
+/// Opens a file an administrator named, judged as [`read_configured`] judges it.
+pub fn open_configured(path: &Path) -> Result<File, FileError> {
+    open_judged(path, OFlag::empty())
+}
+
+/// Judges a file efbd keeps and reads later (the older half of the audit log) as
+/// [`read_trusted`] would, without reading it: at start, so that a file planted there
+/// stops efbd then rather than being skipped in silence later. A missing file is fine.
+pub fn check_trusted(path: &Path) -> Result<(), FileError> {
+    match open_trusted(path) {
+        Err(e) if e.is_missing() => Ok(()),
+        judged => judged.map(drop),
+    }
+}
+
+/// Opens, then judges the file opened (not the path again: it might change in between).
+fn open_judged(path: &Path, flags: OFlag) -> Result<File, FileError> {
     // O_NONBLOCK: opening a FIFO would wait for a writer; it does nothing to a file.
-    let mut file = OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
         .custom_flags((flags | OFlag::O_NONBLOCK).bits())
         .open(path)
@@ -159,6 +189,10 @@ fn read_judged(path: &Path, flags: OFlag) -> Result<String, FileError> {
         .map_err(|e| FileError::io(path, "inspect", e))?;
     regular(path, &meta)?;
     trusted(path, &meta)?;
+    Ok(file)
+}
+
+fn read_all(path: &Path, mut file: File) -> Result<String, FileError> {
     let mut text = String::new();
     file.read_to_string(&mut text)
         .map_err(|e| FileError::io(path, "read", e))?;
@@ -167,7 +201,8 @@ fn read_judged(path: &Path, flags: OFlag) -> Result<String, FileError> {
 
 /// Makes the directory `path` private to efbd's account (mode 0700), creating it when it
 /// is missing. The database keeps its files there: they are created under the umask, so
-/// the directory's mode is what keeps other accounts out.
+/// the directory's mode is what keeps other accounts out, and its owner must be root or
+/// efbd's account (0700 would give another owner the database).
 pub fn private_dir(path: &Path) -> Result<(), FileError> {
     const PRIVATE: u32 = 0o700;
     match std::fs::DirBuilder::new().mode(PRIVATE).create(path) {
@@ -185,6 +220,15 @@ pub fn private_dir(path: &Path) -> Result<(), FileError> {
         return Err(FileError::NotRegular {
             path: path.display().to_string(),
             kind: kind(&meta),
+        });
+    }
+    if let Some((detail, owner)) = foreign_owner(&meta) {
+        let shown = path.display().to_string();
+        return Err(FileError::Untrusted {
+            detail,
+            // -R: the database's files in it were made by that account too.
+            remedy: format!("chown -R {owner} {shown}"),
+            path: shown,
         });
     }
     // Also when it exists: made by an earlier efbd under umask 022, it was open to everyone.
@@ -282,19 +326,9 @@ fn trusted(path: &Path, meta: &Metadata) -> Result<(), FileError> {
         None => (path, path.display().to_string()),
     };
     let fix = path.display();
-    let me = geteuid().as_raw();
-    if meta.uid() != 0 && meta.uid() != me {
-        let owner = if me == 0 {
-            "root".to_string()
-        } else {
-            format!("root or {}", chown_name(me))
-        };
+    if let Some((detail, owner)) = foreign_owner(meta) {
         return Err(FileError::Untrusted {
-            detail: format!(
-                "owned by {}, neither root nor efbd's account {}",
-                account(meta.uid()),
-                account(me)
-            ),
+            detail,
             remedy: format!("chown {owner} {fix}"),
             path: shown,
         });
@@ -307,6 +341,26 @@ fn trusted(path: &Path, meta: &Metadata) -> Result<(), FileError> {
         });
     }
     Ok(())
+}
+
+/// When the owner is neither root nor efbd's account: what to say of it, and who should
+/// own it instead (`root`, or `root or efb`: either, as `chown` would be told).
+pub fn foreign_owner(meta: &Metadata) -> Option<(String, String)> {
+    let me = geteuid().as_raw();
+    if meta.uid() == 0 || meta.uid() == me {
+        return None;
+    }
+    let owner = if me == 0 {
+        "root".to_string()
+    } else {
+        format!("root or {}", chown_name(me))
+    };
+    let detail = format!(
+        "owned by {}, neither root nor efbd's account {}",
+        account(meta.uid()),
+        account(me)
+    );
+    Some((detail, owner))
 }
 
 /// The account's name as `chown` takes it, or its number.
@@ -452,6 +506,67 @@ mod tests {
                 && err.contains("uid 65534")
                 && err.contains("neither root nor efbd's account root (uid 0)")
                 && err.ends_with(&format!("chown root {}", users.display())),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_log_others_may_write_is_not_appended_to_or_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.log");
+        std::fs::write(&log, "{\"forged\": true}\n").unwrap();
+        std::fs::set_permissions(&log, Permissions::from_mode(0o666)).unwrap();
+        let old = dir.path().join("audit.log.1");
+        std::fs::write(&old, "").unwrap();
+        std::fs::set_permissions(&old, Permissions::from_mode(0o602)).unwrap();
+        let err = open_append(&log, 0o640).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{path}: writable by group and others (mode 0666), so another account could \
+                 change what efbd trusts in it; chmod go-w {path}",
+                path = log.display()
+            )
+        );
+        let err = check_trusted(&old).unwrap_err().to_string();
+        assert!(err.contains("writable by others (mode 0602)"), "{err}");
+        // Missing is fine (not rotated yet); a link is not.
+        check_trusted(&dir.path().join("access.log.1")).unwrap();
+        let link = dir.path().join("access.log.1");
+        symlink(&log, &link).unwrap();
+        assert!(matches!(
+            check_trusted(&link),
+            Err(FileError::Symlink { .. })
+        ));
+        std::fs::set_permissions(&log, Permissions::from_mode(0o640)).unwrap();
+        open_append(&log, 0o640).unwrap();
+        let opened = open_trusted(&log).unwrap();
+        assert!(opened.metadata().unwrap().is_file());
+    }
+
+    #[test]
+    fn a_log_or_database_directory_of_another_account_is_refused() {
+        if !geteuid().is_root() {
+            println!("SKIPPED: giving a file to another account needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.log");
+        std::fs::write(&log, "").unwrap();
+        std::fs::set_permissions(&log, Permissions::from_mode(0o640)).unwrap();
+        std::os::unix::fs::chown(&log, Some(65534), None).unwrap();
+        let err = open_append(&log, 0o640).unwrap_err().to_string();
+        assert!(
+            err.contains("uid 65534") && err.ends_with(&format!("chown root {}", log.display())),
+            "{err}"
+        );
+        let db = dir.path().join("db");
+        std::fs::create_dir(&db).unwrap();
+        std::os::unix::fs::chown(&db, Some(65534), None).unwrap();
+        let err = private_dir(&db).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("{}: owned by ", db.display()))
+                && err.ends_with(&format!("chown -R root {}", db.display())),
             "{err}"
         );
     }

@@ -89,7 +89,8 @@ impl Store {
         let path = dir.join("db");
         // sled creates its files under the umask (readable by everyone under 022): the
         // directory's mode keeps the configuration and its history from other accounts.
-        crate::files::private_dir(&path).map_err(|e| DatastoreError::Storage(e.to_string()))?;
+        crate::files::private_dir(&path)
+            .map_err(|e| DatastoreError::file("the database's directory", e, ""))?;
         // sled caches up to 1 GiB by default; configuration is read once at start and then
         // held in memory by the datastore, so a small cache is enough.
         let db = sled::Config::new()

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -25,6 +27,15 @@ fn open(dir: &std::path::Path, boot: &str) -> Datastore {
     let mut options = OpenOptions::new(dir);
     options.boot_id = Some(boot.to_string());
     Datastore::open(schema(), options).unwrap()
+}
+
+/// Writes `DIR/factory-default.json` with mode 0644 (what an administrator would leave;
+/// under a umask of 002 it would be writable by the group, and refused).
+fn factory_default(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("factory-default.json");
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    path
 }
 
 fn text(ds: &Datastore, tree: &DataTree) -> String {
@@ -51,11 +62,10 @@ fn site_datastore(dir: &std::path::Path) -> Datastore {
 #[test]
 fn a_fresh_datastore_boots_the_factory_default() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("factory-default.json"),
+    factory_default(
+        dir.path(),
         r#"{"ecofilter-balancer:ecofilter-balancer": {"balancing-method": "layer-4"}}"#,
-    )
-    .unwrap();
+    );
     let ds = open(dir.path(), "boot-1");
     assert!(text(&ds, &ds.running().tree).contains("layer-4"));
     let history = ds.history();
@@ -67,11 +77,10 @@ fn a_fresh_datastore_boots_the_factory_default() {
 #[test]
 fn an_invalid_factory_default_is_refused_with_its_path() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("factory-default.json"),
+    factory_default(
+        dir.path(),
         r#"{"ecofilter-balancer:ecofilter-balancer": {"balancing-method": "layer-9"}}"#,
-    )
-    .unwrap();
+    );
     let mut options = OpenOptions::new(dir.path());
     options.boot_id = Some("b".into());
     let err = Datastore::open(schema(), options)
@@ -666,13 +675,17 @@ fn loads_of_nothing_and_repeated_members_are_refused_and_change_nothing() {
 
 #[test]
 fn a_factory_default_that_is_empty_or_not_a_file_is_refused() {
-    for (name, make) in [
+    for (name, make, refusal) in [
         (
             "empty",
-            (|p: &std::path::Path| std::fs::write(p, ""))
-                as fn(&std::path::Path) -> std::io::Result<()>,
+            (|p: &Path| std::fs::write(p, "")) as fn(&Path) -> std::io::Result<()>,
+            "factory-default.json is empty",
         ),
-        ("directory", |p: &std::path::Path| std::fs::create_dir(p)),
+        (
+            "directory",
+            |p: &Path| std::fs::create_dir(p),
+            "factory-default.json: is a directory, where efbd expects a regular file",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         make(&dir.path().join("factory-default.json")).unwrap();
@@ -682,6 +695,104 @@ fn a_factory_default_that_is_empty_or_not_a_file_is_refused() {
             .err()
             .unwrap()
             .to_string();
-        assert!(err.contains("factory-default.json is "), "{name}: {err}");
+        assert!(err.contains(refusal), "{name}: {err}");
     }
+}
+
+/// Opens a fresh datastore in `dir` (its factory default as the options say): the refusal.
+fn refused(options: OpenOptions) -> DatastoreError {
+    Datastore::open(schema(), options).err().unwrap()
+}
+
+#[test]
+fn a_factory_default_others_may_write_is_refused_and_nothing_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = factory_default(
+        dir.path(),
+        r#"{"ecofilter-balancer:ecofilter-balancer": {"balancing-method": "layer-4"}}"#,
+    );
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let mut options = OpenOptions::new(dir.path());
+    options.boot_id = Some("b".into());
+    let err = refused(options.clone());
+    assert!(matches!(err, DatastoreError::Untrusted { .. }), "{err}");
+    let shown = path.display();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "factory default (setting `factory_default`): {shown}: writable by group and others \
+             (mode 0666), so another account could change what efbd trusts in it; chmod go-w {shown}"
+        )
+    );
+    // Nothing was committed: fixed, the file boots as commit 1.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let ds = Datastore::open(schema(), options).unwrap();
+    assert_eq!(ds.running().commit_id, 1);
+    assert!(text(&ds, &ds.running().tree).contains("layer-4"));
+}
+
+#[test]
+fn a_link_as_the_default_factory_default_is_refused_a_named_one_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = factory_default(
+        elsewhere.path(),
+        r#"{"ecofilter-balancer:ecofilter-balancer": {"balancing-method": "layer-4"}}"#,
+    );
+    let link = dir.path().join("factory-default.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let mut options = OpenOptions::new(dir.path());
+    options.boot_id = Some("b".into());
+    let err = refused(options.clone()).to_string();
+    let shown = link.display();
+    assert!(
+        err.starts_with(&format!(
+            "factory default (setting `factory_default`): {shown}: is a symbolic link;"
+        )) && err.ends_with(&format!(
+            "remove the link (rm {shown}); to boot the file the link leads to, name that file \
+             with --factory-default FILE instead"
+        )),
+        "{err}"
+    );
+    // Named (--factory-default), the link is followed and the file it leads to judged.
+    options.factory_default = Some(link.clone());
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o646)).unwrap();
+    let err = refused(options.clone()).to_string();
+    assert!(
+        err.contains(&format!(
+            "{shown} (a link to {}): writable by others (mode 0646)",
+            target.display()
+        )),
+        "{err}"
+    );
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let ds = Datastore::open(schema(), options).unwrap();
+    assert!(text(&ds, &ds.running().tree).contains("layer-4"));
+}
+
+#[test]
+fn a_factory_default_of_another_account_is_refused() {
+    if !is_root() {
+        println!("SKIPPED: giving a file to another account needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = factory_default(dir.path(), "{}");
+    // nobody: neither root nor this process's account.
+    std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+    let mut options = OpenOptions::new(dir.path());
+    options.boot_id = Some("b".into());
+    let err = refused(options).to_string();
+    assert!(
+        err.contains("uid 65534")
+            && err.contains("neither root nor efbd's account root (uid 0)")
+            && err.ends_with(&format!("chown root {}", path.display())),
+        "{err}"
+    );
+}
+
+/// This test's effective uid is root's (/proc/self belongs to it).
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").unwrap().uid() == 0
 }

@@ -115,24 +115,38 @@ impl InputError {
 pub fn read_file(path: &Path, limit: &Limit) -> Result<Content, InputError> {
     let origin = path.display().to_string();
     let (file, size) = open_regular(path, &origin)?;
-    check_size(&origin, size, limit)?;
+    read_content(&origin, file, size, limit)
+}
+
+/// Reads a configuration from a file the caller opened (and judged: efbd opens its
+/// factory default with its own checks of owner and mode), named `origin` in refusals:
+/// a regular file within `limit`, UTF-8, not empty.
+pub fn read_opened(origin: &str, file: File, limit: &Limit) -> Result<Content, InputError> {
+    let opened = file.metadata().map_err(|e| unreadable(origin, &e))?;
+    refuse_irregular(origin, &opened)?;
+    read_content(origin, file, opened.len(), limit)
+}
+
+/// The content of an open regular file of `size` bytes (as it was when opened).
+fn read_content(origin: &str, file: File, size: u64, limit: &Limit) -> Result<Content, InputError> {
+    check_size(origin, size, limit)?;
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     // A file that grows while it is read stops one byte past the limit.
     file.take(limit.max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| unreadable(&origin, &e))?;
+        .map_err(|e| unreadable(origin, &e))?;
     if bytes.len() as u64 > limit.max_bytes {
         return Err(too_large(
-            &origin,
+            origin,
             format!("more than {}", limit.describe()),
             limit,
         ));
     }
     let text = String::from_utf8(bytes).map_err(|e| InputError::NotText {
-        origin: origin.clone(),
+        origin: origin.to_string(),
         offset: e.utf8_error().valid_up_to(),
     })?;
-    from_text(&origin, text, limit)
+    from_text(origin, text, limit)
 }
 
 /// Content that came as text: within `limit`, not empty; its format decided by its first
