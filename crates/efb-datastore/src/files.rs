@@ -166,7 +166,7 @@ pub fn open_configured(path: &Path) -> Result<File, FileError> {
     open_judged(path, OFlag::empty())
 }
 
-/// Judges a file efbd keeps and reads later (the older half of the audit log) as
+/// Judges a file efbd keeps and reads later (the audit log's older files) as
 /// [`read_trusted`] would, without reading it: at start, so that a file planted there
 /// stops efbd then rather than being skipped in silence later. A missing file is fine.
 pub fn check_trusted(path: &Path) -> Result<(), FileError> {

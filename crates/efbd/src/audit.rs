@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, UNIX_EPOCH};
 
+use efb_datastore::files;
 use efb_northbound::audit::{Kind, Record, Sink, now_ms};
 use tracing::{error, warn};
 
@@ -208,6 +209,9 @@ struct Held {
 }
 
 impl Rotating {
+    /// Opens the log, which must be efbd's (a file others wrote in or may write is no
+    /// record); the older files, read back by `show system audit`, are judged now too, so
+    /// that a planted one stops efbd at start instead of being skipped at every look.
     fn open(
         dir: &Path,
         name: &'static str,
@@ -215,10 +219,9 @@ impl Rotating {
         max_kib: u64,
         keep: u32,
     ) -> io::Result<Rotating> {
-        let path = dir.join(name);
-        let file = append(&path)?;
+        let file = append(&dir.join(name))?;
         let size = file.metadata()?.len();
-        Ok(Rotating {
+        let rotating = Rotating {
             dir: dir.to_path_buf(),
             name,
             kind,
@@ -229,7 +232,11 @@ impl Rotating {
                 file: Some(file),
                 size,
             }),
-        })
+        };
+        for n in 1..rotating.keep {
+            files::check_trusted(&rotating.path(n))?;
+        }
+        Ok(rotating)
     }
 
     /// The file `n` rotations old: NAME, NAME.1, ...
@@ -252,7 +259,7 @@ impl Rotating {
                 break;
             }
             // A file missing (none rotated yet, or removed by hand) leaves the others.
-            let Ok(text) = efb_datastore::files::read_trusted(&self.path(n)) else {
+            let Some(text) = read_back(&self.path(n)) else {
                 continue;
             };
             let records = text
@@ -407,10 +414,24 @@ fn json_line(record: &Record) -> io::Result<String> {
     Ok(line)
 }
 
-/// The file opened for appending, never through a link planted in its place; created
-/// readable by its owner and group only (it names accounts and what they did).
+/// The file opened for appending, never through a link planted in its place, and only when
+/// it is efbd's; created readable by its owner and group only (it names accounts and what
+/// they did).
 fn append(path: &Path) -> io::Result<File> {
-    Ok(efb_datastore::files::open_append(path, 0o640)?)
+    Ok(files::open_append(path, 0o640)?)
+}
+
+/// A log's text, if it is there and efbd's; one that is not is said in efbd's log rather
+/// than shown (it was judged at start: something changed it since).
+fn read_back(path: &Path) -> Option<String> {
+    match files::read_trusted(path) {
+        Ok(text) => Some(text),
+        Err(e) if e.is_missing() => None,
+        Err(e) => {
+            error!(error = %e, "the audit log is not read back");
+            None
+        }
+    }
 }
 
 #[cfg(test)]

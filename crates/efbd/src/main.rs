@@ -103,7 +103,10 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     let datastore = tokio::task::block_in_place(|| Datastore::open(schema.clone(), options));
     let datastore = match datastore {
         Ok(ds) => ds,
-        Err(e @ DatastoreError::Locked { .. }) => anyhow::bail!("{e}"),
+        // Each says which file or directory, and the fix.
+        Err(e @ (DatastoreError::Locked { .. } | DatastoreError::Untrusted { .. })) => {
+            anyhow::bail!("{e}")
+        }
         Err(e) => {
             return Err(e)
                 .with_context(|| format!("opening datastore {}", settings.datastore.display()));

@@ -30,15 +30,86 @@ pub struct StateDirError {
 }
 
 /// Creates `dir` if it is missing and checks that this account may create files in it and
-/// that no other account may.
+/// that no other account may. A symbolic link at `dir` is judged by its owner, then the
+/// directory it leads to as any other.
 pub fn check(dir: &Path) -> Result<(), StateDirError> {
-    let shown = dir.display().to_string();
-    let refused = |problem: String, remedy: String| StateDirError {
-        path: shown.clone(),
-        problem,
-        remedy,
-    };
-    let unwritable = |problem: String, error: io::Error| {
+    let named = Named::of(dir)?;
+    if std::fs::metadata(dir).is_err() {
+        let account = format!("efbd's account (uid {})", getuid());
+        create(dir).map_err(|e| named.unwritable(format!("{account} cannot create it"), e))?;
+    }
+    let meta =
+        std::fs::metadata(dir).map_err(|e| named.unwritable("cannot inspect it".into(), e))?;
+    if !meta.is_dir() {
+        return Err(named.refused(
+            "is not a directory".into(),
+            "set `datastore` to a directory".into(),
+        ));
+    }
+    access(dir, AccessFlags::W_OK | AccessFlags::X_OK).map_err(|errno| {
+        let problem = format!("efbd's account (uid {}) may not write there", getuid());
+        named.unwritable(problem, errno.into())
+    })?;
+    named.owned_by_efbd(&meta)?;
+    named.writable_by_efbd_alone(&meta)
+}
+
+/// The datastore as the operator named it, and the directory it is: itself, or where the
+/// symbolic link at its path leads (messages name both; fixes apply to the directory).
+struct Named {
+    /// How messages show it: `DIR`, or `DIR (a link to TARGET)`.
+    shown: String,
+    /// What `chmod` and `chown` are told to fix.
+    directory: String,
+}
+
+impl Named {
+    /// Judges a symbolic link at `dir` by its owner: one of another account than root or
+    /// efbd's is that account's to re-point (in /tmp, or any directory it may write), to a
+    /// directory of its own after efbd judged this one.
+    fn of(dir: &Path) -> Result<Named, StateDirError> {
+        let path = dir.display().to_string();
+        let link = match std::fs::symlink_metadata(dir) {
+            Ok(meta) if meta.file_type().is_symlink() => meta,
+            _ => {
+                return Ok(Named {
+                    shown: path.clone(),
+                    directory: path,
+                });
+            }
+        };
+        let target = std::fs::canonicalize(dir)
+            .or_else(|_| std::fs::read_link(dir))
+            .map_or_else(|_| "?".to_string(), |t| t.display().to_string());
+        let named = Named {
+            shown: format!("{path} (a link to {target})"),
+            directory: target.clone(),
+        };
+        match files::foreign_owner(&link) {
+            None => Ok(named),
+            Some((owner, _)) => Err(named.refused(
+                format!(
+                    "is a symbolic link {owner}, so that account could re-point it to a \
+                     directory of its own"
+                ),
+                format!(
+                    "chown -h root {path}, or set `datastore` to the directory it leads to \
+                     ({target})"
+                ),
+            )),
+        }
+    }
+
+    fn refused(&self, problem: String, remedy: String) -> StateDirError {
+        StateDirError {
+            path: self.shown.clone(),
+            problem,
+            remedy,
+        }
+    }
+
+    /// A directory efbd cannot create or write: with the system's error, and what to do.
+    fn unwritable(&self, problem: String, error: io::Error) -> StateDirError {
         let remedy = if error.raw_os_error() == Some(Errno::EROFS as i32) {
             "under systemd, ProtectSystem=strict leaves only the state directory /var/lib/efb \
              writable: keep the datastore there, or add its directory to ReadWritePaths="
@@ -46,24 +117,15 @@ pub fn check(dir: &Path) -> Result<(), StateDirError> {
             "give the directory to efbd's account (chown; under systemd StateDirectory=efb does \
              it for /var/lib/efb), or set `datastore` to a directory it may write"
         };
-        refused(format!("{problem}: {error}"), remedy.to_string())
-    };
-    let account = format!("efbd's account (uid {})", getuid());
-    if std::fs::metadata(dir).is_err() {
-        create(dir).map_err(|e| unwritable(format!("{account} cannot create it"), e))?;
+        self.refused(format!("{problem}: {error}"), remedy.to_string())
     }
-    let meta = std::fs::metadata(dir).map_err(|e| unwritable("cannot inspect it".into(), e))?;
-    if !meta.is_dir() {
-        return Err(refused(
-            "is not a directory".into(),
-            "set `datastore` to a directory".into(),
-        ));
-    }
-    access(dir, AccessFlags::W_OK | AccessFlags::X_OK)
-        .map_err(|errno| unwritable(format!("{account} may not write there"), errno.into()))?;
-    let me = geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(refused(
+
+    fn owned_by_efbd(&self, meta: &std::fs::Metadata) -> Result<(), StateDirError> {
+        let me = geteuid().as_raw();
+        if meta.uid() == me {
+            return Ok(());
+        }
+        Err(self.refused(
             format!(
                 "owned by {}, not by efbd's account {}, so another account could change \
                  efbd's database and files there",
@@ -71,22 +133,26 @@ pub fn check(dir: &Path) -> Result<(), StateDirError> {
                 files::account(me)
             ),
             format!(
-                "chown {} {shown}, or run efbd as the account that owns it",
-                efb_datastore::files::chown_name(me)
+                "chown {} {}, or run efbd as the account that owns it",
+                files::chown_name(me),
+                self.directory
             ),
-        ));
+        ))
     }
-    if let Some(who) = files::writable_by(meta.mode()) {
-        return Err(refused(
+
+    fn writable_by_efbd_alone(&self, meta: &std::fs::Metadata) -> Result<(), StateDirError> {
+        let Some(who) = files::writable_by(meta.mode()) else {
+            return Ok(());
+        };
+        Err(self.refused(
             format!(
                 "writable by {who} (mode {:04o}), so another account could replace efbd's \
                  database and files there, or plant links where efbd writes",
                 meta.mode() & 0o7777
             ),
-            format!("chmod go-w {shown}"),
-        ));
+            format!("chmod go-w {}", self.directory),
+        ))
     }
-    Ok(())
 }
 
 /// Makes the directory with [`CREATED_MODE`] whatever the umask; missing parents get 0755
@@ -171,6 +237,60 @@ mod tests {
             std::fs::set_permissions(&datastore, std::fs::Permissions::from_mode(bits)).unwrap();
             check(&datastore).unwrap();
         }
+    }
+
+    #[test]
+    fn a_link_of_efbds_account_leads_to_a_directory_judged_as_any() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("efb");
+        std::fs::create_dir(&target).unwrap();
+        let link = dir.path().join("datastore");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        check(&link).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let target = std::fs::canonicalize(&target).unwrap();
+        let err = check(&link).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "datastore {} (a link to {}) (setting `datastore`",
+                link.display(),
+                target.display()
+            )) && err.ends_with(&format!("; chmod go-w {}", target.display())),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_link_of_another_account_is_refused() {
+        if !geteuid().is_root() {
+            println!("SKIPPED: giving a link to another account needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("efb");
+        std::fs::create_dir(&target).unwrap();
+        let link = dir.path().join("datastore");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        // nobody: neither root nor this process's account.
+        std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
+        let err = check(&link).unwrap_err().to_string();
+        let target = std::fs::canonicalize(&target).unwrap();
+        assert!(
+            err.contains(": is a symbolic link owned by ")
+                && err.contains(
+                    "uid 65534), neither root nor efbd's account root (uid 0), so \
+                     that account could re-point it to a directory of its own; "
+                )
+                && err.ends_with(&format!(
+                    "chown -h root {}, or set `datastore` to the directory it leads to ({})",
+                    link.display(),
+                    target.display()
+                )),
+            "{err}"
+        );
+        // The fix given works.
+        std::os::unix::fs::lchown(&link, Some(0), None).unwrap();
+        check(&link).unwrap();
     }
 
     #[test]

@@ -143,6 +143,28 @@ fn a_link_planted_as_a_log_is_refused_and_what_it_names_is_untouched() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's\n");
 }
 
+#[test]
+fn a_log_or_an_older_file_others_may_write_is_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    for name in [FILE.to_string(), format!("{ACCESS_FILE}.2")] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(&name);
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let err = AuditLog::open(dir.path(), &bounds(16, 3)).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{path}: writable by group and others (mode 0666), so another account \
+                 could change what efbd trusts in it; chmod go-w {path}",
+                path = path.display()
+            )
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        AuditLog::open(dir.path(), &bounds(16, 3)).unwrap();
+    }
+}
+
 /// An operator's refused call of set-bypass (bad input), as the management API makes it.
 fn refused_call(at: u64, n: usize) -> Record {
     Record {
