@@ -3,7 +3,9 @@
 //! line naming the fix; links planted where efbd (root here) writes are refused and what
 //! they point at is left alone; the database and the generated key are private whatever
 //! the umask; a users file or a TLS key others may write is refused; a client certificate
-//! naming two users logs in as none.
+//! naming two users logs in as none. A factory default in the datastore that another
+//! account wrote is not booted; a datastore path that is a link of another account is
+//! refused; the generated certificate is good for a year, and renewed near its end.
 //!
 //! Tests run as root (as in CI): root is what makes a planted link dangerous. The checks of
 //! another account's files give them to `nobody` and are skipped when not root.
@@ -378,4 +380,198 @@ fn a_client_certificate_with_two_common_names_logs_in_as_nobody() {
         });
         assert!(daemon.stop());
     }
+}
+
+/// What the shell of the efbd on `datastore` says to `show ...`.
+fn show(datastore: &Path, what: &str) -> String {
+    let mut command = Command::new(binary("efb-cli"));
+    command
+        .arg("--connect")
+        .arg(datastore.join("efbd.sock"))
+        .args(["-c", &format!("show {what}")]);
+    let (code, out, err) = run_cli(command, "");
+    assert_eq!(code, 0, "{out}{err}");
+    out
+}
+
+#[test]
+fn a_factory_default_another_account_may_write_is_not_booted() {
+    let dir = tempfile::tempdir().unwrap();
+    let datastore = dir.path().join("datastore");
+    std::fs::create_dir(&datastore).unwrap();
+    chmod(&datastore, 0o755);
+    let file = datastore.join("factory-default.json");
+    std::fs::write(
+        &file,
+        r#"{"ecofilter-balancer:ecofilter-balancer": {"balancing-method": "layer-4"}}"#,
+    )
+    .unwrap();
+    chmod(&file, 0o666);
+    let shown = file.display();
+    let (code, err) = refused(&datastore, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "efbd: factory default (setting `factory_default`): {shown}: writable by group and \
+             others (mode 0666), so another account could change what efbd trusts in it; chmod \
+             go-w {shown}\n"
+        )
+    );
+    if is_root() {
+        // The attack as found: nobody's file, open to all.
+        let nobody = nobody();
+        std::os::unix::fs::chown(&file, Some(nobody), None).unwrap();
+        let (code, err) = refused(&datastore, &[]);
+        assert_eq!(code, 1, "{err}");
+        assert_eq!(
+            err,
+            format!(
+                "efbd: factory default (setting `factory_default`): {shown}: owned by nobody \
+                 (uid {nobody}), neither root nor efbd's account root (uid 0), so another \
+                 account could change what efbd trusts in it; chown root {shown}\n"
+            )
+        );
+        std::os::unix::fs::chown(&file, Some(0), None).unwrap();
+    } else {
+        println!("SKIPPED: a factory default of another account (needs root)");
+    }
+    // Nothing was committed: with the fix, the file boots as the first commit.
+    chmod(&file, 0o644);
+    let running = Running::start(&datastore, "022", &[]);
+    let history = show(&datastore, "system commit");
+    let commits: Vec<&str> = history.lines().skip(1).collect();
+    assert!(
+        commits.len() == 1 && commits[0].starts_with("1 ") && commits[0].contains("boot"),
+        "{history}"
+    );
+    assert!(show(&datastore, "configuration").contains("layer-4"));
+    drop(running);
+}
+
+#[test]
+fn a_datastore_link_of_another_account_is_refused_one_of_root_is_followed() {
+    if !is_root() {
+        println!("SKIPPED: giving a link to another account needs root (CI runs as root)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("efb");
+    std::fs::create_dir(&target).unwrap();
+    chmod(&target, 0o711);
+    let link = dir.path().join("datastore");
+    symlink(&target, &link).unwrap();
+    let nobody = nobody();
+    std::os::unix::fs::lchown(&link, Some(nobody), None).unwrap();
+    let (code, err) = refused(&link, &[]);
+    assert_eq!(code, 1, "{err}");
+    let (shown, to) = (link.display(), std::fs::canonicalize(&target).unwrap());
+    let to = to.display();
+    assert_eq!(
+        err,
+        format!(
+            "efbd: datastore {shown} (a link to {to}) (setting `datastore`, flag --datastore): is \
+             a symbolic link owned by nobody (uid {nobody}), neither root nor efbd's account root \
+             (uid 0), so that account could re-point it to a directory of its own; chown -h root \
+             {shown}, or set `datastore` to the directory it leads to ({to})\n"
+        )
+    );
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    // Root's link to a good directory: efbd starts, and keeps its files where it leads.
+    std::os::unix::fs::lchown(&link, Some(0), None).unwrap();
+    let running = Running::start(&link, "022", &[]);
+    assert_eq!(mode(&target.join("gnmi-key.pem")), 0o600);
+    assert_eq!(mode(&target.join("db")), 0o700);
+    drop(running);
+}
+
+/// The validity of the first certificate in `path`: not before, not after (Unix seconds).
+fn validity(path: &Path) -> (i64, i64) {
+    let pem = std::fs::read(path).unwrap();
+    let (_, pem) = x509_parser::pem::parse_x509_pem(&pem).unwrap();
+    let (_, cert) = x509_parser::parse_x509_certificate(&pem.contents).unwrap();
+    let validity = cert.validity();
+    (
+        validity.not_before.timestamp(),
+        validity.not_after.timestamp(),
+    )
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+const DAY: i64 = 24 * 3600;
+
+#[test]
+fn the_generated_certificate_is_good_for_a_year_and_renewed_near_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let datastore = dir.path().join("datastore");
+    let cert = datastore.join("gnmi-cert.pem");
+    let running = Running::start(&datastore, "022", &[]);
+    let now = unix_now();
+    let (not_before, not_after) = validity(&cert);
+    assert!(
+        not_after - not_before <= 366 * DAY,
+        "{not_before} to {not_after}"
+    );
+    assert!(not_before <= now && now + 364 * DAY <= not_after);
+    drop(running);
+
+    // A pair an earlier efbd made that has 10 days left: renewed at start, key too.
+    std::fs::remove_file(&cert).unwrap();
+    std::fs::remove_file(datastore.join("gnmi-key.pem")).unwrap();
+    let old_key = near_its_end(&datastore, 10);
+    let mut child = efbd(&datastore, "022", &[])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let gnmi = lines.nth(1).unwrap().unwrap();
+    let running = Running(child);
+    assert!(
+        gnmi.ends_with(&format!(
+            "certificate {} (self-signed, renewed now)",
+            cert.display()
+        )),
+        "{gnmi}"
+    );
+    let (_, not_after) = validity(&cert);
+    assert!(not_after >= now + 364 * DAY, "renewed for a year");
+    assert_ne!(
+        std::fs::read_to_string(datastore.join("gnmi-key.pem")).unwrap(),
+        old_key
+    );
+    assert_eq!(
+        (mode(&cert), mode(&datastore.join("gnmi-key.pem"))),
+        (0o644, 0o600)
+    );
+    drop(running);
+}
+
+/// Writes a self-signed pair with `days` left as efbd's generated one: the key's PEM.
+fn near_its_end(datastore: &Path, days: u64) -> String {
+    use rcgen::{CertificateParams, KeyPair};
+    use std::time::{Duration, SystemTime};
+    let now = SystemTime::now();
+    let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params.not_before = (now - Duration::from_secs(300 * 86_400)).into();
+    params.not_after = (now + Duration::from_secs(days * 86_400)).into();
+    let key = KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    for (name, text, bits) in [
+        ("gnmi-key.pem", key.serialize_pem(), 0o600),
+        ("gnmi-cert.pem", cert.pem(), 0o644),
+    ] {
+        std::fs::write(datastore.join(name), text).unwrap();
+        chmod(&datastore.join(name), bits);
+    }
+    key.serialize_pem()
 }

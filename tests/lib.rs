@@ -172,8 +172,9 @@ impl Daemon {
             .map(|(addr, mode)| (addr.to_string(), mode.to_string()));
         let gnmi_cert = gnmi.as_ref().and_then(|(_, mode)| {
             let path = mode.strip_prefix("(TLS); certificate ")?;
+            let path = path.trim_end_matches(" (self-signed, made now)");
             Some(PathBuf::from(
-                path.trim_end_matches(" (self-signed, made now)"),
+                path.trim_end_matches(" (self-signed, renewed now)"),
             ))
         });
         // Third, with TCP on: `efbd: management API on ADDR (TLS)`.

@@ -11,6 +11,7 @@ use efb_northbound::audit::Audit;
 use efb_northbound::auth::{Cost, Users, hash_password as hash};
 use efb_northbound::budget::Budget;
 use efb_northbound::published::Snapshot;
+use efb_northbound::tls::Origin;
 use efb_northbound::{TlsIdentity, tls};
 use efb_yang::Schema;
 use tokio::net::TcpListener;
@@ -40,10 +41,10 @@ impl Server {
             .map_or_else(|_| "?".to_string(), |a| a.to_string());
         match &self.config.tls {
             Some(identity) => {
-                let made = if identity.generated {
-                    " (self-signed, made now)"
-                } else {
-                    ""
+                let made = match identity.origin {
+                    Origin::Generated => " (self-signed, made now)",
+                    Origin::Renewed { .. } => " (self-signed, renewed now)",
+                    Origin::Configured | Origin::Kept => "",
                 };
                 format!(
                     "efbd: gNMI on {address} (TLS); certificate {}{made}",
@@ -119,13 +120,7 @@ fn identity(settings: &Settings) -> Result<TlsIdentity> {
         gnmi.tls_key.as_deref(),
         &settings.datastore,
     )?;
-    if identity.generated {
-        // Clients need it to trust the server: a warning, so that it shows at the levels
-        // that hide the rest, and in the log's format (a bare line would break JSON).
-        warn!(cert = %identity.cert_path.display(), "generated a self-signed gNMI certificate: clients must trust it");
-    } else {
-        info!(cert = %identity.cert_path.display(), "TLS certificate");
-    }
+    tell_certificate(&identity);
     if let Some(ca) = &gnmi.client_ca {
         identity = identity
             .with_client_ca(ca)
@@ -135,6 +130,35 @@ fn identity(settings: &Settings) -> Result<TlsIdentity> {
     // Refused at start, not at the first client: a key that does not fit, a CA that is not one.
     identity.acceptor()?;
     Ok(identity)
+}
+
+/// Says which certificate efbd serves and until when. A new one (made or renewed) is a
+/// warning: clients must be given it to trust the server, so it shows at the levels that
+/// hide the rest, and in the log's format (a bare line would break JSON). So is a
+/// configured one near or past its end, which efbd never replaces.
+fn tell_certificate(identity: &TlsIdentity) {
+    let cert = identity.cert_path.display();
+    let until = identity.not_after.map_or_else(
+        || "?".to_string(),
+        |t| humantime::format_rfc3339_seconds(t).to_string(),
+    );
+    match identity.origin {
+        Origin::Generated => {
+            warn!(%cert, %until, "generated a self-signed gNMI certificate: clients must trust it");
+        }
+        Origin::Renewed { previous_end } => {
+            let ended = previous_end.map_or_else(
+                || "?".to_string(),
+                |t| humantime::format_rfc3339_seconds(t).to_string(),
+            );
+            let renew_before_days = tls::RENEW_BEFORE.as_secs() / (24 * 3600);
+            warn!(%cert, %until, previous_end = %ended, renew_before_days, "renewed the self-signed gNMI certificate, with a new key, as the old one had ended or was near its end: clients must trust the new one");
+        }
+        Origin::Configured | Origin::Kept => info!(%cert, %until, "TLS certificate"),
+    }
+    if let Some(warning) = identity.ending_warning(std::time::SystemTime::now()) {
+        warn!("{warning}");
+    }
 }
 
 /// Binds and loads what the gNMI settings name; `None` when gNMI is off.
