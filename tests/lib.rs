@@ -297,14 +297,19 @@ impl Drop for Daemon {
     }
 }
 
-/// The address in the line `<program>: metrics on http://ADDR/metrics`, read next.
+/// The address in the line `<program>: metrics on http://ADDR/metrics` (https with TLS),
+/// read next.
 fn metrics_address(reader: &mut impl BufRead, program: &str) -> String {
     let mut line = String::new();
     reader
         .read_line(&mut line)
         .expect("the program says where its metrics are");
     line.trim()
-        .strip_prefix(&format!("{program}: metrics on http://"))
+        .strip_prefix(&format!("{program}: metrics on "))
+        .and_then(|rest| {
+            rest.strip_prefix("http://")
+                .or_else(|| rest.strip_prefix("https://"))
+        })
         .and_then(|rest| rest.strip_suffix("/metrics"))
         .unwrap_or_else(|| panic!("unexpected metrics line from {program}: {line:?}"))
         .to_string()

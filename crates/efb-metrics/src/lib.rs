@@ -3,46 +3,108 @@
 //! caller's scrape function gathers at that moment. The answer is OpenMetrics when the
 //! scraper asks for it (Prometheus does), Prometheus' text format otherwise (curl).
 //!
+//! The server is meant to be reachable beyond loopback: a web configuration file in the
+//! format exporters take ([`web`]) adds TLS and users with passwords, and connections are
+//! bounded so that idle clients cannot keep a scraper out (room.rs): at most
+//! [`Options::max_connections`], each closed when it sends no request within
+//! [`HEADER_TIMEOUT`], and the oldest idle one closed when a new one needs its place.
+//!
 //! The metric definitions stay with their owners (efbd's `metrics` module, efb-target's);
 //! this crate only serves them.
 
+pub use connection::ANSWER_TIMEOUT;
 pub use prometheus_client;
 pub use values::{Labels, Values};
+pub use web::{Web, WebConfigError};
 
+mod answer;
+mod basic;
+mod connection;
+mod room;
+mod tls;
 mod values;
+pub mod web;
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::encoding::{prometheus_text, text};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tracing::{debug, warn};
+use tracing::warn;
+
+use crate::answer::Shared;
+use crate::room::Room;
 
 /// The only path served.
 pub const PATH: &str = "/metrics";
 
-const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// Connections open at once by default: Prometheus uses one per target, and a few more
+/// leave room for a second Prometheus and a person with curl.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
-/// Scrapers served at once: Prometheus uses one connection per target; more would be a
-/// client gone wrong, and each scrape costs a walk over the daemon's state.
-const MAX_CONNECTIONS: usize = 16;
+/// A connection must send its TLS handshake, and each request's headers, within this;
+/// between requests, a kept-alive connection is closed after this. Prometheus sends its
+/// request as soon as it connects, and connects again when it finds the connection closed.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A connection must send its request headers within this (also while idle between
-/// requests), so that silent clients do not keep the places of real scrapers.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How the server is reached and bounded.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Connections open at once; a new one beyond closes the oldest idle one.
+    pub max_connections: usize,
+    /// [`HEADER_TIMEOUT`], shorter in tests.
+    pub header_timeout: Duration,
+    /// TLS and users, from the web configuration file.
+    pub web: Option<Web>,
+}
+
+impl Options {
+    /// `https` with TLS, else `http`: how a scraper reaches the server.
+    pub fn scheme(&self) -> &'static str {
+        match self.web.as_ref().and_then(|w| w.tls.as_ref()) {
+            Some(_) => "https",
+            None => "http",
+        }
+    }
+
+    /// What serving on `addr` this way exposes, if anything: said at start, as a warning.
+    /// Loopback is for local accounts, which the host's administrator chooses.
+    pub fn exposure(&self, addr: SocketAddr) -> Option<&'static str> {
+        if addr.ip().is_loopback() {
+            return None;
+        }
+        let web = self.web.as_ref();
+        let login = web.is_some_and(|w| w.users.is_some() || w.client_certificates);
+        let tls = web.is_some_and(|w| w.tls.is_some());
+        match (login, tls) {
+            (false, _) => Some(
+                "anyone who reaches this address reads the metrics (flow names and counters, \
+                 liveness, pending commits): give a web configuration with basic_auth_users \
+                 or required client certificates",
+            ),
+            (true, false) => Some(
+                "the scrapers' passwords cross the network in clear: give the web \
+                 configuration a tls_server_config",
+            ),
+            (true, true) => None,
+        }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_timeout: HEADER_TIMEOUT,
+            web: None,
+        }
+    }
+}
 
 /// What one scrape shows: the registries, encoded one after the other (long-lived counters
 /// in one, values read at scrape time in another).
@@ -90,23 +152,34 @@ pub async fn bind(addr: SocketAddr, setting: &str, hint: &str) -> Result<TcpList
     })
 }
 
-/// Serves `GET /metrics` on `listener` until `shutdown` completes, then waits for the
-/// connections under way to close: nothing `scrape` holds outlives the server.
-pub async fn serve<F, Fut>(listener: TcpListener, scrape: F, shutdown: impl Future<Output = ()>)
-where
+/// Serves `GET /metrics` on `listener` as `options` say until `shutdown` completes, then
+/// waits for the connections under way to close: nothing `scrape` holds outlives the
+/// server.
+pub async fn serve<F, Fut>(
+    listener: TcpListener,
+    options: Options,
+    scrape: F,
+    shutdown: impl Future<Output = ()>,
+) where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Scraped> + Send + 'static,
 {
-    let scrape = Arc::new(scrape);
-    let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let web = options.web.as_ref();
+    let shared = Arc::new(Shared {
+        scrape,
+        users: web.and_then(|w| w.users.clone()),
+        tls: web.and_then(|w| w.tls.clone()),
+        header_timeout: options.header_timeout,
+    });
+    let room = Room::new(options.max_connections);
     let (stop, stopped) = watch::channel(false);
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors, mostly: waiting lets connections close.
                     warn!(error = %e, "metrics: cannot accept connections");
@@ -116,87 +189,20 @@ where
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
-        let Ok(place) = places.clone().try_acquire_owned() else {
-            debug!("metrics: connection refused, {MAX_CONNECTIONS} are open");
-            continue;
+        let seat = tokio::select! {
+            () = &mut shutdown => break,
+            seat = room.seat() => seat,
         };
-        let scrape = scrape.clone();
-        let mut stopped = stopped.clone();
-        connections.spawn(async move {
-            let service = service_fn(move |request| answer(request, scrape.clone()));
-            let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                _ = connection => {}
-                _ = stopped.wait_for(|stop| *stop) => {}
-            }
-            drop(place);
-        });
+        connections.spawn(connection::serve(
+            stream,
+            peer,
+            shared.clone(),
+            seat,
+            stopped.clone(),
+        ));
     }
     let _ = stop.send(true);
     while connections.join_next().await.is_some() {}
-}
-
-async fn answer<F, Fut>(
-    request: Request<Incoming>,
-    scrape: Arc<F>,
-) -> Result<Response<Full<Bytes>>, Infallible>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Scraped>,
-{
-    if request.uri().path() != PATH {
-        return Ok(plain(
-            StatusCode::NOT_FOUND,
-            format!("not found: metrics are at GET {PATH}\n"),
-        ));
-    }
-    if request.method() != Method::GET && request.method() != Method::HEAD {
-        let mut response = plain(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("{PATH} takes GET (or HEAD)\n"),
-        );
-        response
-            .headers_mut()
-            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
-        return Ok(response);
-    }
-    let openmetrics = request
-        .headers()
-        .get(ACCEPT)
-        .and_then(|accept| accept.to_str().ok())
-        .is_some_and(|accept| accept.contains("application/openmetrics-text"));
-    let registries = scrape().await;
-    Ok(match render(&registries, openmetrics) {
-        Ok(body) => {
-            let mut response = Response::new(Full::new(Bytes::from(body)));
-            let kind = if openmetrics {
-                OPENMETRICS
-            } else {
-                prometheus_text::CONTENT_TYPE
-            };
-            response
-                .headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static(kind));
-            response
-        }
-        Err(e) => plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the metrics could not be encoded: {e}\n"),
-        ),
-    })
-}
-
-fn plain(status: StatusCode, text: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(text)));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
 }
 
 /// The registries as one exposition: OpenMetrics (ended by `# EOF`), or Prometheus'
@@ -218,6 +224,8 @@ pub fn render(registries: &[Arc<Registry>], openmetrics: bool) -> Result<String,
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use prometheus_client::metrics::counter::Counter;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -245,32 +253,50 @@ mod tests {
         assert_eq!(open.matches("# EOF").count(), 1, "{open}");
     }
 
-    async fn get(addr: SocketAddr, request: &str) -> String {
+    const CLOSE: &str = "Connection: close\r\n\r\n";
+
+    async fn get(addr: SocketAddr, request: impl AsRef<str>) -> String {
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
+        stream.write_all(request.as_ref().as_bytes()).await.unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).await.unwrap();
         answer
     }
 
-    #[tokio::test]
-    async fn serves_get_metrics_only_and_stops_when_told() {
+    /// A server on a free loopback port, scraped with `scrape`; it stops when the sender
+    /// is dropped or used.
+    struct Running {
+        addr: SocketAddr,
+        stop: tokio::sync::oneshot::Sender<()>,
+        server: tokio::task::JoinHandle<()>,
+    }
+
+    async fn start<F, Fut>(options: Options, scrape: F) -> Running
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Scraped> + Send + 'static,
+    {
         let listener = bind("127.0.0.1:0".parse().unwrap(), "test.listen", "")
             .await
             .unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(
-            listener,
-            || async { vec![registry("efb_scrapes", 7)] },
-            async {
-                let _ = stopped.await;
-            },
-        ));
-        let close = "Connection: close\r\n\r\n";
+        let server = tokio::spawn(serve(listener, options, scrape, async {
+            let _ = stopped.await;
+        }));
+        Running { addr, stop, server }
+    }
+
+    async fn counting() -> Scraped {
+        vec![registry("efb_scrapes", 7)]
+    }
+
+    #[tokio::test]
+    async fn serves_get_metrics_only_and_stops_when_told() {
+        let Running { addr, stop, server } = start(Options::default(), counting).await;
         let metrics = get(
             addr,
-            &format!("GET /metrics HTTP/1.1\r\nHost: x\r\n{close}"),
+            &format!("GET /metrics HTTP/1.1\r\nHost: x\r\n{CLOSE}"),
         )
         .await;
         assert!(
@@ -279,16 +305,16 @@ mod tests {
         );
         let open = get(
             addr,
-            &format!("GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text\r\n{close}"),
+            &format!("GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text\r\n{CLOSE}"),
         )
         .await;
         assert!(
             open.contains("application/openmetrics-text") && open.contains("# EOF"),
             "{open}"
         );
-        let elsewhere = get(addr, &format!("GET / HTTP/1.1\r\n{close}")).await;
+        let elsewhere = get(addr, &format!("GET / HTTP/1.1\r\n{CLOSE}")).await;
         assert!(elsewhere.starts_with("HTTP/1.1 404"), "{elsewhere}");
-        let post = get(addr, &format!("POST /metrics HTTP/1.1\r\n{close}")).await;
+        let post = get(addr, &format!("POST /metrics HTTP/1.1\r\n{CLOSE}")).await;
         assert!(post.starts_with("HTTP/1.1 405"), "{post}");
         // A scraper keeping its connection open does not keep the server from stopping.
         let _idle = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -297,6 +323,140 @@ mod tests {
             .await
             .expect("the server stops")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn heads_are_bounded_and_bodies_never_read() {
+        let running = start(Options::default(), counting).await;
+        let huge = "x".repeat(32 * 1024);
+        let answer = get(
+            running.addr,
+            &format!("GET /metrics HTTP/1.1\r\nX-Big: {huge}\r\n{CLOSE}"),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+        let many: String = (0..100).map(|i| format!("X-{i}: y\r\n")).collect();
+        let answer = get(
+            running.addr,
+            &format!("GET /metrics HTTP/1.1\r\n{many}{CLOSE}"),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+        // A body announced but never sent: answered at once, the connection closed.
+        let answer = tokio::time::timeout(
+            Duration::from_secs(2),
+            get(
+                running.addr,
+                "POST /metrics HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\n",
+            ),
+        )
+        .await
+        .expect("answered without the body");
+        assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
+    }
+
+    /// Scrapes answered within a second each, the server's every place held by clients
+    /// that connected and say nothing (or half a request).
+    async fn scrapes_get_in(addr: SocketAddr, scrapes: usize) {
+        for _ in 0..scrapes {
+            let answer = tokio::time::timeout(
+                Duration::from_secs(1),
+                get(addr, &format!("GET /metrics HTTP/1.1\r\n{CLOSE}")),
+            )
+            .await
+            .expect("a scrape answered within a second");
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        }
+    }
+
+    #[tokio::test]
+    async fn idle_connections_cannot_keep_scrapes_out() {
+        let running = start(Options::default(), counting).await;
+        let mut idle = Vec::new();
+        for i in 0..24 {
+            let mut stream = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+            if i % 2 == 0 {
+                stream
+                    .write_all(b"GET /metrics HTTP/1.1\r\n")
+                    .await
+                    .unwrap();
+            }
+            idle.push(stream);
+        }
+        scrapes_get_in(running.addr, 30).await;
+        // The idle ones made room: most of them are closed (read gives end of file).
+        let mut closed = 0;
+        for stream in &mut idle {
+            let mut byte = [0u8; 1];
+            let read = tokio::time::timeout(Duration::from_millis(10), stream.read(&mut byte));
+            if matches!(read.await, Ok(Ok(0) | Err(_))) {
+                closed += 1;
+            }
+        }
+        assert!(closed >= 24 - DEFAULT_MAX_CONNECTIONS, "{closed} closed");
+    }
+
+    #[tokio::test]
+    async fn a_connection_answering_a_scrape_is_not_closed_to_make_room() {
+        // Scrapes wait at the gate until the test opens it.
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let scrape = {
+            let gate = gate.clone();
+            move || {
+                let gate = gate.clone();
+                async move {
+                    let _pass = gate.acquire().await;
+                    counting().await
+                }
+            }
+        };
+        let options = Options {
+            max_connections: 2,
+            ..Options::default()
+        };
+        let running = start(options, scrape).await;
+        let request = format!("GET /metrics HTTP/1.1\r\n{CLOSE}");
+        let answering = tokio::spawn(get(running.addr, request.clone()));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut idle = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The third takes the idle one's place, not the one answering.
+        let third = tokio::spawn(get(running.addr, request.clone()));
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(1), idle.read(&mut byte));
+        assert!(
+            matches!(read.await, Ok(Ok(0) | Err(_))),
+            "the idle one closed"
+        );
+        gate.add_permits(2);
+        for scrape in [answering, third] {
+            let answer = scrape.await.unwrap();
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_kept_alive_connection_is_idle_once_answered_and_closed_when_silent() {
+        let options = Options {
+            max_connections: 1,
+            header_timeout: Duration::from_millis(300),
+            ..Options::default()
+        };
+        let running = start(options, counting).await;
+        let mut kept = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        kept.write_all(b"GET /metrics HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = kept.read(&mut buf).await.unwrap();
+        assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+        // Answered and flushed: idle, so the next connection takes its place.
+        scrapes_get_in(running.addr, 1).await;
+        assert_eq!(kept.read(&mut buf).await.unwrap(), 0, "closed to make room");
+        // Alone, a silent connection is closed after the header timeout.
+        let mut silent = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        let read = tokio::time::timeout(Duration::from_secs(2), silent.read(&mut buf));
+        assert!(matches!(read.await, Ok(Ok(_) | Err(_))), "closed in time");
     }
 
     #[tokio::test]

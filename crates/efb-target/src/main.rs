@@ -2,7 +2,7 @@
 //! loopback port and forwards frames through an emulation of p4/efb.p4.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Parser;
@@ -42,6 +42,10 @@ struct Args {
     /// default: tests run many targets at once); port 0 picks a free port.
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<SocketAddr>,
+    /// Web configuration of the metrics endpoint, as Prometheus exporters take it (YAML:
+    /// tls_server_config, basic_auth_users with bcrypt hashes), as efbd's.
+    #[arg(long, value_name = "FILE", requires = "metrics_listen")]
+    web_config_file: Option<PathBuf>,
     /// Log filter (tracing-subscriber syntax), e.g. info, debug, efb_target=trace.
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -82,31 +86,31 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let metrics = match args.metrics_listen {
-        Some(addr) => {
-            Some(efb_metrics::bind(addr, "--metrics-listen", "give another address").await?)
-        }
+        Some(addr) => Some(metrics_endpoint(addr, args.web_config_file.as_deref()).await?),
         None => None,
     };
     // Ready for a TERM before saying where it listens: a supervisor may send one at once.
     let stopped = stop_signal()?;
     // Scripts and tests read these lines to find ports chosen by the system; written at
     // once, before anything else goes to standard output.
-    let metrics_line = match metrics.as_ref().map(tokio::net::TcpListener::local_addr) {
-        Some(addr) => format!(
-            "efb-target: metrics on http://{}{}\n",
-            addr?,
+    let metrics_line = match &metrics {
+        Some((listener, options)) => format!(
+            "efb-target: metrics on {}://{}{}\n",
+            options.scheme(),
+            listener.local_addr()?,
             efb_metrics::PATH
         ),
         None => String::new(),
     };
     print!("efb-target: P4Runtime on {}\n{metrics_line}", servers.addr);
     std::io::Write::flush(&mut std::io::stdout())?;
-    if let Some(listener) = metrics {
+    if let Some((listener, options)) = metrics {
         let device = servers.device.clone();
         // Ends with the process: the target has nothing to flush.
         tokio::spawn(efb_target::metrics::serve(
             device,
             listener,
+            options,
             std::future::pending(),
         ));
     }
@@ -117,6 +121,26 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The metrics listener at `addr`, served as the web configuration at `web_config` says.
+async fn metrics_endpoint(
+    addr: SocketAddr,
+    web_config: Option<&Path>,
+) -> anyhow::Result<(tokio::net::TcpListener, efb_metrics::Options)> {
+    let web = match web_config {
+        Some(path) => Some(efb_metrics::Web::load(path, "--web-config-file")?),
+        None => None,
+    };
+    let options = efb_metrics::Options {
+        web,
+        ..efb_metrics::Options::default()
+    };
+    let listener = efb_metrics::bind(addr, "--metrics-listen", "give another address").await?;
+    if let Some(exposure) = options.exposure(addr) {
+        tracing::warn!(listen = %addr, "metrics: {exposure}");
+    }
+    Ok((listener, options))
 }
 
 /// Completes at SIGINT or SIGTERM; the handlers are in place when this returns.

@@ -11,13 +11,19 @@ use tokio::net::TcpListener;
 use crate::Device;
 use crate::ports::PortCounters;
 
-/// Serves the metrics of `device` on `listener` until `shutdown` completes.
-pub async fn serve(device: Arc<Device>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+/// Serves the metrics of `device` on `listener` as `options` say until `shutdown`
+/// completes.
+pub async fn serve(
+    device: Arc<Device>,
+    listener: TcpListener,
+    options: efb_metrics::Options,
+    shutdown: impl Future<Output = ()>,
+) {
     let scrape = move || {
         let device = device.clone();
         async move { scrape(&device) }
     };
-    efb_metrics::serve(listener, scrape, shutdown).await;
+    efb_metrics::serve(listener, options, scrape, shutdown).await;
 }
 
 /// One of a port's counters.

@@ -185,7 +185,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     )
     .await?;
     // Bound last: efbd refused for anything else does not hold the port meanwhile.
-    let metrics_listener = metrics::bind(&settings.metrics).await?;
+    let metrics_endpoint = metrics::bind(&settings.metrics).await?;
     let tcp_banner = match &tcp {
         Some(listener) => format!("efbd: management API on {} (TLS)\n", listener.local_addr()?),
         None => String::new(),
@@ -197,7 +197,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         socket_path.display(),
         gnmi.as_ref()
             .map_or("efbd: gNMI off".to_string(), gnmi::Server::banner),
-        metrics::banner(metrics_listener.as_ref()),
+        metrics::banner(metrics_endpoint.as_ref()),
     );
     let signalled = shutdown_signal()?;
     print!("{banner}");
@@ -216,14 +216,14 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         notify::tell("STOPPING=1");
         let _ = stop.send(true);
     });
-    let metrics_task = metrics_listener.map(|listener| {
+    let metrics_task = metrics_endpoint.map(|endpoint| {
         let sources = metrics::Sources {
             instruments,
             owner: owner.clone(),
             gnmi: gnmi.as_ref().map(gnmi::Server::activity),
             max_flows: settings.metrics.max_flows,
         };
-        tokio::spawn(sources.serve(listener, until(stopped.clone())))
+        tokio::spawn(sources.serve(endpoint, until(stopped.clone())))
     });
     let gnmi_task = gnmi.map(|server| tokio::spawn(server.serve(until(stopped.clone()))));
 

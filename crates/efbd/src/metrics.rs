@@ -24,24 +24,51 @@ use crate::owner::{Owner, Status};
 use crate::settings::Metrics as Settings;
 use crate::state::StateInputs;
 
-/// Listens where the settings say, if metrics are on; an address in use stops efbd with
-/// the setting named.
-pub async fn bind(settings: &Settings) -> anyhow::Result<Option<TcpListener>> {
+/// The metrics listener, and how it serves.
+pub struct Endpoint {
+    pub listener: TcpListener,
+    pub options: efb_metrics::Options,
+}
+
+/// The setting that names the web configuration file, as errors name it.
+const WEB_CONFIG: &str = "metrics.web_config (--web-config-file)";
+
+/// Reads the web configuration and listens where the settings say, if metrics are on. A
+/// bad web configuration, or an address in use, stops efbd with the setting named.
+pub async fn bind(settings: &Settings) -> anyhow::Result<Option<Endpoint>> {
     if !settings.enabled {
         return Ok(None);
     }
+    let web = match &settings.web_config {
+        Some(path) => Some(efb_metrics::Web::load(path, WEB_CONFIG)?),
+        None => None,
+    };
+    let options = efb_metrics::Options {
+        max_connections: settings.max_connections,
+        web,
+        ..efb_metrics::Options::default()
+    };
     let hint = "give another address (metrics.listen, --metrics-listen) or turn metrics \
                 off (metrics.enabled = false, --no-metrics)";
-    Ok(Some(
-        efb_metrics::bind(settings.listen, "metrics.listen", hint).await?,
-    ))
+    let listener = efb_metrics::bind(settings.listen, "metrics.listen", hint).await?;
+    if let Some(exposure) = options.exposure(settings.listen) {
+        warn!(listen = %settings.listen, "metrics: {exposure}");
+    }
+    Ok(Some(Endpoint { listener, options }))
 }
 
 /// The line efbd prints about metrics.
-pub fn banner(listener: Option<&TcpListener>) -> String {
-    match listener.map(TcpListener::local_addr) {
-        Some(Ok(addr)) => format!("efbd: metrics on http://{addr}{}", efb_metrics::PATH),
-        Some(Err(_)) | None => "efbd: metrics off".to_string(),
+pub fn banner(endpoint: Option<&Endpoint>) -> String {
+    let Some(endpoint) = endpoint else {
+        return "efbd: metrics off".to_string();
+    };
+    match endpoint.listener.local_addr() {
+        Ok(addr) => format!(
+            "efbd: metrics on {}://{addr}{}",
+            endpoint.options.scheme(),
+            efb_metrics::PATH
+        ),
+        Err(_) => "efbd: metrics off".to_string(),
     }
 }
 
@@ -56,13 +83,13 @@ pub struct Sources {
 }
 
 impl Sources {
-    /// Serves the metrics on `listener` until `shutdown` completes.
-    pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+    /// Serves the metrics at `endpoint` until `shutdown` completes.
+    pub async fn serve(self, endpoint: Endpoint, shutdown: impl Future<Output = ()>) {
         let scrape = move || {
             let sources = self.clone();
             async move { sources.scrape().await }
         };
-        efb_metrics::serve(listener, scrape, shutdown).await;
+        efb_metrics::serve(endpoint.listener, endpoint.options, scrape, shutdown).await;
     }
 
     /// The instruments and everything read now.

@@ -136,6 +136,9 @@ impl Settings {
             settings.metrics.listen = addr;
         }
         settings.metrics.enabled &= !flags.no_metrics;
+        if let Some(file) = &flags.web_config_file {
+            settings.metrics.web_config = Some(file.clone());
+        }
         settings
             .check_limits()
             .map_err(|source| SettingsError::Refused {
@@ -157,6 +160,10 @@ impl Settings {
             (gnmi.max_paths as u64, "gnmi.max_paths"),
             (gnmi.login_window_s, "gnmi.login_window_s"),
             (gnmi.max_subscriptions as u64, "gnmi.max_subscriptions"),
+            (
+                self.metrics.max_connections as u64,
+                "metrics.max_connections",
+            ),
             (
                 gnmi.max_subscriptions_per_user as u64,
                 "gnmi.max_subscriptions_per_user",
@@ -557,11 +564,13 @@ mod tests {
         assert!(defaults.enabled);
         assert_eq!(defaults.listen.to_string(), "127.0.0.1:9464");
         assert_eq!(defaults.max_flows, 256);
+        assert_eq!((defaults.max_connections, defaults.web_config), (16, None));
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("efbd.toml");
         std::fs::write(
             &file,
-            "[metrics]\nlisten = \"0.0.0.0:9100\"\nmax_flows = 10\n",
+            "[metrics]\nlisten = \"0.0.0.0:9100\"\nmax_flows = 10\nmax_connections = 4\n\
+             web_config = \"/etc/efb/web.yml\"\n",
         )
         .unwrap();
         let from_file = Settings::from_flags(&Flags {
@@ -571,14 +580,26 @@ mod tests {
         .unwrap()
         .metrics;
         assert_eq!((from_file.listen.port(), from_file.max_flows), (9100, 10));
+        assert_eq!(from_file.max_connections, 4);
+        assert_eq!(from_file.web_config, Some("/etc/efb/web.yml".into()));
         let flagged = Settings::from_flags(&Flags {
-            config: Some(file),
+            config: Some(file.clone()),
             metrics_listen: Some("127.0.0.1:0".parse().unwrap()),
+            web_config_file: Some("/elsewhere/web.yml".into()),
             ..Flags::default()
         })
         .unwrap()
         .metrics;
         assert_eq!(flagged.listen.to_string(), "127.0.0.1:0");
+        assert_eq!(flagged.web_config, Some("/elsewhere/web.yml".into()));
+        std::fs::write(&file, "[metrics]\nmax_connections = 0\n").unwrap();
+        let err = Settings::from_flags(&Flags {
+            config: Some(file),
+            ..Flags::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("metrics.max_connections"), "{err}");
         let off = Flags {
             no_metrics: true,
             ..Flags::default()

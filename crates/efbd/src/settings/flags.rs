@@ -83,6 +83,11 @@ pub struct Flags {
     /// Do not serve metrics at all.
     #[arg(long)]
     pub no_metrics: bool,
+    /// Web configuration of the metrics endpoint, as Prometheus exporters take it (YAML:
+    /// tls_server_config, basic_auth_users with bcrypt hashes) [default: none, plain HTTP
+    /// without login].
+    #[arg(long, value_name = "FILE", conflicts_with = "no_metrics")]
+    pub web_config_file: Option<PathBuf>,
     /// Read a password on standard input, print its Argon2id hash for the users file, exit.
     #[arg(long)]
     pub hash_password: bool,
