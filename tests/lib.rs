@@ -69,6 +69,26 @@ pub fn binary(name: &str) -> PathBuf {
         command
             .args(["build", "--quiet", "--bin", name])
             .current_dir(repo());
+        // What cargo sets for this test (the package's name, version, manifest): ring's
+        // build script reruns when they change, so with them the build here and the one
+        // that built the tests (where they are unset) rebuilt ring and everything above it
+        // in turn, a minute or more each time.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            let per_package = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_EXE_"]
+                .iter()
+                .any(|prefix| key.starts_with(prefix))
+                || [
+                    "CARGO_CRATE_NAME",
+                    "CARGO_PRIMARY_PACKAGE",
+                    "CARGO_TARGET_TMPDIR",
+                    "CARGO_RUSTC_CURRENT_DIR",
+                ]
+                .contains(&key.as_ref());
+            if per_package {
+                command.env_remove(key.as_ref());
+            }
+        }
         if dir.ends_with("release") {
             command.arg("--release");
         }
