@@ -8,11 +8,12 @@
 # - Debian packaging (packaging/deb.sh, tests/package.rs): cargo-deb, from crates.io, pinned
 #   as the Python clients are; dpkg-dev for its dpkg-shlibdeps (the packages' Depends);
 #   systemd for systemd-analyze (verify, security) and systemd-sysusers (the account efb).
-# - prometheus (2.42, the Debian server): tests/metrics.rs scrapes efbd and efb-target with it.
+# - prometheus (2.42, the Debian server): tests/metrics.rs scrapes efbd and efb-target with it,
+#   checks the example web configuration with its promtool, and asks with curl (TLS, logins).
 # - libyang2-tools: yanglint, libyang's own validator, what `cargo bench -p efb-tests --bench
 #   validate` compares efb-config and efbd with.
 
-EFB_DEBIAN_PACKAGES="cmake libpcre2-dev pkg-config python3-venv dpkg-dev systemd prometheus libyang2-tools"
+EFB_DEBIAN_PACKAGES="cmake libpcre2-dev pkg-config python3-venv dpkg-dev systemd prometheus curl libyang2-tools"
 EFB_CARGO_DEB_VERSION="3.8.0"
 EFB_PYTHON_PACKAGES="pyang==2.7.1 pygnmi==0.8.15 gnmi-pb==0.11.0.1 grpcio==1.85.1 grpcio-tools==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2"
 EFB_P4_PYTHON_PACKAGES="p4runtime-shell==0.0.6 p4runtime==1.4.1 protobuf==3.20.3 grpcio==1.85.3"

@@ -2,18 +2,25 @@
 //! `.ci/setup.sh` installs) scrapes efbd and efb-target every second while the shell
 //! commits, a `commit confirmed` times out and a filter dies; PromQL through Prometheus'
 //! HTTP API must then see it all. And a metrics port in use stops efbd with the setting named.
+//!
+//! The endpoint off loopback: idle connections do not keep scrapes out; with the web
+//! configuration of `examples/metrics-web-config.yml` (TLS, basic authentication) the real
+//! Prometheus scrapes, curl without or with wrong credentials gets 401, and `promtool check
+//! web-config` accepts the example; a bad web configuration stops efbd naming the setting.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
-use std::path::Path;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use efb_mgmt_proto::v1::{CommitRequest, EditLinesRequest};
 use efb_tests::chip_io::{Chip, FAST_PROBING, configure, daemon_with_demo_users};
 use efb_tests::gnmi_io::{self, authed, path};
-use efb_tests::{Daemon, Target, binary, http_get, mgmt_io, run_cli};
+use efb_tests::{Daemon, Target, binary, http_get, mgmt_io, repo, run_cli};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
     SetRequest, SubscribeRequest, Subscription, SubscriptionList, SubscriptionMode, TypedValue,
@@ -30,12 +37,19 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(dir: &Path, targets: &[(&str, &str)]) -> Prometheus {
+        let jobs: Vec<String> = targets
+            .iter()
+            .map(|(job, address)| job_config(job, address, ""))
+            .collect();
+        Prometheus::start_jobs(dir, &jobs)
+    }
+
+    /// Scraping with the jobs given as YAML (see [`job_config`]).
+    fn start_jobs(dir: &Path, jobs: &[String]) -> Prometheus {
         let mut config =
             String::from("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n");
-        for (job, address) in targets {
-            config += &format!(
-                "  - job_name: {job}\n    static_configs:\n      - targets: ['{address}']\n"
-            );
+        for job in jobs {
+            config += job;
         }
         let file = dir.join("prometheus.yml");
         std::fs::write(&file, config).unwrap();
@@ -109,6 +123,12 @@ impl Prometheus {
             self.log()
         );
     }
+}
+
+/// A scrape job of Prometheus' configuration: `job` scrapes `address`, with `more` (YAML
+/// lines indented by four, such as `scheme: https`).
+fn job_config(job: &str, address: &str, more: &str) -> String {
+    format!("  - job_name: {job}\n{more}    static_configs:\n      - targets: ['{address}']\n")
 }
 
 impl Drop for Prometheus {
@@ -344,5 +364,269 @@ fn a_metrics_port_in_use_stops_efbd_and_efb_target_naming_the_setting() {
     assert!(
         code != 0 && err.contains(&format!("--metrics-listen: {address} is in use")),
         "exit {code}\n{err}"
+    );
+}
+
+#[test]
+fn idle_connections_do_not_keep_scrapes_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &["--no-gnmi", "--metrics-listen", "127.0.0.1:0"],
+    );
+    let address = daemon.metrics.clone().unwrap();
+    // More than the 16 places: connected and silent, or half a request and silent.
+    let idle: Vec<TcpStream> = (0..24)
+        .map(|i| {
+            let mut stream = TcpStream::connect(&address).unwrap();
+            if i % 2 == 1 {
+                stream.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+            }
+            stream
+        })
+        .collect();
+    let mut took = Vec::new();
+    for _ in 0..30 {
+        let started = Instant::now();
+        let (status, body) = http_get(&address, "/metrics").expect("a scrape is answered");
+        took.push(started.elapsed());
+        assert!(status == 200 && body.contains("efb_build_info"), "{status}");
+    }
+    took.sort();
+    eprintln!(
+        "30 scrapes beside 24 idle connections: p50 {:?}, max {:?}",
+        took[15], took[29]
+    );
+    assert!(took[29] < Duration::from_secs(1), "{took:?}");
+    drop(idle);
+    assert!(daemon.stop(), "efbd did not stop cleanly");
+}
+
+/// bcrypt of "secret" at cost 4 (the cheapest: the test does not wait for bcrypt).
+const SECRET_HASH: &str = "$2b$04$/l0SF84cDoOLnP7rQH88pOeSWlwaP4TdzULq8j3iB7NXzxBqsYfne";
+
+/// The documented web configuration in `dir` with what it names: a CA (ca.pem), the
+/// server's certificate for 127.0.0.1 signed by it and its key, under the example's file
+/// names. The example's user, `prometheus`, has the password "secret" here. Returns the
+/// file and the CA.
+fn example_web_config(dir: &Path) -> (PathBuf, rcgen::Issuer<'static, rcgen::KeyPair>) {
+    use rcgen::{CertificateParams, KeyPair};
+    let issuer = efb_tests::certs::ca(dir);
+    let params = CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("metrics-cert.pem"), cert.pem()).unwrap();
+    let key_file = dir.join("metrics-key.pem");
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let example = std::fs::read_to_string(repo().join("examples/metrics-web-config.yml")).unwrap();
+    let file = dir.join("metrics-web-config.yml");
+    std::fs::write(&file, &example).unwrap();
+    let (code, out) = promtool_check_web_config(&file);
+    assert!(code == 0 && out.contains("SUCCESS"), "promtool: {out}");
+    let hash = example
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("prometheus: "))
+        .expect("the example has a user prometheus");
+    std::fs::write(&file, example.replace(hash, SECRET_HASH)).unwrap();
+    (file, issuer)
+}
+
+/// `promtool check web-config FILE`: its exit code and what it said.
+fn promtool_check_web_config(file: &Path) -> (i32, String) {
+    let out = Command::new("promtool")
+        .args(["check", "web-config"])
+        .arg(file)
+        .output()
+        .expect("promtool runs: .ci/setup.sh installs the Debian package prometheus");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), said)
+}
+
+/// `curl` of https://`address`/metrics trusting `dir`/ca.pem, with `args` more: its exit
+/// code and the answer's head and body.
+fn curl(dir: &Path, address: &str, args: &[&str]) -> (i32, String) {
+    let out = Command::new("curl")
+        .args(["--silent", "--include", "--max-time", "5", "--cacert"])
+        .arg(dir.join("ca.pem"))
+        .args(args)
+        .arg(format!("https://{address}/metrics"))
+        .output()
+        .expect("curl runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn prometheus_scrapes_over_tls_with_a_password_and_others_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (web, _) = example_web_config(dir.path());
+    let daemon = Daemon::start(
+        &dir.path().join("datastore"),
+        &[
+            "--no-gnmi",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--web-config-file",
+            web.to_str().unwrap(),
+        ],
+    );
+    let address = daemon.metrics.clone().unwrap();
+    let ca = dir.path().join("ca.pem");
+    let job = |name: &str, password: Option<&str>| {
+        let login = password.map_or(String::new(), |password| {
+            format!("    basic_auth:\n      username: prometheus\n      password: {password}\n")
+        });
+        let tls = format!(
+            "    scheme: https\n    tls_config:\n      ca_file: {}\n{login}",
+            ca.display()
+        );
+        job_config(name, &address, &tls)
+    };
+    let prometheus = Prometheus::start_jobs(
+        dir.path(),
+        &[
+            job("efbd", Some("secret")),
+            job("wrong", Some("guess")),
+            job("anonymous", None),
+        ],
+    );
+    prometheus.wait_value(r#"up{job="efbd"}"#, 1.0);
+    prometheus.wait_value(r#"efb_build_info{job="efbd"}"#, 1.0);
+    prometheus.wait_value(r#"up{job="wrong"}"#, 0.0);
+    prometheus.wait_value(r#"up{job="anonymous"}"#, 0.0);
+
+    let (code, answer) = curl(dir.path(), &address, &[]);
+    assert!(
+        code == 0
+            && answer.starts_with("HTTP/1.1 401")
+            && answer.contains("www-authenticate: Basic"),
+        "exit {code}: {answer}"
+    );
+    let (code, answer) = curl(dir.path(), &address, &["--user", "prometheus:guess"]);
+    assert!(code == 0 && answer.starts_with("HTTP/1.1 401"), "{answer}");
+    let (code, answer) = curl(dir.path(), &address, &["--user", "nobody:secret"]);
+    assert!(code == 0 && answer.starts_with("HTTP/1.1 401"), "{answer}");
+    let (code, answer) = curl(dir.path(), &address, &["--user", "prometheus:secret"]);
+    assert!(
+        code == 0 && answer.starts_with("HTTP/1.1 200") && answer.contains("efb_build_info"),
+        "{answer}"
+    );
+    // Plain HTTP to the TLS port gets no metrics.
+    assert!(http_get(&address, "/metrics").is_none_or(|(status, _)| status != 200));
+    assert!(daemon.stop(), "efbd did not stop cleanly");
+}
+
+#[test]
+fn efb_target_takes_the_same_web_configuration_with_client_certificates() {
+    use rcgen::{CertificateParams, DnType, KeyPair};
+    let dir = tempfile::tempdir().unwrap();
+    let (web, issuer) = example_web_config(dir.path());
+    // The example's commented lines: client certificates signed by the CA, no password.
+    let text = std::fs::read_to_string(&web)
+        .unwrap()
+        .replace("  # client_auth_type:", "  client_auth_type:")
+        .replace(
+            "  # client_ca_file: metrics-client-ca.pem",
+            "  client_ca_file: ca.pem",
+        );
+    let without_users = text.split("basic_auth_users:").next().unwrap();
+    std::fs::write(&web, without_users).unwrap();
+    let (code, out) = promtool_check_web_config(&web);
+    assert!(code == 0, "promtool: {out}");
+    let mut params = CertificateParams::new(Vec::new()).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "scraper");
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.path().join("client.pem"), cert.pem()).unwrap();
+    std::fs::write(dir.path().join("client-key.pem"), key.serialize_pem()).unwrap();
+
+    let target = Target::start(&[
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--web-config-file",
+        web.to_str().unwrap(),
+    ]);
+    let address = target.metrics.clone().unwrap();
+    let client = dir.path().join("client.pem");
+    let client_key = dir.path().join("client-key.pem");
+    let (code, answer) = curl(
+        dir.path(),
+        &address,
+        &[
+            "--cert",
+            client.to_str().unwrap(),
+            "--key",
+            client_key.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        code == 0 && answer.starts_with("HTTP/1.1 200") && answer.contains("efb_target_port_up"),
+        "exit {code}: {answer}"
+    );
+    let (code, answer) = curl(dir.path(), &address, &[]);
+    assert!(
+        code != 0 && !answer.contains("HTTP/1.1 200"),
+        "exit {code}: {answer}"
+    );
+}
+
+#[test]
+fn a_bad_web_configuration_stops_efbd_naming_the_setting_the_file_and_the_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let (web, _) = example_web_config(dir.path());
+    let start = |extra: &[&str]| {
+        let mut efbd = Command::new(binary("efbd"));
+        efbd.arg("--datastore")
+            .arg(dir.path().join("datastore"))
+            .args(["--no-data-plane", "--no-gnmi"])
+            .args(["--metrics-listen", "127.0.0.1:0", "--web-config-file"])
+            .arg(&web)
+            .args(extra);
+        let (code, out, err) = run_cli(efbd, "");
+        assert!(out.is_empty(), "efbd said it serves: {out}");
+        assert_eq!(code, 1, "{err}");
+        err
+    };
+    let setting = format!("metrics.web_config (--web-config-file): {}", web.display());
+    let good = std::fs::read_to_string(&web).unwrap();
+    std::fs::write(&web, good.replace("key_file:", "keyfile:")).unwrap();
+    let err = start(&[]);
+    assert!(
+        err.contains(&format!(
+            "{setting}: tls_server_config: unknown field `keyfile`"
+        )),
+        "{err}"
+    );
+    std::fs::write(&web, good.replace(SECRET_HASH, "secret")).unwrap();
+    let err = start(&[]);
+    assert!(
+        err.contains(&format!(
+            "{setting}: basic_auth_users: user \"prometheus\": the password is not a bcrypt hash"
+        )),
+        "{err}"
+    );
+    std::fs::write(&web, &good).unwrap();
+    std::fs::set_permissions(&web, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let err = start(&[]);
+    assert!(
+        err.contains(&format!("{setting}: writable by group and others")),
+        "{err}"
+    );
+    std::fs::set_permissions(&web, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let key = dir.path().join("metrics-key.pem");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o620)).unwrap();
+    let err = start(&[]);
+    assert!(
+        err.contains(&format!(
+            "metrics.web_config (--web-config-file): tls_server_config.key_file: {}: writable by group",
+            key.display()
+        )),
+        "{err}"
     );
 }

@@ -528,6 +528,16 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_example_is_read() {
+        let example = include_str!("../../../examples/metrics-web-config.yml");
+        let settings = parse(example).unwrap();
+        let tls = settings.tls.unwrap();
+        assert_eq!(tls.cert_file, Path::new("/etc/efb/metrics-cert.pem"));
+        assert_eq!(tls.client_auth, ClientAuth::None);
+        assert_eq!(settings.users.keys().collect::<Vec<_>>(), ["prometheus"]);
+    }
+
+    #[test]
     fn an_empty_file_or_empty_sections_ask_for_nothing() {
         let nothing = WebSettings {
             tls: None,
