@@ -30,10 +30,11 @@ pub struct Shared<F> {
     pub header_timeout: Duration,
 }
 
-/// An answer's body; while hyper holds it, the connection counts as answering.
+/// An answer's body; while hyper holds it, the connection counts as answering (unless
+/// the request was refused).
 pub struct Answer {
     body: Full<Bytes>,
-    _answering: Answering,
+    _answering: Option<Answering>,
 }
 
 /// Marks the connection answering until dropped (with the body, once hyper wrote it).
@@ -65,7 +66,10 @@ impl Body for Answer {
     }
 }
 
-/// Answers `request`, which came from `peer` on the connection at `place`.
+/// Answers `request`, which came from `peer` on the connection at `place`. Until its
+/// credentials are checked the connection stays idle, so that it may be closed to make
+/// room: a client guessing passwords (each guess a bcrypt run, in turn) must not hold the
+/// places scrapers need.
 pub async fn answer<F, Fut>(
     request: Request<Incoming>,
     shared: Arc<Shared<F>>,
@@ -76,30 +80,30 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = Scraped>,
 {
+    if let Some(users) = &shared.users {
+        let authorization = request.headers().get(AUTHORIZATION);
+        if let Err(refused) = users.admit(authorization, peer).await {
+            return Ok(unauthorized(&refused.to_string()).map(|body| Answer {
+                body,
+                _answering: None,
+            }));
+        }
+    }
     place.begin();
     let answering = Answering(place);
-    let response = respond(&request, &shared, peer).await;
+    let response = respond(&request, &shared).await;
     Ok(response.map(|body| Answer {
         body,
-        _answering: answering,
+        _answering: Some(answering),
     }))
 }
 
-async fn respond<F, Fut>(
-    request: &Request<Incoming>,
-    shared: &Shared<F>,
-    peer: SocketAddr,
-) -> Response<Full<Bytes>>
+/// The answer to a request let in.
+async fn respond<F, Fut>(request: &Request<Incoming>, shared: &Shared<F>) -> Response<Full<Bytes>>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Scraped>,
 {
-    if let Some(users) = &shared.users {
-        let authorization = request.headers().get(AUTHORIZATION);
-        if let Err(refused) = users.admit(authorization, peer).await {
-            return unauthorized(&refused.to_string());
-        }
-    }
     if request.uri().path() != PATH {
         return plain(
             StatusCode::NOT_FOUND,

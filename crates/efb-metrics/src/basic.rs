@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -31,7 +31,9 @@ pub struct Users {
     verified: Mutex<HashMap<String, [u8; 32]>>,
     /// Random per process: the digests are worthless outside it.
     key: [u8; 32],
-    checks: Semaphore,
+    /// Held by a bcrypt run until it ends, even when the request that wanted it is gone
+    /// (its connection closed to make room): runs never exceed [`CHECKS`].
+    checks: Arc<Semaphore>,
 }
 
 /// Why a request is not let in; each is answered 401 with `WWW-Authenticate: Basic`.
@@ -54,7 +56,7 @@ impl Users {
             decoy,
             verified: Mutex::new(HashMap::new()),
             key: rand::random(),
-            checks: Semaphore::new(CHECKS),
+            checks: Arc::new(Semaphore::new(CHECKS)),
         }
     }
 
@@ -87,7 +89,7 @@ impl Users {
 
     /// The bcrypt run, in turn: whether `password` is `user`'s.
     async fn check(&self, user: &str, password: Vec<u8>, digest: [u8; 32]) -> bool {
-        let Ok(_turn) = self.checks.acquire().await else {
+        let Ok(turn) = self.checks.clone().acquire_owned().await else {
             return false;
         };
         // The same scraper may have been verified while this waited.
@@ -98,9 +100,12 @@ impl Users {
         let Some(hash) = known.or(self.decoy.as_ref()).cloned() else {
             return false;
         };
-        let verified = tokio::task::spawn_blocking(move || bcrypt::verify(password, &hash))
-            .await
-            .is_ok_and(|result| result.unwrap_or(false));
+        let verified = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            bcrypt::verify(password, &hash)
+        })
+        .await
+        .is_ok_and(|result| result.unwrap_or(false));
         if verified && known.is_some() {
             if let Ok(mut cache) = self.verified.lock() {
                 cache.insert(user.to_string(), digest);
@@ -108,6 +113,16 @@ impl Users {
             return true;
         }
         false
+    }
+
+    /// Every bcrypt turn, held until dropped: checks wait meanwhile.
+    #[cfg(test)]
+    pub async fn hold_checks(&self) -> tokio::sync::OwnedSemaphorePermit {
+        self.checks
+            .clone()
+            .acquire_many_owned(CHECKS as u32)
+            .await
+            .unwrap()
     }
 
     fn remembered(&self, user: &str, digest: &[u8; 32]) -> bool {
@@ -202,7 +217,7 @@ mod tests {
         let digest = users.digest("prometheus", b"secret");
         assert!(users.remembered("prometheus", &digest));
         // Remembered: no bcrypt run, even with every check taken.
-        let _all = users.checks.acquire().await.unwrap();
+        let _all = users.hold_checks().await;
         let started = Instant::now();
         assert!(users.admit(Some(&header), peer()).await.is_ok());
         assert!(started.elapsed() < Duration::from_millis(100));

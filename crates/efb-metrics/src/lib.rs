@@ -436,6 +436,61 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn scrapes_need_a_user_s_password_and_guessers_hold_no_place() {
+        use base64::Engine;
+        let hash = bcrypt::hash("secret", 4).unwrap();
+        let users = Arc::new(basic::Users::new([("prometheus".to_string(), hash)].into()));
+        let options = Options {
+            max_connections: 1,
+            web: Some(Web {
+                tls: None,
+                users: Some(users.clone()),
+                client_certificates: false,
+            }),
+            ..Options::default()
+        };
+        let running = start(options, counting).await;
+        let with = |credentials: &str| {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+            format!("GET /metrics HTTP/1.1\r\nAuthorization: Basic {encoded}\r\n{CLOSE}")
+        };
+        let refused = get(running.addr, format!("GET /metrics HTTP/1.1\r\n{CLOSE}")).await;
+        assert!(
+            refused.starts_with("HTTP/1.1 401")
+                && refused.contains("www-authenticate: Basic realm=\"metrics\""),
+            "{refused}"
+        );
+        let wrong = get(running.addr, with("prometheus:guess")).await;
+        assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+        // Refused before the path is looked at: nothing is told without a login.
+        let elsewhere = get(running.addr, format!("GET /other HTTP/1.1\r\n{CLOSE}")).await;
+        assert!(elsewhere.starts_with("HTTP/1.1 401"), "{elsewhere}");
+        let right = get(running.addr, with("prometheus:secret")).await;
+        assert!(right.starts_with("HTTP/1.1 200"), "{right}");
+        // A guess waiting for its bcrypt turn holds the only place; the scraper, whose
+        // password is remembered, takes it.
+        let turns = users.hold_checks().await;
+        let mut guess = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        guess
+            .write_all(with("prometheus:guess2").as_bytes())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let scrape = tokio::time::timeout(
+            Duration::from_secs(1),
+            get(running.addr, with("prometheus:secret")),
+        )
+        .await
+        .expect("the scraper gets in");
+        assert!(scrape.starts_with("HTTP/1.1 200"), "{scrape}");
+        let mut answer = String::new();
+        // Closed (end of file, or reset): never answered.
+        let _ = guess.read_to_string(&mut answer).await;
+        assert_eq!(answer, "", "the guess was closed unanswered");
+        drop(turns);
+    }
+
+    #[tokio::test]
     async fn a_kept_alive_connection_is_idle_once_answered_and_closed_when_silent() {
         let options = Options {
             max_connections: 1,
