@@ -341,11 +341,11 @@ fn parse_checked<'a>(schema: &'a Schema, text: &str, check: Check) -> Result<LyT
     let refused = |problem| Error::Invalid(vec![problem]);
     if text.len() < CHECK_ALONGSIDE_FROM {
         check_json(text).map_err(refused)?;
-        return parse_ly(schema, text, check);
+        return parse_outside(schema, text, check);
     }
     let (checked, parsed) = std::thread::scope(|scope| {
         let checking = scope.spawn(|| check_json(text));
-        let parsed = parse_ly(schema, text, check);
+        let parsed = parse_outside(schema, text, check);
         (checking.join(), parsed)
     });
     let checked =
@@ -358,6 +358,25 @@ fn parse_checked<'a>(schema: &'a Schema, text: &str, check: Check) -> Result<LyT
         }
         (Err(problem), Err(_)) => Err(refused(problem)),
     }
+}
+
+/// libyang's parse of outside JSON: the types first, then, when `check` asks for it, the
+/// complete validation, as two calls. libyang 2.2.8 asked for both in one call, collecting
+/// every error (`LYD_VALIDATE_MULTI_ERROR`), crashes on a list entry without its key that
+/// holds a reference (`{"flow": [{"nam}e": "f", "action": {"to-ecofilter":
+/// {"ecofilter-unit": "u"}}}]}`): it drops the entry but validates the reference it had
+/// queued, in freed memory (found by fuzzing, `tests/fuzz_input.rs`). Parsed apart, such an
+/// entry is a parse error and validation never starts. Our own printed JSON, whose entries
+/// always have their keys, is still parsed and validated in one call (`validate`).
+fn parse_outside<'a>(schema: &'a Schema, text: &str, check: Check) -> Result<LyTree<'a>, Error> {
+    let mut ly = parse_ly(schema, text, Check::Types)?;
+    if check == Check::Complete
+        && let Err(problems) = validate_ly(schema, &mut ly)
+    {
+        schema.discard(ly);
+        return Err(Error::Invalid(problems));
+    }
+    Ok(ly)
 }
 
 /// Below this size (a gNMI value, a small site) the check costs less than a thread.
@@ -711,6 +730,30 @@ mod tests {
         );
         let e = from_json(&schema, &format!("{fine} trailing"), Check::Types).unwrap_err();
         assert!(e.to_string().contains("trailing characters"), "{e}");
+    }
+
+    /// Found by fuzzing: libyang parsing and validating in one call crashed on an entry
+    /// without its key that holds a reference.
+    #[test]
+    fn an_entry_without_its_key_holding_a_reference_is_refused_not_a_crash() {
+        let schema = Schema::load().unwrap();
+        let text = r#"{"ecofilter-balancer:ecofilter-balancer":{"flow":[{"name":"a"},
+            {"nam}e":"b","action":{"to-ecofilter":{"ecofilter-unit":"u"}}},
+            {"name":"c","match":{"dst-ipv4":"54.10/17"}}]}}"#;
+        for check in [Check::Types, Check::Complete] {
+            let e = from_json(&schema, text, check).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("List instance is missing its key \"name\""),
+                "{e}"
+            );
+        }
+        // Validation still reports what only it finds.
+        let dangling = r#"{"ecofilter-balancer:ecofilter-balancer":{"flow":[
+            {"name":"b","action":{"to-ecofilter":{"ecofilter-unit":"u"}}}]}}"#;
+        let e = from_json(&schema, dangling, Check::Complete).unwrap_err();
+        assert!(e.to_string().contains("ecofilter-unit"), "{e}");
+        assert!(from_json(&schema, dangling, Check::Types).is_ok());
     }
 
     #[test]

@@ -176,7 +176,9 @@ fn unknown_node_message(schema: &Schema, parent: Option<&Segment>, name: &str) -
     )
 }
 
-/// `name='x']...` -> (("name", "x"), "...")
+/// `name='x']...` -> (("name", "x"), "..."). Inside the quotes, the quote doubled stands
+/// for itself (`'it''s'`, as XPath 2.0 writes it): how [`quote`] writes a value that holds
+/// both kinds of quote.
 fn split_predicate(text: &str) -> Option<((String, String), &str)> {
     let eq = text.find('=')?;
     let name = text[..eq].trim().to_string();
@@ -185,10 +187,21 @@ fn split_predicate(text: &str) -> Option<((String, String), &str)> {
     if quote != '\'' && quote != '"' {
         return None;
     }
-    let body = &after[1..];
-    let close = body.find(quote)?;
-    let value = body[..close].to_string();
-    let tail = body[close + 1..].trim_start().strip_prefix(']')?;
+    let mut body = &after[1..];
+    let mut value = String::new();
+    loop {
+        let close = body.find(quote)?;
+        value.push_str(&body[..close]);
+        body = &body[close + 1..];
+        match body.strip_prefix(quote) {
+            Some(rest) => {
+                value.push(quote);
+                body = rest;
+            }
+            None => break,
+        }
+    }
+    let tail = body.trim_start().strip_prefix(']')?;
     Some(((name, value), tail))
 }
 
@@ -260,11 +273,15 @@ fn predicate_keys(
     }
 }
 
-/// Quotes a value for a path predicate.
+/// Quotes a value for a path predicate: in single quotes, or in double quotes when it
+/// holds a single one. A value holding both (a flow may be named `it's "x"`) has its single
+/// quotes doubled (`'it''s "x"'`, XPath 2.0's escape, which [`DataPath::parse`] reads): no
+/// quote of XPath 1.0, libyang's language, can hold it, and the datastore keys its records
+/// by these paths, so each must read back as the value it was.
 pub fn quote(value: &str) -> String {
-    if value.contains('\'') {
-        format!("\"{value}\"")
-    } else {
-        format!("'{value}'")
+    match (value.contains('\''), value.contains('"')) {
+        (false, _) => format!("'{value}'"),
+        (true, false) => format!("\"{value}\""),
+        (true, true) => format!("'{}'", value.replace('\'', "''")),
     }
 }

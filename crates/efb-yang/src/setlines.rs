@@ -183,18 +183,30 @@ pub fn paths_in_words(schema: &Schema, message: &str) -> String {
         .join("\n")
 }
 
-/// Quotes a word when the shell would otherwise split or misread it.
+/// Quotes a word when the shell would otherwise split or misread it. A line break in it is
+/// written `\n` (`\r`), so that the word stays on its line: set lines are read line by
+/// line, and a description may hold a newline.
 pub fn quote_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word.chars().all(|c| {
             !c.is_whitespace() && !matches!(c, '"' | '\'' | '\\' | '|' | ';' | '#' | '{' | '}')
         });
     if plain {
-        word.to_string()
-    } else {
-        let escaped = word.replace('\\', "\\\\").replace('"', "\\\"");
-        format!("\"{escaped}\"")
+        return word.to_string();
     }
+    let mut quoted = String::with_capacity(word.len() + 2);
+    quoted.push('"');
+    for c in word.chars() {
+        match c {
+            '\\' => quoted.push_str("\\\\"),
+            '"' => quoted.push_str("\\\""),
+            '\n' => quoted.push_str("\\n"),
+            '\r' => quoted.push_str("\\r"),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
 }
 
 /// A line whose last quote is never closed.
@@ -203,7 +215,8 @@ pub fn quote_word(word: &str) -> String {
 pub struct UnterminatedQuote;
 
 /// Splits a line into words: whitespace separates, double or single quotes group, a
-/// backslash escapes the next character inside double quotes.
+/// backslash escapes the next character inside double quotes (`\n` and `\r` are a newline
+/// and a carriage return, as [`quote_word`] writes them).
 pub fn split_words(line: &str) -> Result<Vec<String>, UnterminatedQuote> {
     let mut words = Vec::new();
     let mut chars = line.chars().peekable();
@@ -224,6 +237,8 @@ pub fn split_words(line: &str) -> Result<Vec<String>, UnterminatedQuote> {
                         match chars.next() {
                             Some('"') => break,
                             Some('\\') => match chars.next() {
+                                Some('n') => word.push('\n'),
+                                Some('r') => word.push('\r'),
                                 Some(e) => word.push(e),
                                 None => return Err(UnterminatedQuote),
                             },

@@ -486,6 +486,10 @@ impl DataTree {
             _ => {
                 parent.ensure(schema, last.node);
                 parent.prune(last.node);
+                // A container of a case, set with nothing in it, removed the other case's
+                // nodes: the containers it emptied on the way go too (they hold nothing;
+                // kept, they printed as `{}` and read back as nothing).
+                prune_emptied(&mut self.root, parents);
             }
         }
         Ok(())
@@ -632,6 +636,25 @@ fn descend_create<'a>(
 #[allow(clippy::panic)]
 fn unreachable_entry() -> ! {
     panic!("data path descends through a leaf or an entry that could not be created")
+}
+
+/// Removes the containers along `segments` left empty, up to the nearest list entry (an
+/// entry exists by its keys alone).
+fn prune_emptied(inner: &mut Inner, segments: &[Segment]) {
+    let Some((seg, rest)) = segments.split_first() else {
+        return;
+    };
+    match inner.child_mut(seg.node) {
+        Some(Child::Container(c)) => prune_emptied(c, rest),
+        Some(Child::List(l)) if !seg.keys.is_empty() => {
+            if let Some(entry) = l.entry_mut(&seg.keys, false) {
+                prune_emptied(entry, rest);
+            }
+            return;
+        }
+        _ => return,
+    }
+    inner.prune(seg.node);
 }
 
 fn remove_at(inner: &mut Inner, segments: &[Segment]) -> bool {

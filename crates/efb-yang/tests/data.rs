@@ -709,3 +709,108 @@ fn path_predicates_are_refused_with_what_the_node_takes() {
     let item = path(&schema, &format!("{flow}[name='f']/links[.='l']"));
     assert!(item.display(&schema).ends_with("links[.='l']"));
 }
+
+/// Found by fuzzing (tests/fuzz_input.rs): a name holding both kinds of quote (a flow
+/// may be named so) was written as a path no reader could read back, and the datastore keys
+/// its records by these paths: such a flow committed, the datastore did not open again.
+#[test]
+fn a_name_with_both_quotes_reads_back_from_its_path() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    setlines::apply_lines(
+        &schema,
+        &mut tree,
+        r#"set ecofilter-balancer flow "it's \"x\"" priority 7"#,
+    )
+    .unwrap();
+    let flow = path(&schema, "/ecofilter-balancer:ecofilter-balancer/flow");
+    let Some(efb_yang::NodeRef::List(list)) = tree.get(&schema, &flow) else {
+        panic!("no flow list");
+    };
+    let keys = list.keys().next().unwrap().to_vec();
+    assert_eq!(keys[0].as_str(), "it's \"x\"");
+    let entry = DataPath {
+        segments: vec![
+            flow.segments[0].clone(),
+            efb_yang::Segment::with_keys(flow.segments[1].node, keys),
+        ],
+    };
+    let shown = entry.display(&schema);
+    assert_eq!(
+        shown,
+        r#"/ecofilter-balancer:ecofilter-balancer/flow[name='it''s "x"']"#
+    );
+    assert_eq!(path(&schema, &shown), entry);
+    let records = diff::records(&schema, &tree);
+    for (key, _) in records {
+        let text = key.display(&schema);
+        assert_eq!(
+            diff::RecordKey::parse(&schema, &text).unwrap(),
+            key,
+            "{text}"
+        );
+    }
+    // The other forms still read as before.
+    for (text, name) in [
+        (
+            r#"/ecofilter-balancer:ecofilter-balancer/link[name="l'1"]"#,
+            "l'1",
+        ),
+        (
+            r#"/ecofilter-balancer:ecofilter-balancer/link[name='l"1']"#,
+            "l\"1",
+        ),
+    ] {
+        assert_eq!(path(&schema, text).segments[1].keys[0].as_str(), name);
+    }
+}
+
+/// Found by fuzzing: a value holding a newline (a description may) was written in set
+/// lines with the newline in it, which broke its line in two when read back.
+#[test]
+fn a_value_with_a_newline_stays_on_its_set_line() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    setlines::apply_lines(
+        &schema,
+        &mut tree,
+        r#"set ports port p1 description "two\nlines\r\\n""#,
+    )
+    .unwrap();
+    let description = path(
+        &schema,
+        "/ecofilter-balancer:ports/port[name='p1']/description",
+    );
+    assert_eq!(
+        tree.leaf(&schema, &description).unwrap().as_str(),
+        "two\nlines\r\\n"
+    );
+    let rendered = setlines::render_tree(&schema, &tree);
+    assert_eq!(
+        rendered,
+        [r#"set ports port p1 description "two\nlines\r\\n""#]
+    );
+    let mut again = DataTree::new();
+    setlines::apply_lines(&schema, &mut again, &rendered.join("\n")).unwrap();
+    assert_eq!(tree, again);
+}
+
+/// Found by fuzzing: choosing a case by its container, with nothing in it yet, removed the
+/// other case's leaf and left the enclosing container empty, printed as `"action": {}`.
+#[test]
+fn choosing_an_empty_case_leaves_no_empty_container() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    setlines::apply_lines(
+        &schema,
+        &mut tree,
+        "set ecofilter-balancer flow f action bypass\n\
+         set ecofilter-balancer flow f action to-ecofilter",
+    )
+    .unwrap();
+    let json = json::to_json(&schema, &tree, PrintOptions::default());
+    assert_eq!(
+        json,
+        r#"{"ecofilter-balancer:ecofilter-balancer":{"flow":[{"name":"f"}]}}"#
+    );
+}
