@@ -267,12 +267,21 @@ fn json_value(schema: &Schema, path: &DataPath, bytes: &[u8]) -> Result<Json, De
     serde_json::from_str(text).map_err(|e| DecodeError::Invalid(format!("not JSON: {e}")))
 }
 
+/// Most fraction digits a decimal64 has (YANG's `fraction-digits` is 1..18).
+const DECIMAL64_FRACTION_DIGITS: usize = 18;
+
+/// A gNMI Decimal64 as decimal text. A precision past what a decimal64 holds is written
+/// with an exponent (`5e-4000000000`), which no decimal64 leaf takes, rather than with that
+/// many zeros: the precision is the client's number, and 4 GB of zeros ended the daemon
+/// (found by fuzzing, `tests/fuzz_paths_values.rs`).
 fn decimal(digits: i64, precision: u32) -> String {
     let negative = digits < 0;
     let text = digits.unsigned_abs().to_string();
     let p = precision as usize;
     let body = if p == 0 {
         text
+    } else if p > DECIMAL64_FRACTION_DIGITS {
+        format!("{text}e-{precision}")
     } else if text.len() > p {
         format!("{}.{}", &text[..text.len() - p], &text[text.len() - p..])
     } else {

@@ -308,6 +308,24 @@ fn decimal64_digits() {
     assert_eq!(decimal(12345, 2), "123.45");
     assert_eq!(decimal(-5, 3), "-0.005");
     assert_eq!(decimal(7, 0), "7");
+    assert_eq!(decimal(-1, 18), "-0.000000000000000001");
+}
+
+/// Found by fuzzing: a decimal_val's precision is the client's number, and was written as
+/// that many zeros (u32::MAX: 4 GB, and the daemon ended).
+#[test]
+fn a_decimal_past_what_decimal64_holds_is_refused_without_its_zeros() {
+    assert_eq!(decimal(5, u32::MAX), "5e-4294967295");
+    assert_eq!(decimal(-5, 19), "-5e-19");
+    let s = Schema::load().unwrap();
+    #[allow(deprecated)]
+    let value = typed(typed_value::Value::DecimalVal(gnmi::Decimal64 {
+        digits: 5,
+        precision: u32::MAX,
+    }));
+    let e = decoded(&s, "/ports/port[name='p1']/mtu", value).unwrap_err();
+    assert!(e.to_string().contains("decimal_val 5e-4294967295"), "{e}");
+    assert!(e.to_string().len() < 1000, "{e}");
 }
 
 #[test]
