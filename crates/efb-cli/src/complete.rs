@@ -219,13 +219,11 @@ fn help_topics(rest: &[String]) -> Vec<Candidate> {
 
 /// The words typed after the last unquoted `|`, when there is one.
 fn pipe_tail(before: &str) -> Option<Vec<String>> {
-    let mut quoted = false;
+    let mut quoting = setlines::Quoting::default();
     let mut last = None;
     for (i, c) in before.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            '|' if !quoted => last = Some(i),
-            _ => {}
+        if quoting.outside(c) && c == '|' {
+            last = Some(i);
         }
     }
     let at = last?;
@@ -237,7 +235,11 @@ fn partial_word(line: &str) -> (usize, &str) {
     if line.is_empty() || line.ends_with(char::is_whitespace) {
         return (line.len(), "");
     }
-    let start = line.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    // After the last white space, which may take more than a byte (U+3000, U+00A0).
+    let start = line
+        .char_indices()
+        .rfind(|(_, c)| c.is_whitespace())
+        .map_or(0, |(i, c)| i + c.len_utf8());
     (start, &line[start..])
 }
 

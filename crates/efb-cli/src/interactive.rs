@@ -112,7 +112,7 @@ impl ConditionalEventHandler for HelpKey {
     fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
         let line = &ctx.line()[..ctx.pos()];
         // Inside quotes `?` is just a character.
-        if line.matches('"').count() % 2 == 1 {
+        if efb_yang::setlines::ends_inside_quote(line) {
             return None;
         }
         let found = self.completion.complete(line);

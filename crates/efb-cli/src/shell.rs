@@ -20,6 +20,8 @@ use crate::pager;
 mod clear;
 mod commit;
 mod configuration;
+#[cfg(test)]
+mod fuzz_tests;
 mod get;
 mod hierarchy;
 mod interfaces;
@@ -68,8 +70,7 @@ fn enters_configuration_mode(word: &str) -> bool {
 /// The line before a `?` that ends it outside quotes, if it does.
 fn asks_help(line: &str) -> Option<&str> {
     let before = line.trim_end().strip_suffix('?')?;
-    let open_quotes = before.chars().filter(|c| *c == '"').count() % 2 == 1;
-    (!open_quotes).then_some(before)
+    (!setlines::ends_inside_quote(before)).then_some(before)
 }
 
 fn fail<T>(message: impl Into<String>) -> Result<T> {

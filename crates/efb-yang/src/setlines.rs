@@ -183,13 +183,15 @@ pub fn paths_in_words(schema: &Schema, message: &str) -> String {
         .join("\n")
 }
 
-/// Quotes a word when the shell would otherwise split or misread it. A line break in it is
+/// Quotes a word when the shell would otherwise split or misread it (`?` too: at the end of
+/// a line it asks for help). A line break in it is
 /// written `\n` (`\r`), so that the word stays on its line: set lines are read line by
 /// line, and a description may hold a newline.
 pub fn quote_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word.chars().all(|c| {
-            !c.is_whitespace() && !matches!(c, '"' | '\'' | '\\' | '|' | ';' | '#' | '{' | '}')
+            !c.is_whitespace()
+                && !matches!(c, '"' | '\'' | '\\' | '|' | ';' | '#' | '{' | '}' | '?')
         });
     if plain {
         return word.to_string();
@@ -207,6 +209,45 @@ pub fn quote_word(word: &str) -> String {
     }
     quoted.push('"');
     quoted
+}
+
+/// Quotes as [`split_words`] reads them, one character at a time: double quotes (a
+/// backslash in them escapes the next character) or single quotes (no escapes). The
+/// shell's other readers of a line (its pipes, its `?`) go by it too, so that a `|` or a
+/// `?` in a quoted word is that word's, wherever the line is read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Quoting {
+    open: Option<char>,
+    escaped: bool,
+}
+
+impl Quoting {
+    /// Reads `c`; true when it stands outside quotes (a quote mark belongs to its quote).
+    pub fn outside(&mut self, c: char) -> bool {
+        match self.open {
+            Some('"') if self.escaped => self.escaped = false,
+            Some('"') if c == '\\' => self.escaped = true,
+            Some(q) if c == q => self.open = None,
+            Some(_) => {}
+            None if matches!(c, '"' | '\'') => self.open = Some(c),
+            None => return true,
+        }
+        false
+    }
+
+    /// Whether a quote is open after what was read.
+    pub fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+}
+
+/// Whether `text` ends inside a quote (which [`split_words`] would find unterminated).
+pub fn ends_inside_quote(text: &str) -> bool {
+    let mut quoting = Quoting::default();
+    text.chars().for_each(|c| {
+        quoting.outside(c);
+    });
+    quoting.is_open()
 }
 
 /// A line whose last quote is never closed.

@@ -94,23 +94,17 @@ impl Pipe {
     }
 }
 
-/// Splits `command | pipe | pipe`, respecting quotes.
+/// Splits `command | pipe | pipe`, respecting quotes as the words are read (a `\"` in
+/// double quotes does not close them).
 pub(super) fn split_pipes(line: &str) -> Result<(String, Vec<Vec<String>>)> {
     let mut parts = Vec::new();
     let mut current = String::new();
-    let mut quote: Option<char> = None;
+    let mut quoting = setlines::Quoting::default();
     for c in line.chars() {
-        match (c, quote) {
-            ('"' | '\'', None) => {
-                quote = Some(c);
-                current.push(c);
-            }
-            (q, Some(open)) if q == open => {
-                quote = None;
-                current.push(c);
-            }
-            ('|', None) => parts.push(std::mem::take(&mut current)),
-            _ => current.push(c),
+        if quoting.outside(c) && c == '|' {
+            parts.push(std::mem::take(&mut current));
+        } else {
+            current.push(c);
         }
     }
     parts.push(current);
