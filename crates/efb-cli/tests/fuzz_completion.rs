@@ -68,7 +68,7 @@ fn typed() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(config(2000))]
+    #![proptest_config(config(10000))]
 
     /// Tab and `?` at any point of any line, in either mode and at any place: candidates
     /// for the word the line ends with, which starts where the completion says.

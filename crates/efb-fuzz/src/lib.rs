@@ -35,6 +35,10 @@ pub fn config(cases: u32) -> Config {
     );
     Config {
         cases,
+        // Values are drawn by type and kept when libyang takes them (about one in four is
+        // not): the limit of values thrown away grows with the cases.
+        max_local_rejects: cases.saturating_mul(16).max(65_536),
+        max_global_rejects: cases.saturating_mul(4).max(1024),
         failure_persistence: None,
         rng_seed: RngSeed::Fixed(seed),
         max_shrink_time: 30_000,

@@ -163,7 +163,7 @@ fn bounded(e: &impl std::fmt::Display, input: usize) -> Result<(), TestCaseError
 }
 
 proptest! {
-    #![proptest_config(config(1000))]
+    #![proptest_config(config(5000))]
 
     /// A data path written as a gNMI path in any client's style, split anywhere into prefix
     /// and path, reads back as the node it was, which the pattern selects. (A key that is

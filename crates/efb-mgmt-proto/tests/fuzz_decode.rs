@@ -82,7 +82,7 @@ fn decodes_properly<M: Message + Default + PartialEq + std::fmt::Debug>(
 }
 
 proptest! {
-    #![proptest_config(config(4000))]
+    #![proptest_config(config(20000))]
 
     /// Every request of the management API, from any bytes.
     #[test]

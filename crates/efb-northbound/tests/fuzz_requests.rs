@@ -84,7 +84,7 @@ fn quoted_at_most(request: &Request) -> usize {
 }
 
 proptest! {
-    #![proptest_config(config(2000))]
+    #![proptest_config(config(10000))]
 
     /// The audit's words for any request: no panic, the client's text quoted by its first
     /// lines, cut, and a few words of their own.

@@ -62,7 +62,7 @@ fn line_of(words: &[String]) -> String {
 }
 
 proptest! {
-    #![proptest_config(config(2000))]
+    #![proptest_config(config(10000))]
 
     /// A word quoted for the shell splits back into itself, whatever it holds.
     #[test]
@@ -80,7 +80,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(600))]
+    #![proptest_config(config(3000))]
 
     /// Lines of words (of the model and others) parse or are refused properly; what may
     /// come next (Tab, `?`) is answered for any words.

@@ -2,7 +2,7 @@
 //! efbd (private to the shell, so a unit test): `?` at the end, pipes, the pipe stages,
 //! `show | compare`, wildcards of `show`; and the set lines efbd writes (`show | display
 //! set`, `show | compare | display set`) typed back as they are. The case count keeps
-//! this under a second (`EFB_FUZZ_CASES` for more, see efb-fuzz).
+//! this to about 2 s (`EFB_FUZZ_CASES` for more, see efb-fuzz).
 
 #![allow(clippy::unwrap_used)]
 
@@ -35,7 +35,7 @@ fn line_of(words: &[String]) -> String {
 }
 
 proptest! {
-    #![proptest_config(config(2000))]
+    #![proptest_config(config(10000))]
 
     /// Any line: split into a command and its pipes, or refused; each stage a pipe or a
     /// refusal saying what would be taken; `?` and wildcards answered. Never a panic.
