@@ -94,6 +94,9 @@ impl Settings {
         if self.gnmi.enabled {
             listeners.push(("gNMI", self.gnmi.connections.limits("", "").descriptors()));
         }
+        if self.metrics.enabled {
+            listeners.push(("metrics", self.metrics.max_connections));
+        }
         listeners
     }
 
