@@ -10,6 +10,9 @@
 //!     one gNMI Get of the root path repeated K times
 //! efb-attack TARGET [--user U --password P] gzip-get PATHS
 //!     one gNMI Get of PATHS tiny paths, gzip-compressed (a few KB on the wire)
+//! efb-attack TARGET [--user U --password P] unread METHOD CONNS STREAMS
+//!     CONNS connections of STREAMS streams each calling METHOD with an empty message (the
+//!     management API's Get: the whole running configuration) and never reading a reply
 //! efb-attack TARGET hold-tcp CONNS ADDRESSES
 //!     CONNS TCP connections from 127.0.0.2 and the next ADDRESSES - 1 addresses, that
 //!     send nothing (no TLS handshake), held; how many efbd closed by the end
@@ -76,6 +79,10 @@ async fn run(mut args: Vec<String>) -> Result<(), String> {
         Some("half-sent") => {
             let method = args.get(1).ok_or("half-sent needs a METHOD")?.clone();
             half_sent(&target, &login, &method, number(2)?, number(3)?, number(4)?).await
+        }
+        Some("unread") => {
+            let method = args.get(1).ok_or("unread needs a METHOD")?.clone();
+            unread(&target, &login, &method, number(2)?, number(3)?).await
         }
         Some("get-repeat") => get_repeat(&target, &login, number(1)?).await,
         Some("gzip-get") => gzip_get(&target, &login, number(1)?).await,
@@ -177,8 +184,40 @@ async fn half_sent(
     bytes: usize,
 ) -> Result<(), String> {
     let body = frame(false, bytes, &vec![0u8; bytes.saturating_sub(1)]);
+    calls_held(target, login, method, (conns, streams), body, false).await
+}
+
+async fn unread(
+    target: &Target,
+    login: &Login,
+    method: &str,
+    conns: usize,
+    streams: usize,
+) -> Result<(), String> {
+    calls_held(
+        target,
+        login,
+        method,
+        (conns, streams),
+        frame(false, 0, &[]),
+        true,
+    )
+    .await
+}
+
+/// CONNS x STREAMS calls of `method` sending `body` (the end of the request when `whole`),
+/// their answers counted (headers only: no reply is read), held until the test lets go.
+async fn calls_held(
+    target: &Target,
+    login: &Login,
+    method: &str,
+    (conns, streams): (usize, usize),
+    body: Bytes,
+    whole: bool,
+) -> Result<(), String> {
     let mut held = Vec::new();
-    let answers = Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
+    let answers: Answers = Arc::default();
+    let unread: Unread = Arc::default();
     let (mut opened, mut refused) = (0, 0);
     for _ in 0..conns {
         let Ok(sender) = h2_connection(target).await else {
@@ -196,11 +235,11 @@ async fn half_sent(
             let Ok((response, mut stream)) = ready.send_request(request, false) else {
                 break;
             };
-            if stream.send_data(body.clone(), false).is_err() {
+            if stream.send_data(body.clone(), whole).is_err() {
                 break;
             }
             opened += 1;
-            tokio::spawn(count_answer(response, answers.clone()));
+            tokio::spawn(count_answer(response, answers.clone(), unread.clone()));
             held.push(stream);
         }
     }
@@ -214,11 +253,12 @@ async fn half_sent(
     Ok(())
 }
 
-/// Counts the answer of a call by its gRPC status.
-async fn count_answer(
-    response: h2::client::ResponseFuture,
-    answers: Arc<std::sync::Mutex<std::collections::BTreeMap<String, usize>>>,
-) {
+type Answers = Arc<std::sync::Mutex<std::collections::BTreeMap<String, usize>>>;
+type Unread = Arc<std::sync::Mutex<Vec<h2::RecvStream>>>;
+
+/// Counts the answer of a call by its gRPC status; its body is kept unread (a body dropped
+/// would let HTTP/2 take in the rest of the reply).
+async fn count_answer(response: h2::client::ResponseFuture, answers: Answers, unread: Unread) {
     let key = match response.await {
         Ok(response) => {
             let status = response
@@ -227,6 +267,9 @@ async fn count_answer(
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("(none yet)")
                 .to_string();
+            if let Ok(mut unread) = unread.lock() {
+                unread.push(response.into_body());
+            }
             format!("status {status}")
         }
         Err(e) => format!("reset: {e}"),

@@ -305,6 +305,45 @@ fn no_client_makes_efbd_hold_more_than_its_budget() {
     assert!(daemon.stop(), "efbd stops cleanly after the attacks");
 }
 
+/// A viewer's Gets of a large configuration (5 000 flows) on the management API, replies
+/// never read: each is held until it has left, so past the viewer's budget they are refused.
+#[test]
+fn replies_a_viewer_never_reads_are_held_within_the_budget() {
+    if !is_root() {
+        eprintln!("skipped: needs root to make a viewer account");
+        return;
+    }
+    let open = open_dir();
+    let program = attack_program(open.path());
+    let p = prefix('r');
+    let groups = [format!("{p}adm"), format!("{p}op"), format!("{p}view")];
+    let mut accounts = Accounts::none();
+    for group in &groups {
+        accounts.group(group);
+    }
+    let viewer = format!("{p}-vic");
+    accounts.user(&viewer, &[&groups[2]]);
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site(dir.path(), [&groups[0], &groups[1], &groups[2]]);
+    let large = dir.path().join("large.json");
+    std::fs::write(&large, efb_tests::figures::site_with_flows(5_000)).unwrap();
+    daemon.commit_file(&large);
+    let socket = format!("unix:{}", daemon.address);
+    let said = attacked(
+        &daemon,
+        &program,
+        &viewer,
+        "management Get of 5 000 flows, Unix viewer, 4 x 32 unread",
+        &[&socket, "unread", "/efb.mgmt.v1.Management/Get", "4", "32"],
+    );
+    assert!(
+        said.contains("status 8") && said.contains("(none yet)"),
+        "some answered, the rest refused RESOURCE_EXHAUSTED: {said}"
+    );
+    println!("{said}");
+    assert!(daemon.stop());
+}
+
 #[test]
 fn connections_that_never_handshake_keep_their_descriptors_bounded() {
     let dir = tempfile::tempdir().unwrap();

@@ -142,16 +142,15 @@ where
             };
             let conn = crate::listen::conn_of(&parts.extensions);
             let connection = conn.as_ref().map(|c| c.key());
-            // The head is in memory while it is judged: the peer's, until it says who.
+            // The head is in memory while it is judged: the peer's, until it says who. It is
+            // counted, never refused (it is here already, at most 16 KiB a call): refusing
+            // it by the budget of non-admins would refuse an admin not known yet.
             let mut head_held = door.budget.holding(Holder {
                 account: Account::Peer(conn.as_ref().map_or(Peer::Unknown, |c| c.peer())),
                 connection,
                 admin: false,
             });
-            if let Err(over) = head_held.grow(head_size(&parts)) {
-                drain(body).await;
-                return Ok(over.status().into_http());
-            }
+            head_held.grow_anyway(head_size(&parts));
             let judging = conn.as_ref().map(|c| c.judging());
             let verdict = judge.judge(&head, &path).await;
             drop(judging);

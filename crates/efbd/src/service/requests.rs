@@ -5,6 +5,7 @@ use efb_datastore::{DatastoreError, LoadMode, Opener};
 use efb_mgmt_proto::v1::management_server::Management;
 use efb_mgmt_proto::v1::*;
 use efb_northbound::access::Operation;
+use efb_northbound::budget::Spend;
 use efb_northbound::request::{CommitAsk, Counters, Request as Asked};
 use efb_yang::json::{self, PrintOptions};
 use efb_yang::setlines;
@@ -347,6 +348,7 @@ impl Management for Service {
             path: request.get_ref().path.clone(),
         };
         let caller = self.allow(&request, &asked).await?;
+        let spend = Spend::of(&request);
         let request = request.into_inner();
         let session = request.session;
         let schema = self.schema.clone();
@@ -377,6 +379,12 @@ impl Management for Service {
                 },
             ),
         };
+        // Held until the reply has left (its encoded copy is counted on its way out): a
+        // client that does not read its replies, a whole large configuration each, is
+        // refused past its budget rather than given more.
+        if let Some(spend) = spend {
+            spend.take(text.len())?;
+        }
         ok(GetReply { text })
     }
 
