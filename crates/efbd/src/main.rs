@@ -80,7 +80,7 @@ fn main() -> ExitCode {
 /// glibc raises its mmap threshold to the largest block freed (up to 32 MiB), after which
 /// such buffers come from the heap and their pages stay with efbd once freed. A fixed
 /// threshold keeps them mapped on their own, unmapped when freed: after the attacks of
-/// tests/hostile_memory.rs, 108 MiB resident where it was 140 MiB.
+/// tests/hostile_memory.rs, 89 MiB resident where it was 127 MiB.
 fn return_large_buffers() {
     const THRESHOLD: libc::c_int = 128 * 1024;
     // SAFETY: mallopt only sets a parameter of the allocator; called before any thread.
