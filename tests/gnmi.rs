@@ -267,10 +267,18 @@ fn missing_keys_are_wildcards_in_get_subscribe_and_set_delete() {
 }
 
 #[test]
-fn unknown_paths_are_invalid_with_the_nearest_names_and_absent_data_not_found() {
+fn unknown_paths_and_absent_data_are_not_found_with_the_nearest_names() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = site(dir.path(), &[]);
     clients(&daemon, "unknown_paths");
+    assert!(daemon.stop());
+}
+
+#[test]
+fn conformance_json_ietf_numbers_ascii_val_and_sample_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site(dir.path(), &[]);
+    clients(&daemon, "conformance");
     assert!(daemon.stop());
 }
 
@@ -476,4 +484,100 @@ fn schedule_fit(stamps: &[i64], interval: Duration) -> (f64, f64, i64) {
         .map(|(n, t)| (t - (mean_t + fitted * (n - mean_n))).abs() / 1e6)
         .fold(0f64, f64::max);
     (drift, jitter, last - (stamps.len() as i64 - 1))
+}
+
+/// The README's gNMI examples, run as a reader runs them from the checkout: every `sh` block
+/// that calls pygnmicli, with the tool at `.venv/bin/`, efbd on `localhost:9339` with the
+/// demo users, the example site and the software chip, its certificate at
+/// `datastore/gnmi-cert.pem`. A block
+/// that ends in a subscription is stopped after a few seconds, once it has printed.
+#[test]
+fn readme_gnmi_examples_run_as_written() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let venv = venv_tool("python");
+    let venv = venv.parent().and_then(Path::parent).unwrap();
+    std::os::unix::fs::symlink(venv, dir.path().join(".venv")).unwrap();
+    // The software chip, as ./run.sh starts it: pairs have a liveness status to subscribe to.
+    let chip = efb_tests::Target::start(&[]);
+    /// Stopped however the test ends: it holds port 9339.
+    struct Stopped(std::process::Child);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut efbd = Command::new(efb_tests::binary("efbd"))
+        .current_dir(dir.path())
+        .args([
+            "--datastore",
+            "datastore",
+            "--gnmi-listen",
+            "127.0.0.1:9339",
+        ])
+        .arg("--gnmi-users")
+        .arg(users_file())
+        .arg("--factory-default")
+        .arg(repo().join("examples/one-filter-site.json"))
+        .args([
+            "--p4runtime",
+            &chip.address,
+            "--no-metrics",
+            "--log-level",
+            "warn",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(efbd.stdout.take().unwrap()).lines();
+    let _efbd = Stopped(efbd);
+    let serving = lines.find(|l| l.as_ref().is_ok_and(|l| l.contains("gNMI on")));
+    assert!(serving.is_some(), "efbd says where gNMI listens");
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("\n```").map(|(block, _)| block))
+        .filter(|block| block.contains("pygnmicli"))
+        .collect();
+    assert!(blocks.len() >= 2, "README's gNMI examples: {blocks:?}");
+    for block in blocks {
+        let out = Command::new("timeout")
+            .args(["8", "bash", "-ec", block])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&out.stdout);
+        let code = out.status.code();
+        // 124: stopped by the timeout, which only the subscription at the end outlives.
+        let subscribes = block.contains("subscribe-stream");
+        assert!(
+            code == Some(0) || (subscribes && code == Some(124)),
+            "README's block failed ({code:?}):\n{block}\n{printed}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            printed.contains("balancing-config-hash"),
+            "{block}\n{printed}"
+        );
+        if block.contains("set-update") {
+            assert!(printed.contains("UPDATE"), "{block}\n{printed}");
+            assert!(
+                printed.contains("/state/status"),
+                "the subscription printed: {printed}"
+            );
+        }
+    }
+    let description = Command::new(dir.path().join(".venv/bin/pygnmicli"))
+        .current_dir(dir.path())
+        .args(["-t", "localhost:9339", "-u", "viewer", "-p", "viewer"])
+        .args(["-r", "datastore/gnmi-cert.pem", "-o", "get"])
+        .args(["-x", "ecofilter-balancer:ports/port[name=p1]/description"])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&description.stdout);
+    assert!(printed.contains("set over gNMI"), "{printed}");
 }

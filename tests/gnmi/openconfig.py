@@ -63,9 +63,9 @@ def chip():
     iface = "/interfaces/interface[name=p1-0]"
     with connect(insecure=True) as gc:
         caps = gc.capabilities()
-        names = {m["name"] for m in caps["supported_models"]}
-        check({"openconfig-interfaces", "openconfig-if-ethernet"} <= names,
-              "capabilities: the OpenConfig interfaces models", caps)
+        versions = {m["name"]: m["version"] for m in caps["supported_models"]}
+        check(versions == {"openconfig-interfaces": "3.8.0", "openconfig-if-ethernet": "2.16.0"},
+              "capabilities: the OpenConfig interfaces models with their openconfig-version", caps)
 
         got = gc.get(path=[f"{iface}/state"], encoding="json_ietf")
         check(leaf(got, "state/oper-status") == "UP", "get: p1-0 is up", got)

@@ -8,8 +8,9 @@
 //! (and `leaflist_val` for leaf-lists) in the field of the leaf's type: `string_val` for
 //! strings, enumerations, identities and bits, `int_val` or `uint_val` for integers,
 //! `double_val` (or an integer) for decimal64, `bool_val` for booleans and `bool_val` true
-//! for `empty`; a union takes the fields of its members. Any other field (`ascii_val`,
-//! `string_val "9500"` for a uint16) is refused naming the leaf and its type; so is JSON
+//! for `empty`; a union takes the fields of its members. `ascii_val` is UNIMPLEMENTED; any
+//! other field (`string_val "9500"` for a uint16) is refused naming the leaf and its type,
+//! and so is a JSON_IETF number or boolean in quotes (RFC 7951); so is JSON
 //! `null` except for `empty` (`[null]`). JSON values are read as every reader
 //! of configuration JSON reads them (`efb_yang::input::check_json`): exactly one JSON value,
 //! no member named twice. Text that is not JSON is refused on string leaves too (pygnmi
@@ -48,17 +49,19 @@ pub fn fragment(
     let value = value
         .and_then(|v| v.value.as_ref())
         .ok_or_else(|| invalid(&shown, "the update has no value"))?;
+    // JSON_IETF is RFC 7951 to the letter; JSON (gNMI's own) takes either form of a number.
+    let ietf = matches!(value, typed_value::Value::JsonIetfVal(_));
     let json = to_json(schema, path, value).map_err(|e| match e {
         DecodeError::Invalid(m) => invalid(&shown, m),
         unsupported => unsupported,
     })?;
     let normalized = match path.last() {
-        None => top(schema, &json)?,
+        None => top(schema, &json, ietf)?,
         Some(seg) => {
             let node = if schema.node(seg.node).kind == NodeKind::List && !seg.keys.is_empty() {
-                object(schema, seg.node, &json, &shown)?
+                object(schema, seg.node, &json, &shown, ietf)?
             } else {
-                normal(schema, seg.node, &json, &shown)?
+                normal(schema, seg.node, &json, &shown, ietf)?
             };
             wrap(schema, path, node)?
         }
@@ -85,6 +88,11 @@ fn to_json(
 ) -> Result<Json, DecodeError> {
     use typed_value::Value as V;
     let bad = |m: &str| DecodeError::Invalid(m.to_string());
+    if let V::AsciiVal(_) = value {
+        return Err(DecodeError::Unsupported(
+            "ascii_val is not supported: send text in string_val, or JSON or JSON_IETF".into(),
+        ));
+    }
     if !matches!(
         value,
         V::JsonVal(_) | V::JsonIetfVal(_) | V::BytesVal(_) | V::ProtoBytes(_) | V::AnyVal(_)
@@ -98,7 +106,7 @@ fn to_json(
     }
     Ok(match value {
         V::JsonVal(bytes) | V::JsonIetfVal(bytes) => json_value(schema, path, bytes)?,
-        V::StringVal(s) | V::AsciiVal(s) => Json::String(s.clone()),
+        V::StringVal(s) => Json::String(s.clone()),
         V::IntVal(i) => Json::from(*i),
         V::UintVal(u) => Json::from(*u),
         V::BoolVal(b) => Json::Bool(*b),
@@ -117,7 +125,8 @@ fn to_json(
                 .map(|v| to_json(schema, path, v))
                 .collect::<Result<_, _>>()?,
         ),
-        V::BytesVal(_) | V::ProtoBytes(_) | V::AnyVal(_) => {
+        // (ascii_val is refused before, with its own message.)
+        V::AsciiVal(_) | V::BytesVal(_) | V::ProtoBytes(_) | V::AnyVal(_) => {
             return Err(DecodeError::Unsupported(
                 "bytes, proto and any values are not supported: send JSON, JSON_IETF or a scalar"
                     .into(),
@@ -291,7 +300,7 @@ fn decimal(digits: i64, precision: u32) -> String {
 }
 
 /// A whole configuration: an object of top-level nodes, names qualified or not.
-fn top(schema: &Schema, json: &Json) -> Result<Json, DecodeError> {
+fn top(schema: &Schema, json: &Json, ietf: bool) -> Result<Json, DecodeError> {
     let members = json
         .as_object()
         .ok_or_else(|| invalid("/", "expected an object of top-level nodes"))?;
@@ -305,7 +314,7 @@ fn top(schema: &Schema, json: &Json) -> Result<Json, DecodeError> {
             .find(|id| schema.node(*id).name == bare)
             .ok_or_else(|| invalid("/", format!("unknown top-level node \"{name}\"")))?;
         let at = format!("/{}:{bare}", schema.module().name);
-        out.insert(qualified(schema, id), normal(schema, id, value, &at)?);
+        out.insert(qualified(schema, id), normal(schema, id, value, &at, ietf)?);
     }
     Ok(Json::Object(out))
 }
@@ -327,18 +336,24 @@ fn strip_module<'n>(schema: &Schema, name: &'n str, at: &str) -> Result<&'n str,
 }
 
 /// The value of node `id` in RFC 7951 form (unqualified names: one module).
-fn normal(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
+fn normal(
+    schema: &Schema,
+    id: SchemaId,
+    json: &Json,
+    at: &str,
+    ietf: bool,
+) -> Result<Json, DecodeError> {
     let info = schema.node(id);
     match info.kind {
-        NodeKind::Leaf => scalar(schema, id, json, at),
+        NodeKind::Leaf => scalar(schema, id, json, at, ietf),
         NodeKind::LeafList => match json {
             Json::Array(items) => Ok(Json::Array(
                 items
                     .iter()
-                    .map(|v| scalar(schema, id, v, at))
+                    .map(|v| scalar(schema, id, v, at, ietf))
                     .collect::<Result<_, _>>()?,
             )),
-            single => Ok(Json::Array(vec![scalar(schema, id, single, at)?])),
+            single => Ok(Json::Array(vec![scalar(schema, id, single, at, ietf)?])),
         },
         NodeKind::List => {
             let entries = json.as_array().ok_or_else(|| {
@@ -350,16 +365,22 @@ fn normal(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, 
             Ok(Json::Array(
                 entries
                     .iter()
-                    .map(|e| object(schema, id, e, at))
+                    .map(|e| object(schema, id, e, at, ietf))
                     .collect::<Result<_, _>>()?,
             ))
         }
-        _ => object(schema, id, json, at),
+        _ => object(schema, id, json, at, ietf),
     }
 }
 
 /// A container's or list entry's members, each by the schema.
-fn object(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
+fn object(
+    schema: &Schema,
+    id: SchemaId,
+    json: &Json,
+    at: &str,
+    ietf: bool,
+) -> Result<Json, DecodeError> {
     let info = schema.node(id);
     let members = json
         .as_object()
@@ -383,13 +404,22 @@ fn object(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, 
             )
         })?;
         let below = format!("{at}/{bare}");
-        out.insert(bare.to_string(), normal(schema, child, value, &below)?);
+        out.insert(
+            bare.to_string(),
+            normal(schema, child, value, &below, ietf)?,
+        );
     }
     Ok(Json::Object(out))
 }
 
 /// A leaf value in the JSON form its type takes in RFC 7951, whichever form it came in.
-fn scalar(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
+fn scalar(
+    schema: &Schema,
+    id: SchemaId,
+    json: &Json,
+    at: &str,
+    ietf: bool,
+) -> Result<Json, DecodeError> {
     let info = schema.node(id);
     let wrong = || invalid(at, format!("expected {}, got {json}", info.accepts()));
     let empty = || base(schema, id).is_some_and(takes_empty);
@@ -406,6 +436,18 @@ fn scalar(schema: &Schema, id: SchemaId, json: &Json, at: &str) -> Result<Json, 
     let value: Value = schema
         .value(id, &text)
         .map_err(|e| invalid(at, format!("{e}; expected {}", info.accepts())))?;
+    // RFC 7951 (section 6): numbers up to 32 bits and booleans are JSON numbers and
+    // literals, never strings ("9700" is not a uint16 there).
+    if ietf && json.is_string() && matches!(value.kind(), JsonKind::Number | JsonKind::Bool) {
+        return Err(invalid(
+            at,
+            format!(
+                "expected {} as RFC 7951 writes it for JSON_IETF: {} without quotes, got {json}",
+                info.accepts(),
+                value.as_str()
+            ),
+        ));
+    }
     Ok(match value.kind() {
         JsonKind::Number => serde_json::from_str::<Number>(value.as_str())
             .map(Json::Number)
@@ -472,7 +514,13 @@ fn with_keys(
     };
     for (key, value) in schema.node(list).keys.iter().zip(keys) {
         let name = &schema.node(*key).name;
-        let expected = scalar(schema, *key, &Json::String(value.as_str().to_string()), at)?;
+        let expected = scalar(
+            schema,
+            *key,
+            &Json::String(value.as_str().to_string()),
+            at,
+            false,
+        )?;
         match members.get(name) {
             Some(given) if *given != expected => {
                 return Err(invalid(
@@ -504,7 +552,7 @@ fn key_leaf(schema: &Schema, path: &DataPath, value: &Json) -> Result<(), Decode
         .get(index)
         .map(|v| v.as_str().to_string())
         .unwrap_or_default();
-    let have = scalar(schema, key, &Json::String(have), &shown)?;
+    let have = scalar(schema, key, &Json::String(have), &shown, false)?;
     if *value != have {
         return Err(invalid(
             &shown,

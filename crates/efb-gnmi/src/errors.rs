@@ -6,7 +6,7 @@
 //! | no or wrong credentials                           | UNAUTHENTICATED     |
 //! | a role that may not do it (a viewer's Set)        | PERMISSION_DENIED   |
 //! | a path that cannot be read, origins that disagree | INVALID_ARGUMENT    |
-//! | a node the schema does not have (nearest names)   | INVALID_ARGUMENT    |
+//! | a node the schema does not have (nearest names)   | NOT_FOUND           |
 //! | data that is not there (Get of a concrete path)   | NOT_FOUND           |
 //! | a value of the wrong type or shape                | INVALID_ARGUMENT    |
 //! | an encoding or extension not supported            | UNIMPLEMENTED       |
@@ -32,6 +32,7 @@ use crate::path::PathError;
 pub fn path(context: &str, e: PathError) -> Status {
     match e {
         PathError::Invalid(m) => Status::invalid_argument(format!("{context}{m}")),
+        PathError::NotInSchema(m) => Status::not_found(format!("{context}{m}")),
     }
 }
 

@@ -25,10 +25,13 @@ pub const RFC7951_ORIGIN: &str = "rfc7951";
 /// Why a path is refused, with the gRPC code each maps to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
-    /// Cannot be read as a path of this target, or names a node the schema does not have:
-    /// INVALID_ARGUMENT. (Data that is not there is NOT_FOUND, decided by the reader.)
+    /// Cannot be read as a path of this target: INVALID_ARGUMENT.
     #[error("{0}")]
     Invalid(String),
+    /// Names a node the schema does not have: NOT_FOUND, as the gNMI specification asks
+    /// (data that is not there is NOT_FOUND too, decided by the reader).
+    #[error("{0}")]
+    NotInSchema(String),
 }
 
 /// One element of a path as the client wrote it (module prefix removed).
@@ -191,7 +194,7 @@ impl Pattern {
                                     .flat_map(|c| children(schema, *c))
                                     .map(|id| schema.node(id).name.clone())
                                     .collect();
-                                PathError::Invalid(format!(
+                                PathError::NotInSchema(format!(
                                     "no element \"{name}\" in the model where the path puts it{}",
                                     nearest_note(name, &names)
                                 ))
@@ -372,7 +375,7 @@ fn unknown(schema: &Schema, parent: &DataPath, name: &str) -> PathError {
     } else {
         parent.display(schema)
     };
-    PathError::Invalid(format!(
+    PathError::NotInSchema(format!(
         "the model has no element \"{name}\" under {at}{}",
         nearest_note(name, &expected)
     ))

@@ -215,6 +215,9 @@ fn subscriptions(
     for s in &list.subscription {
         let pattern = Pattern::parse(&state.schema, list.prefix.as_ref(), s.path.as_ref())
             .map_err(|e| errors::path("", e))?;
+        if mode == subscription_list::Mode::Stream {
+            efb_openconfig::subscribe::interval_only_for_sample(s)?;
+        }
         let trigger = match SubscriptionMode::try_from(s.mode) {
             _ if mode != subscription_list::Mode::Stream => Trigger::OnChange,
             Ok(SubscriptionMode::TargetDefined | SubscriptionMode::OnChange) => Trigger::OnChange,

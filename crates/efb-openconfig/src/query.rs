@@ -10,7 +10,14 @@ use crate::interface::{Changes, LEAVES, Leaf, module_of};
 /// The origin OpenConfig paths carry.
 pub const ORIGIN: &str = "openconfig";
 
-const MODULES: [&str; 2] = ["openconfig-interfaces", "openconfig-if-ethernet"];
+/// The modules of the served leaves, each with the `openconfig-version` of the release
+/// they are served as (Capabilities says it): openconfig-interfaces 3.8.0 (revision
+/// 2024-12-05) and openconfig-if-ethernet 2.16.0 (2025-11-20), the revisions Google's
+/// oc-config-validate 2.10.0 checks against. The leaves served are unchanged in them.
+pub const MODULES: [(&str, &str); 2] = [
+    ("openconfig-interfaces", "3.8.0"),
+    ("openconfig-if-ethernet", "2.16.0"),
+];
 
 /// Why a path is refused, in words that say what would be accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -184,7 +191,7 @@ pub fn is_openconfig(prefix: Option<&gnmi::Path>, path: Option<&gnmi::Path>) -> 
 
 fn unqualified(name: &str) -> &str {
     match name.split_once(':') {
-        Some((module, rest)) if MODULES.contains(&module) => rest,
+        Some((module, rest)) if MODULES.iter().any(|(name, _)| *name == module) => rest,
         _ => name,
     }
 }
@@ -259,6 +266,19 @@ pub fn modules() -> Vec<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_model_served_says_its_version() {
+        let models = crate::server::models();
+        assert_eq!(models.len(), 2);
+        for model in models {
+            let (major, rest) = model.version.split_once('.').unwrap_or_default();
+            assert!(
+                major.parse::<u32>().is_ok() && rest.split('.').count() == 2,
+                "{model:?}"
+            );
+        }
+    }
+
     use super::*;
 
     fn path(origin: &str, text: &str) -> gnmi::Path {

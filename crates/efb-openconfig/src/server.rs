@@ -42,15 +42,18 @@ pub fn now_ns() -> i64 {
         .unwrap_or_default()
 }
 
-/// The models served, for Capabilities. No version is claimed: the leaves served are a
-/// subset whose names and types have not changed across the models' versions.
+/// The models served, for Capabilities, with their organization and version.
 pub fn models() -> Vec<ModelData> {
     modules()
         .into_iter()
         .map(|name| ModelData {
             name: name.into(),
             organization: "OpenConfig working group".into(),
-            version: String::new(),
+            version: crate::query::MODULES
+                .iter()
+                .find(|(module, _)| *module == name)
+                .map(|(_, version)| version.to_string())
+                .unwrap_or_default(),
         })
         .collect()
 }

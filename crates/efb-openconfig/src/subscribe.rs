@@ -126,6 +126,7 @@ fn subs(list: &SubscriptionList, mode: subscription_list::Mode) -> Result<Vec<Su
             out.push(sub(Trigger::OnEvent, None));
             continue;
         }
+        interval_only_for_sample(s)?;
         match SubscriptionMode::try_from(s.mode) {
             Ok(SubscriptionMode::OnChange | SubscriptionMode::TargetDefined) => {
                 if query.covers_events() {
@@ -154,6 +155,21 @@ fn subs(list: &SubscriptionList, mode: subscription_list::Mode) -> Result<Vec<Su
         }
     }
     Ok(out)
+}
+
+/// A `sample_interval` belongs to SAMPLE: with ON_CHANGE or TARGET_DEFINED (where the
+/// target chooses) it asks for something the mode does not do, so it is refused rather
+/// than silently ignored, as the gNMI specification recommends. (Shared by efbd's gNMI.)
+pub fn interval_only_for_sample(s: &Subscription) -> Result<(), Status> {
+    let mode = SubscriptionMode::try_from(s.mode);
+    if s.sample_interval == 0 || mode == Ok(SubscriptionMode::Sample) || mode.is_err() {
+        return Ok(());
+    }
+    Err(Status::invalid_argument(format!(
+        "sample_interval {} ns is for SAMPLE subscriptions, not {}: leave it 0, or use SAMPLE",
+        s.sample_interval,
+        mode.map_or("this mode", |m| m.as_str_name())
+    )))
 }
 
 fn sample_interval(ns: u64) -> Result<Duration, Status> {

@@ -118,7 +118,7 @@ fn unknown_origins_modules_and_elements_are_refused_with_the_right_kind() {
     .unwrap_err();
     assert_eq!(
         err,
-        PathError::Invalid(
+        PathError::NotInSchema(
             "the model has no element \"prot\" under /ecofilter-balancer:ports; \
              did you mean \"port\"? (expected one of: port)"
                 .into()
@@ -131,7 +131,7 @@ fn unknown_origins_modules_and_elements_are_refused_with_the_right_kind() {
     )
     .unwrap_err();
     assert!(
-        matches!(&err, PathError::Invalid(m) if m.contains("did you mean \"mtu\"?")),
+        matches!(&err, PathError::NotInSchema(m) if m.contains("did you mean \"mtu\"?")),
         "{err:?}"
     );
     assert_eq!(distance("prot", "port"), 2);
