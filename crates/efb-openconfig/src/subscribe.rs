@@ -4,7 +4,8 @@
 //! carrier-transitions) are sent when [`Source::events`] ticks and they differ from what
 //! was last sent. Counters change with every frame: under ON_CHANGE and TARGET_DEFINED
 //! they are sampled every [`COUNTERS_EVERY`] and sent when they changed; SAMPLE sends
-//! them at the interval asked (at least [`LEAST_SAMPLE`]). Each subscription runs in a
+//! them at the interval asked (at least [`LEAST_SAMPLE`]), on multiples of it from the
+//! subscription's arrival (the first dump is the sample at 0), as efbd's own gNMI does. Each subscription runs in a
 //! task of its own until the client goes.
 
 use std::collections::BTreeMap;
@@ -84,6 +85,7 @@ where
         wire,
         out,
         updates_only: list.updates_only,
+        started: tokio::time::Instant::now(),
     };
     tokio::spawn(async move {
         match mode {
@@ -190,6 +192,9 @@ struct Session {
     wire: Wire,
     out: Out,
     updates_only: bool,
+    /// When the subscription came: samples and heartbeats fall on multiples of their
+    /// interval from here, the first dump being the sample at 0, however long it took.
+    started: tokio::time::Instant,
 }
 
 /// The client went, or the source failed (then the client was told).
@@ -332,10 +337,10 @@ impl Session {
         let mut events = self.source.events();
         events.mark_unchanged();
         let mut sample = match sub.trigger {
-            Trigger::Sample { every, .. } => Some(timer(every)),
+            Trigger::Sample { every, .. } => Some(timer(self.started, every)),
             Trigger::OnEvent => None,
         };
-        let mut heartbeat = sub.heartbeat.map(timer);
+        let mut heartbeat = sub.heartbeat.map(|every| timer(self.started, every));
         loop {
             let resend_all = tokio::select! {
                 changed = events.changed(), if sub.trigger == Trigger::OnEvent => {
@@ -359,8 +364,8 @@ impl Session {
     }
 }
 
-fn timer(every: Duration) -> Interval {
-    let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+fn timer(started: tokio::time::Instant, every: Duration) -> Interval {
+    let mut timer = tokio::time::interval_at(started + every, every);
     timer.set_missed_tick_behavior(MissedTickBehavior::Skip);
     timer
 }
@@ -371,5 +376,98 @@ async fn tick(timer: &mut Option<Interval>) {
             t.tick().await;
         }
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::interface::{Counters, Interface};
+    use tokio::sync::watch;
+
+    /// One interface, read in `read_takes` (a chip read that is slow).
+    struct Slow {
+        read_takes: Duration,
+        events: watch::Sender<u64>,
+    }
+
+    #[tonic::async_trait]
+    impl Source for Slow {
+        async fn interfaces(&self) -> Result<Vec<Interface>, Status> {
+            tokio::time::sleep(self.read_takes).await;
+            Ok(vec![Interface {
+                name: "p1".into(),
+                description: None,
+                enabled: true,
+                oper_up: true,
+                last_change_ns: 0,
+                ifindex: Some(1),
+                mtu: None,
+                speed_gbps: Some(100),
+                counters: Counters::default(),
+            }])
+        }
+
+        fn events(&self) -> watch::Receiver<u64> {
+            self.events.subscribe()
+        }
+
+        async fn set_enabled(&self, _: &[(String, bool)]) -> Result<(), Status> {
+            Ok(())
+        }
+    }
+
+    fn sample_request(every: Duration) -> SubscribeRequest {
+        let path = crate::query::leaf_path("", "p1", &["state", "counters"]);
+        SubscribeRequest {
+            request: Some(subscribe_request::Request::Subscribe(SubscriptionList {
+                subscription: vec![Subscription {
+                    path: Some(Path {
+                        elem: path.elem[..path.elem.len() - 1].to_vec(),
+                        ..path
+                    }),
+                    mode: SubscriptionMode::Sample as i32,
+                    sample_interval: every.as_nanos() as u64,
+                    ..Subscription::default()
+                }],
+                mode: subscription_list::Mode::Stream as i32,
+                encoding: gnmi_proto::gnmi::Encoding::JsonIetf as i32,
+                ..SubscriptionList::default()
+            })),
+            ..SubscribeRequest::default()
+        }
+    }
+
+    /// Samples fall on multiples of the interval from the subscription's arrival, whatever
+    /// the first dump took: with reads of 300 ms, the sample at 1 s arrives at 1.3 s, not
+    /// at 1.6 s (a grid restarted after the dump), so that k samples come within k
+    /// intervals of the request as clients that count them expect.
+    #[tokio::test(start_paused = true)]
+    async fn samples_keep_the_grid_of_the_subscription_not_of_the_first_dump() {
+        let (events, _) = watch::channel(0);
+        let source = Arc::new(Slow {
+            read_takes: Duration::from_millis(300),
+            events,
+        });
+        let started = tokio::time::Instant::now();
+        let every = Duration::from_secs(1);
+        let mut responses = start(source, sample_request(every), futures::stream::pending())
+            .expect("a SAMPLE subscription");
+        let mut updates = Vec::new();
+        while updates.len() < 4 {
+            let response = responses.next().await.unwrap().unwrap();
+            if let Some(subscribe_response::Response::Update(_)) = response.response {
+                updates.push(started.elapsed());
+            }
+        }
+        for (k, at) in updates.iter().enumerate() {
+            let due = every * k as u32 + Duration::from_millis(300);
+            assert!(
+                at.abs_diff(due) < Duration::from_millis(50),
+                "update {k} at {at:?}, due at {due:?}: {updates:?}"
+            );
+        }
     }
 }
