@@ -3,9 +3,11 @@
 //! `load` reads it (efb_yang::input).
 //!
 //! Exit status: 0 success (for `validate`: no errors; for `hash-compare`: every balancer
-//! read and all agree), 1 the configuration is not valid or the question cannot be answered
-//! (for `hash-compare`: a difference, or a balancer that could not be read), 2 the command
-//! itself is wrong (usage, unreadable file).
+//! read and all agree; for `diff`: the same configuration), 1 the configuration is not
+//! valid or the question cannot be answered (for `hash-compare`: a difference, or a
+//! balancer that could not be read; for `diff`: the files differ), 2 the command itself is
+//! wrong (usage, unreadable file; for `diff`, as diff(1), also a file that is not a
+//! configuration).
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -76,7 +78,8 @@ enum Command {
         #[arg(long = "down", value_name = "PAIR")]
         down: Vec<String>,
     },
-    /// Print what changes from OLD to NEW as `set` / `delete` lines.
+    /// Print what changes from OLD to NEW as `set` / `delete` lines. Exit status as
+    /// diff(1): 0 the same, 1 different, 2 trouble.
     Diff { old: PathBuf, new: PathBuf },
     /// Compare the balancing configuration of crossed balancers (running ones over gNMI,
     /// saved files, mixed): their balancing-config-hash, and exactly what differs.
@@ -192,17 +195,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Diff { old, new } => {
             let before = read_tree(&schema, &old, &limit)?;
             let after = read_tree(&schema, &new, &limit)?;
-            match (before, after) {
-                (Some(before), Some(after)) => {
-                    for line in
-                        setlines::render_changes(&schema, &diff::diff(&schema, &before, &after))
-                    {
-                        efb_text_table::print_line(&line);
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                _ => Ok(ExitCode::from(1)),
+            // As diff(1) answers, so that scripts can ask `if efb-config diff A B`: 0 the
+            // same, 1 different, 2 trouble (a file that is not a configuration).
+            let (Some(before), Some(after)) = (before, after) else {
+                return Ok(ExitCode::from(2));
+            };
+            let lines = setlines::render_changes(&schema, &diff::diff(&schema, &before, &after));
+            for line in &lines {
+                efb_text_table::print_line(line);
             }
+            Ok(ExitCode::from(u8::from(!lines.is_empty())))
         }
     }
 }

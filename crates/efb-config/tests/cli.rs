@@ -278,16 +278,21 @@ fn diff_prints_set_and_delete_lines() {
         flows.retain(|f| f["name"] != "multicast-v6");
         flows[0]["priority"] = 450.into();
     });
-    let (code, out, _) = run(&[
-        "diff",
-        example("one-filter-site.json").to_str().unwrap(),
-        &changed,
-    ]);
-    assert_eq!(code, 0);
+    let original = example("one-filter-site.json");
+    let (code, out, _) = run(&["diff", original.to_str().unwrap(), &changed]);
+    assert_eq!(code, 1, "different files: 1, as diff(1)");
     assert_eq!(
         out,
         "delete ecofilter-balancer flow multicast-v6\nset ecofilter-balancer flow service-vlan priority 450\n"
     );
+    let same = dir.path().join("same.json");
+    std::fs::copy(&original, &same).unwrap();
+    let (code, out, _) = run(&["diff", original.to_str().unwrap(), same.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (0, ""), "the same: 0 and nothing");
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{").unwrap();
+    let (code, _, err) = run(&["diff", original.to_str().unwrap(), broken.to_str().unwrap()]);
+    assert_eq!(code, 2, "trouble: 2, as diff(1): {err}");
 }
 
 #[test]
