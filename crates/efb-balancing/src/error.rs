@@ -14,4 +14,7 @@ pub enum BalancingError {
     /// Validation refuses this, so meeting it means the configuration was not validated.
     #[error("ecofilter unit {unit} uses liveness profile {profile}, which is not configured")]
     UnknownProfile { unit: String, profile: String },
+    /// A session said to come in on a link the configuration does not have.
+    #[error("link {link}: no such link; links are: {}", known.join(", "))]
+    UnknownLink { link: String, known: Vec<String> },
 }

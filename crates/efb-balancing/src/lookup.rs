@@ -67,6 +67,14 @@ pub fn lookup_session(
     session: &Session,
     live: &LiveState,
 ) -> Result<Lookup, BalancingError> {
+    if let Some(link) = &session.link
+        && !config.links.contains_key(link)
+    {
+        return Err(BalancingError::UnknownLink {
+            link: link.clone(),
+            known: config.links.keys().cloned().collect(),
+        });
+    }
     let hash = session_hash(config.balancing_method, session)?;
     let Some(flow) = select_flow(config.flows.values(), session) else {
         let reason = "no flow matches: bypass by default".to_string();

@@ -254,6 +254,15 @@ fn lookup_refuses_what_cannot_be_answered() {
         err.contains("--down nope: no such pair; pairs are: ef1/f1-te1-te2"),
         "{err}"
     );
+    // A link the file does not have, refused as the shell refuses it (was answered).
+    let (code, out, err) = run(&[
+        "lookup", file, "--src", "10.1.2.3", "--dst", "10.1.2.4", "--proto", "6", "--link", "l9",
+    ]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(
+        err.contains("link l9: no such link; links are: l1, l2"),
+        "{err}"
+    );
     let (code, _, err) = run(&[
         "lookup",
         file,

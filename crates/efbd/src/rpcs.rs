@@ -1,14 +1,14 @@
 //! The model's operations (YANG `rpc`s): their input checked against the schema, the
 //! owner's method that does the work, the answer shaped as the model's output.
 
-use efb_balancing::{BypassMode, Session};
+use efb_balancing::{BalancingError, BypassMode, Session};
 use efb_yang::Problem;
 use efb_yang::rpc::{self, Input};
 use tonic::{Code, Status};
 
 use crate::errors;
 use crate::owner::OwnerState;
-use crate::owner::live::{BypassError, LookupError};
+use crate::owner::live::BypassError;
 
 const SET_BYPASS: &str = "set-bypass-ecofilter-unit";
 pub const LOOKUP_SESSION: &str = "lookup-session";
@@ -83,8 +83,8 @@ fn lookup_session(state: &OwnerState, params: &Input) -> Result<serde_json::Valu
         link: text(params, "link").map(str::to_string),
     };
     let route = state.lookup(&session).map_err(|e| match e {
-        LookupError::NoSuchLink { .. } => Status::not_found(e.to_string()),
-        LookupError::Balancing(_) => Status::invalid_argument(e.to_string()),
+        BalancingError::UnknownLink { .. } => Status::not_found(e.to_string()),
+        _ => Status::invalid_argument(e.to_string()),
     })?;
     let mut output =
         serde_json::to_value(&route.lookup).map_err(|e| Status::internal(e.to_string()))?;

@@ -25,15 +25,6 @@ pub enum BypassError {
     Chip(#[from] ChipError),
 }
 
-/// Why a session could not be looked up.
-#[derive(Debug, thiserror::Error)]
-pub enum LookupError {
-    #[error("link {link}: no such link; links are: {}", known.join(", "))]
-    NoSuchLink { link: String, known: Vec<String> },
-    #[error(transparent)]
-    Balancing(#[from] BalancingError),
-}
-
 /// Where a session goes, and the status keep-alives found for its pair (none for a pair
 /// that is not probed).
 #[derive(Clone, Debug)]
@@ -93,16 +84,8 @@ impl OwnerState {
 
     /// Where the chip sends `session`, from the configuration and liveness it was
     /// programmed from.
-    pub fn lookup(&self, session: &Session) -> Result<SessionRoute, LookupError> {
+    pub fn lookup(&self, session: &Session) -> Result<SessionRoute, BalancingError> {
         let config = self.running_config();
-        if let Some(link) = &session.link
-            && !config.links.contains_key(link)
-        {
-            return Err(LookupError::NoSuchLink {
-                link: link.clone(),
-                known: config.links.keys().cloned().collect(),
-            });
-        }
         let lookup = efb_balancing::lookup_session(&config, session, &self.live)?;
         // A pair of a unit without a liveness profile is not probed: its status is not known.
         let pair_status = match (&lookup.unit, &lookup.pair) {
