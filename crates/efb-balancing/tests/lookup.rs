@@ -106,7 +106,18 @@ fn links_scope_flows() {
     let mut only_l1 = flow("only-l1", 10, FlowMatch::default(), Action::Drop);
     only_l1.links = vec!["l1".to_string(), "l3".to_string()];
     let everywhere = flow("everywhere", 1, FlowMatch::default(), Action::Bypass);
-    let c = config(vec![], vec![only_l1.clone(), everywhere.clone()]);
+    let mut c = config(vec![], vec![only_l1.clone(), everywhere.clone()]);
+    for name in ["l1", "l2", "l3"] {
+        c.links.insert(
+            name.into(),
+            efb_model::Link {
+                name: name.into(),
+                lan_port: format!("{name}-lan"),
+                wan_port: format!("{name}-wan"),
+                description: None,
+            },
+        );
+    }
     let mut s = session("10.0.0.1", "10.0.0.2", 6, 1, 2);
     for (link, expected) in [
         (Some("l1"), "only-l1"),
@@ -118,6 +129,13 @@ fn links_scope_flows() {
         assert_eq!(look(&c, &s).flow.as_deref(), Some(expected), "{link:?}");
         assert!(flow_matches(&everywhere, &s));
     }
+    // A link the configuration does not have is refused, naming those it has.
+    s.link = Some("l9".into());
+    let refused = lookup_session(&c, &s, &LiveState::all_up()).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "link l9: no such link; links are: l1, l2, l3"
+    );
     // With no link named and only link-scoped flows, nothing matches.
     let c = config(vec![], vec![only_l1]);
     s.link = None;
