@@ -486,8 +486,8 @@ fn schedule_fit(stamps: &[i64], interval: Duration) -> (f64, f64, i64) {
     (drift, jitter, last - (stamps.len() as i64 - 1))
 }
 
-/// The README's gNMI examples, run as a reader runs them from the checkout: every `sh` block
-/// that calls pygnmicli, with the tool at `.venv/bin/`, efbd on `localhost:9339` with the
+/// The README's and the book's (docs/) gNMI examples, run as a reader runs them from the
+/// checkout: every `sh` block that calls pygnmicli, with the tool at `.venv/bin/`, efbd on `localhost:9339` with the
 /// demo users, the example site and the software chip, its certificate at
 /// `datastore/gnmi-cert.pem`. A block
 /// that ends in a subscription is stopped after a few seconds, once it has printed.
@@ -536,7 +536,19 @@ fn readme_gnmi_examples_run_as_written() {
     let _efbd = Stopped(efbd);
     let serving = lines.find(|l| l.as_ref().is_ok_and(|l| l.contains("gNMI on")));
     assert!(serving.is_some(), "efbd says where gNMI listens");
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let mut pages = vec![repo().join("README.md")];
+    let mut book: Vec<_> = std::fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    book.sort();
+    pages.extend(book);
+    let readme = pages
+        .iter()
+        .map(|page| std::fs::read_to_string(page).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n");
     let blocks: Vec<&str> = readme
         .split("```sh\n")
         .skip(1)

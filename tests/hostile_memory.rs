@@ -2,7 +2,7 @@
 //! from a process of its own (efb-attack), against a real efbd with the example site
 //! configured and gNMI over TLS. After each, efbd is alive, answers an admin's shell within
 //! a second, and its peak resident memory (VmHWM, reset before each attack) stays under
-//! 256 MiB, the budget README's security section documents. The peaks are printed
+//! 256 MiB, the budget docs/security.md documents. The peaks are printed
 //! (`cargo test -p efb-tests --test hostile_memory -- --nocapture`).
 //!
 //! - Nobody logged in: server reflection and gNMI calls left half-sent on many streams.

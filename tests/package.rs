@@ -517,6 +517,7 @@ fn the_packages_hold_the_binaries_units_settings_and_yang_module() {
         "./usr/share/man/man1/efb-config.1.gz",
         "./usr/share/yang/modules/efb/ecofilter-balancer.yang",
         "./usr/share/doc/efb/README.md",
+        "./usr/share/doc/efb/docs/security.md",
     ] {
         assert!(
             listing

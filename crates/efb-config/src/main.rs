@@ -95,7 +95,7 @@ comes from --password-file, --password-env, or the environment variable EFB_GNMI
 gNMI is TLS unless --plaintext: the server's certificate must chain to --ca-file (efbd's
 self-signed one is gnmi-cert.pem in its datastore; certificates may be concatenated);
 there is no option to skip the check. An inventory (TOML) names balancers with their own
-settings; see README.md, \"Crossed balancers\".
+settings; see docs/crossed-balancers.md.
 
 Exit status: 0 every balancer was read and all agree; 1 a difference, or a balancer could
 not be read (the others are still compared); 2 the command is wrong.")]
