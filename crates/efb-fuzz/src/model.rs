@@ -12,7 +12,7 @@ use crate::schema;
 /// Text a value of type `t` may be written as: mostly values of the type, some not.
 fn candidate(t: &TypeInfo) -> BoxedStrategy<String> {
     match t.base {
-        b if is_integer(b) || b == BaseType::Decimal64 => {
+        b if b.is_integer() || b == BaseType::Decimal64 => {
             let mut edges: Vec<i128> = vec![0, 1, 2, 7, 64, 100, 255, 1500, 9000, 65535];
             for n in numbers_in(t.range.as_deref().unwrap_or_default()) {
                 edges.extend([n - 1, n, n + 1]);
@@ -75,20 +75,6 @@ fn candidate(t: &TypeInfo) -> BoxedStrategy<String> {
             _ => free_text().boxed(),
         },
     }
-}
-
-fn is_integer(b: BaseType) -> bool {
-    matches!(
-        b,
-        BaseType::Int8
-            | BaseType::Int16
-            | BaseType::Int32
-            | BaseType::Int64
-            | BaseType::Uint8
-            | BaseType::Uint16
-            | BaseType::Uint32
-            | BaseType::Uint64
-    )
 }
 
 /// The integers a YANG range or length statement names (`1..32 | 40`: 1, 32, 40).

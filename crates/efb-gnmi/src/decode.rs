@@ -149,14 +149,7 @@ fn base(schema: &Schema, id: SchemaId) -> Option<&TypeInfo> {
 /// The scalar fields a type takes (a union: its members').
 fn fields(t: &TypeInfo, out: &mut Vec<&'static str>) {
     let add: &[&'static str] = match t.base {
-        BaseType::Int8
-        | BaseType::Int16
-        | BaseType::Int32
-        | BaseType::Int64
-        | BaseType::Uint8
-        | BaseType::Uint16
-        | BaseType::Uint32
-        | BaseType::Uint64 => &["int_val", "uint_val"],
+        b if b.is_integer() => &["int_val", "uint_val"],
         BaseType::Decimal64 => &["double_val", "int_val", "uint_val"],
         BaseType::Bool => &["bool_val"],
         BaseType::Empty => &["bool_val"],
