@@ -3,7 +3,8 @@
 #   the real clients' virtualenv.
 # - .venv/: a Python virtualenv with the real clients pyang and pygnmi (gNMI, with gnmi-pb,
 #   grpcio-tools for the proto check and grpcio-reflection to read efbd's server
-#   reflection); .venv-p4/: p4runtime-shell, in a virtualenv of its own because it needs
+#   reflection) and Google's oc-config-validate (OpenConfig checked against its pyangbind
+#   bindings, tests/openconfig.rs); .venv-p4/: p4runtime-shell, in a virtualenv of its own because it needs
 #   protobuf 3, which gnmi-pb cannot use.
 # - Debian packaging (packaging/deb.sh, tests/package.rs): cargo-deb, from crates.io, pinned
 #   as the Python clients are; dpkg-dev for its dpkg-shlibdeps (the packages' Depends);
@@ -15,7 +16,7 @@
 
 EFB_DEBIAN_PACKAGES="cmake libpcre2-dev pkg-config python3-venv dpkg-dev systemd prometheus curl libyang2-tools"
 EFB_CARGO_DEB_VERSION="3.8.0"
-EFB_PYTHON_PACKAGES="pyang==2.7.1 pygnmi==0.8.15 gnmi-pb==0.11.0.1 grpcio==1.85.1 grpcio-tools==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2"
+EFB_PYTHON_PACKAGES="pyang==2.7.1 pygnmi==0.8.15 gnmi-pb==0.11.0.1 grpcio==1.85.1 grpcio-tools==1.85.1 grpcio-reflection==1.85.1 protobuf==7.36.2 oc-config-validate==2.10.0.post1 pyangbind==0.8.7 PyYAML==6.0.4 retry==0.9.2"
 EFB_P4_PYTHON_PACKAGES="p4runtime-shell==0.0.6 p4runtime==1.4.1 protobuf==3.20.3 grpcio==1.85.3"
 
 efb_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

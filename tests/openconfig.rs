@@ -123,3 +123,83 @@ fn efbd_hears_port_state_over_gnmi_and_serves_the_ports_as_openconfig() {
     );
     assert!(daemon.stop());
 }
+
+/// Runs Google's oc-config-validate with a test file of `tests/oc-config-validate/` against
+/// `gnmi`, pulling and putting back the chip's cable of `flapped` every second while it runs
+/// (its ON_CHANGE case watches that port), and fails naming every case it did not pass.
+fn oc_config_validate(file: &str, gnmi: &str, target: &Target, flapped: &str, extra: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.json");
+    let mut tool = Command::new(venv_tool("python"))
+        .args(["-m", "oc_config_validate", "--target", gnmi, "--tests_file"])
+        .arg(repo().join("tests/oc-config-validate").join(file))
+        .arg("--results_file")
+        .arg(&results)
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oc-config-validate starts");
+    let mut chip = Chip::connect(target);
+    let mut up = true;
+    while tool.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_secs(1));
+        up = !up;
+        let request = pb::SetPortStateRequest {
+            port: port(flapped),
+            up,
+        };
+        chip.rt
+            .block_on(chip.control.set_port_state(request))
+            .unwrap();
+    }
+    let out = tool.wait_with_output().unwrap();
+    let text = std::fs::read_to_string(&results).unwrap_or_default();
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "{file}: no results ({e}):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let mut failed = Vec::new();
+    for test in report["results"].as_array().into_iter().flatten() {
+        let name = test["test_name"].as_str().unwrap_or_default();
+        for case in test["results"].as_array().into_iter().flatten() {
+            println!("{file}: {} {name}", case["result"].as_str().unwrap_or("?"));
+            if case["result"] != "PASS" {
+                failed.push(format!("{name}: {}", case["log"].as_str().unwrap_or("")));
+            }
+        }
+    }
+    assert!(
+        report["tests_total"].as_u64().unwrap_or(0) >= 10 && failed.is_empty(),
+        "{file}: oc-config-validate failed:\n{}",
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn oc_config_validate_passes_every_case_on_the_chips_gnmi() {
+    let target = Target::start(&[]);
+    oc_config_validate("chip.yaml", &target.address, &target, "p1-1", &["--no_tls"]);
+}
+
+#[test]
+fn oc_config_validate_passes_every_case_on_efbds_gnmi_with_tls_and_a_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::start(&[]);
+    let daemon = daemon_with_demo_users(dir.path(), &target, &[]);
+    configure(&daemon, "");
+    let cert = daemon
+        .gnmi_cert
+        .clone()
+        .expect("efbd printed its certificate");
+    oc_config_validate(
+        "efbd.yaml",
+        daemon.gnmi.as_deref().unwrap(),
+        &target,
+        "p3",
+        &["--root_ca_cert", cert.to_str().unwrap()],
+    );
+    assert!(daemon.stop());
+}

@@ -23,14 +23,30 @@ def check(condition, what, detail=""):
     print(f"ok   {what}", flush=True)
 
 
+def flatten(path, value, out):
+    """A subtree's leaves under their paths, module prefixes dropped from member names."""
+    if isinstance(value, dict):
+        for member, v in value.items():
+            flatten(f"{path}/{member.split(':')[-1]}", v, out)
+    else:
+        out[path] = value
+
+
 def values(reply):
-    """{path: value} of a Get reply or a subscription message."""
+    """{path: value} of a Get reply or a subscription message, objects read leaf by leaf."""
     out = {}
     notifications = reply.get("notification") or [reply.get("update", {})]
     for n in notifications:
         for u in n.get("update", []):
-            out[u["path"]] = u.get("val")
+            flatten(u["path"], u.get("val"), out)
     return out
+
+
+def one_object(reply, member):
+    """The reply is one update holding an object whose top members carry their module."""
+    updates = [u for n in reply.get("notification", []) for u in n.get("update", [])]
+    return (len(updates) == 1 and isinstance(updates[0].get("val"), dict)
+            and member in updates[0]["val"])
 
 
 def leaf(reply, suffix):
@@ -68,6 +84,8 @@ def chip():
               "capabilities: the OpenConfig interfaces models with their openconfig-version", caps)
 
         got = gc.get(path=[f"{iface}/state"], encoding="json_ietf")
+        check(one_object(got, "openconfig-interfaces:oper-status"),
+              "get: a container is one RFC 7951 object, module-qualified at the top", got)
         check(leaf(got, "state/oper-status") == "UP", "get: p1-0 is up", got)
         check(leaf(got, "state/ifindex") == 132, "get: ifindex is the device port (132)", got)
         check(int(leaf(got, "counters/in-pkts")) >= 0, "get: counters as RFC 7951 strings", got)
@@ -97,9 +115,10 @@ def chip():
         check(leaf(got, "admin-status") == "DOWN" and leaf(got, "oper-status") == "DOWN",
               "set config/enabled false: admin- and oper-status DOWN", got)
         check(leaf(got, "carrier-transitions") == "1", "carrier-transitions counted", got)
-        gc.set(update=[("/interfaces/interface[name=p1-1]/config/enabled", True)], encoding="json_ietf")
+        gc.set(update=[("/interfaces/interface[name=p1-1]/config",
+                        {"openconfig-interfaces:enabled": True})], encoding="json_ietf")
         got = gc.get(path=[watched], encoding="json_ietf")
-        check(leaf(got, "oper-status") == "UP", "set config/enabled true: up again", got)
+        check(leaf(got, "oper-status") == "UP", "set of config as an object: up again", got)
 
         sample = {"subscription": [{"path": f"{iface}/state/counters/out-pkts", "mode": "sample",
                                     "sample_interval": 200_000_000}],
@@ -132,6 +151,8 @@ def box():
 
         port = f"openconfig:interfaces/interface[name={ARGS.port}]"
         got = gc.get(path=[f"{port}/state"], encoding="json_ietf")
+        check(one_object(got, "openconfig-interfaces:counters"),
+              "get: a container is one RFC 7951 object, module-qualified at the top", got)
         check(leaf(got, "state/oper-status") == "UP", f"get: {ARGS.port} up", got)
         check(int(leaf(got, "counters/in-pkts")) >= 10, f"get: {ARGS.port} counted the frames sent in", got)
         got = gc.get(path=[f"{port}/ethernet/state/port-speed"], encoding="json_ietf")

@@ -51,14 +51,26 @@ pub fn encode(value: &Value, wire: Wire) -> TypedValue {
         (Wire::Proto, Value::Uint(n)) => Typed::UintVal(*n),
         (Wire::Proto, Value::Number(n)) => Typed::UintVal((*n).into()),
         (Wire::Proto, Value::Bool(b)) => Typed::BoolVal(*b),
-        (Wire::Json, v) => Typed::JsonVal(json(v, false).into_bytes()),
-        (Wire::JsonIetf, v) => Typed::JsonIetfVal(json(v, true).into_bytes()),
+        (Wire::Json | Wire::JsonIetf, v) => return encode_json(&json(v, wire), wire),
     };
     TypedValue { value: Some(typed) }
 }
 
-fn json(value: &Value, ietf: bool) -> String {
-    let v = match value {
+/// A JSON value (a leaf's or a subtree's) as the TypedValue of `wire` (JSON or JSON_IETF).
+pub fn encode_json(value: &serde_json::Value, wire: Wire) -> TypedValue {
+    let bytes = value.to_string().into_bytes();
+    let typed = match wire {
+        Wire::JsonIetf => Typed::JsonIetfVal(bytes),
+        Wire::Json | Wire::Proto => Typed::JsonVal(bytes),
+    };
+    TypedValue { value: Some(typed) }
+}
+
+/// A leaf's JSON value: RFC 7951 for JSON_IETF (64-bit numbers as strings, identities
+/// module-qualified).
+pub fn json(value: &Value, wire: Wire) -> serde_json::Value {
+    let ietf = wire == Wire::JsonIetf;
+    match value {
         Value::Text(t) => serde_json::Value::from(t.as_str()),
         Value::Enum(t) => serde_json::Value::from(*t),
         Value::Identity(module, name) if ietf => format!("{module}:{name}").into(),
@@ -67,8 +79,7 @@ fn json(value: &Value, ietf: bool) -> String {
         Value::Uint(n) => (*n).into(),
         Value::Number(n) => (*n).into(),
         Value::Bool(b) => (*b).into(),
-    };
-    v.to_string()
+    }
 }
 
 /// A value a client sent or a server replied, as a leaf value: typed scalars as they are,

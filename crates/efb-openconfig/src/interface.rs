@@ -149,7 +149,8 @@ fn up_down(up: bool) -> Value {
     Value::Enum(if up { "UP" } else { "DOWN" })
 }
 
-fn speed_identity(gbps: u32) -> Option<Value> {
+/// The identity of a speed in Gbit/s, for the speeds the board's ports run at.
+pub fn speed_identity(gbps: u32) -> Option<Value> {
     let name = match gbps {
         10 => "SPEED_10GB",
         25 => "SPEED_25GB",
@@ -161,7 +162,8 @@ fn speed_identity(gbps: u32) -> Option<Value> {
     Some(Value::Identity("openconfig-if-ethernet", name))
 }
 
-fn speed_of(value: &Value) -> Option<u32> {
+/// The speed an identity (`SPEED_25GB`, module-qualified or not) names, in Gbit/s.
+pub fn speed_of(value: &Value) -> Option<u32> {
     let name = match value {
         Value::Identity(_, name) | Value::Enum(name) => *name,
         Value::Text(text) => text.rsplit(':').next().unwrap_or(text),

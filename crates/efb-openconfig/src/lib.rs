@@ -6,7 +6,8 @@
 //!
 //! - [`interface`]: an interface and the one table of the leaves served.
 //! - [`query`]: gNMI paths against those leaves.
-//! - [`encode`]: values in PROTO, JSON and JSON_IETF.
+//! - [`encode`]: values in PROTO, JSON and JSON_IETF; [`object`]: a subtree as one RFC 7951
+//!   object.
 //! - [`server`] / [`subscribe`]: the answers, from any [`Source`] of interfaces;
 //!   [`service`]: the whole gNMI service (efb-target serves it; efbd routes its
 //!   `openconfig` origin to the same answers).
@@ -15,6 +16,7 @@
 pub mod client;
 pub mod encode;
 pub mod interface;
+pub mod object;
 pub mod query;
 pub mod server;
 pub mod service;
@@ -22,5 +24,5 @@ pub mod subscribe;
 
 pub use interface::{Counter, Counters, Interface};
 pub use query::{ORIGIN, is_openconfig};
-pub use server::Source;
+pub use server::{Change, Setting, Source};
 pub use service::InterfacesService;

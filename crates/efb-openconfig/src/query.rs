@@ -48,9 +48,38 @@ pub struct Query {
     /// The interface's name, or None for every interface.
     pub name: Option<String>,
     /// The elements below `interface[name]` (after `interfaces`, `interface`), `*` and `...`
-    /// kept as wildcards. None when the path stops at `/interfaces` or `interface`.
+    /// kept as wildcards; empty when the path stops at `interface`.
     below: Vec<String>,
+    level: Level,
     text: String,
+}
+
+/// Where a path stops in the tree, which decides how a JSON reply nests its values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    /// `/`: the whole tree.
+    Root,
+    /// `/interfaces`.
+    Interfaces,
+    /// `interface[name=N]` or a node below it.
+    Interface,
+    /// `...` before the interface: any leaf anywhere.
+    Anywhere,
+}
+
+/// The node a path names when it names one node per interface (no wildcard below the
+/// interface), which a JSON reply answers as one object.
+#[derive(Clone, Copy)]
+pub enum Node<'a> {
+    /// `/`: `{"openconfig-interfaces:interfaces": {"interface": [...]}}`.
+    Root,
+    /// `/interfaces`: `{"openconfig-interfaces:interface": [...]}`.
+    Interfaces,
+    /// A container or list entry at these elements below `interface[name=N]` (none: the
+    /// entry itself), one object per interface.
+    Container(&'a [String]),
+    /// A single leaf of each interface.
+    Leaf(&'static Leaf),
 }
 
 impl Query {
@@ -67,11 +96,12 @@ impl Query {
             .collect();
         let text = display(&elems);
         let names: Vec<&str> = elems.iter().map(|e| unqualified(&e.name)).collect();
-        let (name, below) = split(&names, &elems, &text)?;
+        let (name, below, level) = split(&names, &elems, &text)?;
         let query = Query {
             origin,
             name,
             below,
+            level,
             text,
         };
         if !LEAVES.iter().any(|leaf| query.matches(leaf)) {
@@ -83,6 +113,46 @@ impl Query {
     /// The path as the client wrote it.
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// The one node the path names, or None when it has wildcards below the interface
+    /// (then it names leaves, each answered alone).
+    pub fn node(&self) -> Option<Node<'_>> {
+        match self.level {
+            Level::Root => Some(Node::Root),
+            Level::Interfaces => Some(Node::Interfaces),
+            Level::Anywhere => None,
+            Level::Interface if self.below.iter().any(|e| e == "*" || e == "...") => None,
+            Level::Interface => Some(
+                match LEAVES.iter().find(|l| l.path.iter().eq(self.below.iter())) {
+                    Some(leaf) => Node::Leaf(leaf),
+                    None => Node::Container(&self.below),
+                },
+            ),
+        }
+    }
+
+    /// The gNMI path of the node `below` of interface `name`, in the client's origin.
+    pub fn node_path(&self, name: &str, below: &[String]) -> gnmi::Path {
+        let below: Vec<&str> = below.iter().map(String::as_str).collect();
+        leaf_path(&self.origin, name, &below)
+    }
+
+    /// The gNMI path the client asked, wildcards and all, in the client's origin (what a
+    /// reply to `/` or `/interfaces` is answered under).
+    pub fn top_path(&self) -> gnmi::Path {
+        let elem = match self.level {
+            Level::Root => Vec::new(),
+            _ => vec![gnmi::PathElem {
+                name: "interfaces".into(),
+                key: Default::default(),
+            }],
+        };
+        gnmi::Path {
+            origin: self.origin.clone(),
+            elem,
+            ..gnmi::Path::default()
+        }
     }
 
     /// Whether the query covers `leaf` (of the interfaces it names).
@@ -196,28 +266,25 @@ fn unqualified(name: &str) -> &str {
     }
 }
 
-/// The interface name and the elements below `interface`.
+/// The interface name, the elements below `interface` and where the path stops.
 fn split(
     names: &[&str],
     elems: &[&gnmi::PathElem],
     text: &str,
-) -> Result<(Option<String>, Vec<String>), QueryError> {
+) -> Result<(Option<String>, Vec<String>, Level), QueryError> {
     let not_served = || QueryError::NotServed(text.to_string());
     match names {
-        [] | ["..."] => Ok((None, vec!["...".into()])),
-        ["interfaces"] => Ok((None, vec!["...".into()])),
+        [] => Ok((None, Vec::new(), Level::Root)),
+        ["..."] => Ok((None, Vec::new(), Level::Anywhere)),
+        ["interfaces"] => Ok((None, Vec::new(), Level::Interfaces)),
         ["interfaces", first, rest @ ..] if *first == "interface" || *first == "*" => {
             let elem = elems[1];
             if let Some(other) = elem.key.keys().find(|k| *k != "name") {
                 return Err(QueryError::Key(text.to_string(), other.clone()));
             }
             let name = elem.key.get("name").filter(|n| *n != "*").cloned();
-            let below = if rest.is_empty() {
-                vec!["...".into()]
-            } else {
-                rest.iter().map(|s| s.to_string()).collect()
-            };
-            Ok((name, below))
+            let below = rest.iter().map(|s| s.to_string()).collect();
+            Ok((name, below, Level::Interface))
         }
         ["interfaces", "...", ..] | ["...", ..] => Ok((
             None,
@@ -226,6 +293,7 @@ fn split(
                 .skip_while(|n| **n != "...")
                 .map(|s| s.to_string())
                 .collect(),
+            Level::Anywhere,
         )),
         _ => Err(not_served()),
     }

@@ -414,7 +414,7 @@ mod tests {
             self.events.subscribe()
         }
 
-        async fn set_enabled(&self, _: &[(String, bool)]) -> Result<(), Status> {
+        async fn set(&self, _: &[crate::Change]) -> Result<(), Status> {
             Ok(())
         }
     }

@@ -1,13 +1,13 @@
 //! The chip's ports as OpenConfig interfaces, served over gNMI beside P4Runtime as Stratum
 //! serves them: one interface per device port of the port map, named as the map names its
 //! lanes (`p4-0`), `ifindex` the device port. A controller reads oper-status and counters
-//! here and sets admin-status (`config/enabled`); tests pull cables through the control
+//! here and sets admin-status (`config/enabled`) and speed (`ethernet/config/port-speed`); tests pull cables through the control
 //! service.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use efb_openconfig::{Counter, Counters, Interface, Source};
+use efb_openconfig::{Change, Counter, Counters, Interface, Setting, Source};
 use tokio::sync::watch;
 use tonic::Status;
 
@@ -63,6 +63,7 @@ impl Source for ChipInterfaces {
                     oper_up: c.oper_up(),
                     last_change_ns: c.last_change_ns.load(Ordering::Relaxed),
                     ifindex: Some(port),
+                    speed_gbps: Some(c.speed_gbps.load(Ordering::Relaxed)).filter(|s| *s > 0),
                     counters: counters(c),
                     ..Interface::default()
                 })
@@ -74,25 +75,29 @@ impl Source for ChipInterfaces {
         self.device.ports.events()
     }
 
-    async fn set_enabled(&self, changes: &[(String, bool)]) -> Result<(), Status> {
+    async fn set(&self, changes: &[Change]) -> Result<(), Status> {
         let ports = &self.device.ports;
         let mut resolved = Vec::new();
-        for (name, enabled) in changes {
+        for change in changes {
             let port = ports
                 .map()
-                .resolve(name)
+                .resolve(&change.interface)
                 .ok()
                 .filter(|p| ports.get(*p).is_some());
             let Some(port) = port else {
                 return Err(Status::not_found(format!(
-                    "no interface {name:?}: interfaces are named by lane, p<port>-<lane> (p1-0 to p32-3)"
+                    "no interface {:?}: interfaces are named by lane, p<port>-<lane> (p1-0 to p32-3)",
+                    change.interface
                 )));
             };
-            resolved.push((port, *enabled));
+            resolved.push((port, change.setting));
         }
-        for (port, enabled) in resolved {
-            ports.set_enabled(port, enabled);
-            tracing::info!(port, enabled, "admin-status set over gNMI");
+        for (port, setting) in resolved {
+            match setting {
+                Setting::Enabled(enabled) => ports.set_enabled(port, enabled),
+                Setting::SpeedGbps(gbps) => ports.set_speed(port, gbps),
+            };
+            tracing::info!(port, ?setting, "set over gNMI");
         }
         Ok(())
     }

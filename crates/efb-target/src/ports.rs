@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use efb_p4info::PortMap;
@@ -18,6 +18,9 @@ pub struct PortCounters {
     pub up: AtomicBool,
     /// Admin-status: what a controller sets over gNMI (`config/enabled`).
     pub enabled: AtomicBool,
+    /// The speed a controller set (`ethernet/config/port-speed`) in Gbit/s; 0 until it
+    /// does, as Stratum knows a port's speed only from its chassis configuration.
+    pub speed_gbps: AtomicU32,
     pub rx_frames: AtomicU64,
     pub rx_bytes: AtomicU64,
     pub rx_multicast: AtomicU64,
@@ -116,6 +119,11 @@ impl Ports {
     /// Sets the port's admin-status.
     pub fn set_enabled(&self, port: u32, enabled: bool) -> bool {
         self.change(port, |c| c.enabled.store(enabled, Ordering::Relaxed))
+    }
+
+    /// Sets the port's speed.
+    pub fn set_speed(&self, port: u32, gbps: u32) -> bool {
+        self.change(port, |c| c.speed_gbps.store(gbps, Ordering::Relaxed))
     }
 
     fn change(&self, port: u32, set: impl Fn(&PortCounters)) -> bool {

@@ -86,7 +86,7 @@ impl Source for BoxInterfaces {
         self.events.subscribe()
     }
 
-    async fn set_enabled(&self, _changes: &[(String, bool)]) -> Result<(), Status> {
+    async fn set(&self, _changes: &[efb_openconfig::Change]) -> Result<(), Status> {
         Err(Status::invalid_argument(
             "OpenConfig interfaces are read-only on efbd: configure ports in the \
              ecofilter-balancer model (/ports/port[name=NAME]/enabled)",
