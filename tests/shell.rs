@@ -990,6 +990,61 @@ fn commit_check_forecasts_flow_and_pair_changes() {
     );
 }
 
+/// A flow written for one direction splits sessions: the warning names its reverse and
+/// where that goes, the forecast says the sessions are split, lookup-session says where
+/// the reverse goes; `direction both` ends all three.
+#[test]
+fn a_one_direction_flow_is_named_splitting_sessions_and_direction_both_mends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let flow = "set ecofilter-balancer flow web priority 150 match dst-ipv4 192.0.2.0/24\n\
+                set ecofilter-balancer flow web action bypass\n";
+    let (code, out, err) = daemon.cli(&[], &format!("{flow}commit check\ncommit\n"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.lines().any(|l| l.starts_with(
+            "warning: ecofilter-balancer flow web: flow web bypasses traffic, \
+             but the reverse (src-ipv4 192.0.2.0/24) goes to unit ef1 (flow to-filters)"
+        ) && l.contains("set `direction both` on web")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("traffic: sessions of flow web are split: the reverse")),
+        "{out}"
+    );
+    let lookup = "show ecofilter-balancer lookup-session src 192.0.2.5 dst 10.1.1.1 proto tcp \
+                  src-port 443 dst-port 40000";
+    let (code, out, err) = daemon.cli(&["-c", lookup], "");
+    assert_eq!(code, 0, "{out}{err}");
+    let reverse = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("reverse"))
+        .unwrap_or_default();
+    let flow_line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("flow"))
+        .unwrap_or_default();
+    assert!(
+        flow_line.ends_with("to-filters"),
+        "192.0.2.5 -> 10.1.1.1 is the reverse of web's traffic, filtered: {out}"
+    );
+    assert!(
+        reverse.contains("bypass (flow web): the session is split"),
+        "{out}"
+    );
+
+    let (code, out, err) = daemon.cli(
+        &[],
+        "set ecofilter-balancer flow web direction both\ncommit check\ncommit\n",
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("split"), "{out}");
+    assert!(out.contains("direction as-written -> both"), "{out}");
+    let (_, out, _) = daemon.cli(&["-c", lookup], "");
+    assert!(out.contains("web") && out.contains("the same way"), "{out}");
+}
+
 /// `?` ending a line that came from `-c` or a script lists what the key would, and runs
 /// nothing.
 #[test]

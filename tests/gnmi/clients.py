@@ -107,7 +107,7 @@ def read_write():
     with client() as gc:
         caps = gc.capabilities()
         model = caps["supported_models"][0]
-        check(model["name"] == MODULE and model["version"] == "2026-12-02" and model["organization"],
+        check(model["name"] == MODULE and model["version"] == "2026-12-06" and model["organization"],
               "capabilities: the model, its organization and revision", caps)
         others = {m["name"]: (m["version"], m["organization"]) for m in caps["supported_models"][1:]}
         check(others == {"openconfig-interfaces": ("3.8.0", "OpenConfig working group"),

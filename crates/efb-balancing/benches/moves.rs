@@ -86,6 +86,7 @@ fn host_flow(i: usize) -> Flow {
     Flow {
         name: format!("f{i}"),
         priority: 1000 + i as u32,
+        direction: Default::default(),
         links: Vec::new(),
         matches: FlowMatch {
             dst_ipv4: Some(Prefix {
@@ -112,6 +113,7 @@ fn forecast(rounds: usize) {
         let catch_all = Flow {
             name: "rest".into(),
             priority: 1,
+            direction: Default::default(),
             links: Vec::new(),
             matches: FlowMatch::default(),
             action: Action::Bypass,

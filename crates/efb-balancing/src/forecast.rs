@@ -8,8 +8,9 @@ use std::fmt::Display;
 use std::sync::Arc;
 
 use efb_model::protocols::PROTOCOLS;
-use efb_model::rules::flows_overlap;
-use efb_model::{Action, Config, Flow, FlowMatch, MacMatch, PortRange, Prefix, Unit};
+use efb_model::regions::{covers, flows_overlap};
+use efb_model::rules::reverse_elsewhere;
+use efb_model::{Action, Config, Direction, Flow, FlowMatch, MacMatch, PortRange, Unit};
 use efb_text_table::grouped;
 use imbl::ordmap::DiffItem;
 
@@ -52,6 +53,7 @@ fn flows(before: &Config, after: &Config) -> Vec<String> {
             Change::Changed(old, new) => changed(before, after, old, new),
         })
         .collect();
+    out.extend(split(after, &changes));
     let untold = changes.len().saturating_sub(TOLD_FLOWS);
     if untold > 0 {
         out.push(format!(
@@ -87,6 +89,7 @@ fn differs(old: &Arc<Flow>, new: &Arc<Flow>) -> bool {
         && (old.priority != new.priority
             || sorted_links(old) != sorted_links(new)
             || old.matches != new.matches
+            || old.direction != new.direction
             || old.action != new.action)
 }
 
@@ -160,6 +163,36 @@ fn changed(before: &Config, after: &Config, old: &Flow, new: &Flow) -> Vec<Strin
     out
 }
 
+/// Flows added or changed (of those told) whose sessions the change leaves split: their
+/// traffic goes one way and the reverse another, so a filter sees one direction of them.
+/// One is told where its reverse goes; several are named.
+fn split(after: &Config, changes: &[Change<'_>]) -> Option<String> {
+    let split: Vec<(&str, String)> = changes
+        .iter()
+        .take(TOLD_FLOWS)
+        .filter_map(|c| match c {
+            Change::Added(f) | Change::Changed(_, f) => {
+                reverse_elsewhere(after, f).map(|goes| (f.name.as_str(), goes))
+            }
+            Change::Removed(_) => None,
+        })
+        .collect();
+    match split.as_slice() {
+        [] => None,
+        [(name, goes)] => Some(format!(
+            "sessions of flow {name} are split: {goes} (`direction both` keeps them together)"
+        )),
+        many => {
+            let names: Vec<&str> = many.iter().map(|(n, _)| *n).collect();
+            Some(format!(
+                "sessions of {} are split: their reverse goes elsewhere (the warnings say \
+                 where; `direction both` keeps them together)",
+                flow_names(&names)
+            ))
+        }
+    }
+}
+
 // ---- Which flows share traffic -------------------------------------------------------------
 
 /// The flows of `config` that outrank `flow` where they overlap it, best first: they keep
@@ -204,55 +237,6 @@ fn fallback<'a>(config: &'a Config, flow: &Flow, kept: Option<&Flow>) -> Ways<'a
     }
     ways.unmatched = !inside;
     ways
-}
-
-/// True when every packet `inner` matches, `outer` matches too. Only sure answers are
-/// true: a wrong "covers" would hide traffic, a wrong "does not" only names a flow too many.
-fn covers(outer: &Flow, inner: &Flow) -> bool {
-    let links = outer.links.is_empty()
-        || (!inner.links.is_empty() && inner.links.iter().all(|l| outer.links.contains(l)));
-    links && match_covers(&outer.matches, &inner.matches)
-}
-
-fn match_covers(o: &FlowMatch, i: &FlowMatch) -> bool {
-    fn within<T>(o: &Option<T>, i: &Option<T>, holds: impl Fn(&T, &T) -> bool) -> bool {
-        match (o, i) {
-            (None, _) => true,
-            (Some(o), Some(i)) => holds(o, i),
-            (Some(_), None) => false,
-        }
-    }
-    fn same<T: PartialEq>(o: &T, i: &T) -> bool {
-        o == i
-    }
-    (0..3).all(|k| within(&o.vlan_tags[k], &i.vlan_tags[k], same))
-        && within(&o.vlan_depth, &i.vlan_depth, same)
-        && within(&o.mpls_depth, &i.mpls_depth, same)
-        && within(&o.src_ipv4, &i.src_ipv4, prefix_within)
-        && within(&o.dst_ipv4, &i.dst_ipv4, prefix_within)
-        && within(&o.src_ipv6, &i.src_ipv6, prefix_within)
-        && within(&o.dst_ipv6, &i.dst_ipv6, prefix_within)
-        && within(&o.ip_proto, &i.ip_proto, same)
-        && within(&o.src_port, &i.src_port, port_within)
-        && within(&o.dst_port, &i.dst_port, port_within)
-        && within(&o.src_mac, &i.src_mac, mac_within)
-        && within(&o.dst_mac, &i.dst_mac, mac_within)
-        && within(&o.packet_type, &i.packet_type, same)
-        && within(&o.llc_dsap, &i.llc_dsap, same)
-        && within(&o.llc_ssap, &i.llc_ssap, same)
-}
-
-fn prefix_within(o: &Prefix, i: &Prefix) -> bool {
-    o.len <= i.len && o.contains(i.addr)
-}
-
-fn port_within(o: &PortRange, i: &PortRange) -> bool {
-    o.lo <= i.lo && i.hi <= o.hi
-}
-
-/// Every bit the outer match compares, the inner one compares too, to the same value.
-fn mac_within(o: &MacMatch, i: &MacMatch) -> bool {
-    (0..6).all(|k| o.mask[k] & !i.mask[k] == 0 && (o.addr[k] ^ i.addr[k]) & o.mask[k] == 0)
 }
 
 // ---- Destinations --------------------------------------------------------------------------
@@ -442,11 +426,14 @@ fn describe(flow: &Flow) -> String {
             })
         })
         .collect();
-    let criteria = if criteria.is_empty() {
+    let mut criteria = if criteria.is_empty() {
         "all traffic".to_string()
     } else {
         criteria.join(" ")
     };
+    if flow.direction == Direction::Both && !flow.matches.is_symmetric() {
+        criteria.push_str(" (both directions)");
+    }
     format!(
         "priority {}, {criteria}, {}",
         flow.priority,
@@ -467,6 +454,13 @@ fn differences(old: &Flow, new: &Flow) -> Vec<String> {
             links(new, false)
         ));
     }
+    if old.direction != new.direction {
+        out.push(format!(
+            "direction {} -> {}",
+            direction_word(old.direction),
+            direction_word(new.direction)
+        ));
+    }
     let pairs = leaves(&old.matches).into_iter().zip(leaves(&new.matches));
     for ((leaf, was), (_, will)) in pairs.filter(|((_, a), (_, b))| a != b) {
         let any = || "any".to_string();
@@ -477,6 +471,13 @@ fn differences(old: &Flow, new: &Flow) -> Vec<String> {
         ));
     }
     out
+}
+
+fn direction_word(direction: Direction) -> &'static str {
+    match direction {
+        Direction::AsWritten => "as-written",
+        Direction::Both => "both",
+    }
 }
 
 /// `every link`, `link l1`, `links l1, l2` (`l1, l2` without the leading word).

@@ -24,6 +24,18 @@ pub struct Session {
 }
 
 impl Session {
+    /// The other direction of the session: addresses and ports swapped, the same link
+    /// (a reply enters by the link's other port).
+    pub fn reversed(&self) -> Session {
+        Session {
+            src: self.dst,
+            dst: self.src,
+            src_port: self.dst_port,
+            dst_port: self.src_port,
+            ..self.clone()
+        }
+    }
+
     /// The ports as the hash and the matcher see them: protocols without ports carry none,
     /// whatever the caller filled in, so that e.g. ICMP sessions do not scatter.
     pub fn effective_ports(&self) -> (u16, u16) {
@@ -35,10 +47,7 @@ impl Session {
     }
 }
 
-/// TCP, UDP, DCCP, SCTP and UDP-Lite: the protocols the parser reads ports from.
-pub fn has_ports(ip_proto: u8) -> bool {
-    matches!(ip_proto, 6 | 17 | 33 | 132 | 136)
-}
+pub use efb_model::protocols::has_ports;
 
 fn addr_bytes(addr: IpAddr) -> Vec<u8> {
     match addr {

@@ -34,6 +34,11 @@ pub struct Lookup {
     pub pair_live: Option<bool>,
     pub software_bypass: bool,
     pub reason: String,
+    /// The reverse direction (addresses and ports swapped) goes elsewhere.
+    pub split: bool,
+    /// Where the reverse direction goes, when the session is split.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<String>,
 }
 
 fn action_name<S: Serializer>(action: &Action, serializer: S) -> Result<S::Ok, S::Error> {
@@ -55,7 +60,34 @@ impl Lookup {
             pair_live: None,
             software_bypass: false,
             reason,
+            split: false,
+            reverse: None,
         }
+    }
+
+    /// Where the packet ends up: what a filter sees of it (the unit, pair and core it
+    /// reaches, or none when it is bypassed or dropped).
+    fn destination(&self) -> (&Action, Option<&str>, Option<u16>, bool) {
+        let to_filter = self.lan_egress_port.is_some();
+        let pair = self.pair.as_deref().filter(|_| to_filter);
+        let core = self.core.filter(|_| to_filter);
+        (&self.action, pair, core, self.software_bypass)
+    }
+
+    /// The destination in words: `unit ef1, pair p2, core 3 (flow web)`.
+    fn words(&self) -> String {
+        let mut out = match (&self.unit, &self.pair, self.core) {
+            (Some(unit), Some(pair), Some(core)) if !self.software_bypass => {
+                format!("unit {unit}, pair {pair}, core {core}")
+            }
+            (Some(unit), ..) => format!("software bypass of unit {unit}"),
+            _ => self.action.as_str().to_string(),
+        };
+        match &self.flow {
+            Some(flow) => out.push_str(&format!(" (flow {flow})")),
+            None => out.push_str(" (no flow matches)"),
+        }
+        out
     }
 }
 
@@ -63,6 +95,24 @@ impl Lookup {
 /// from. A mixed-family session is an error even when no flow would send it to a unit: no
 /// such packet exists, so any answer would mislead.
 pub fn lookup_session(
+    config: &Config,
+    session: &Session,
+    live: &LiveState,
+) -> Result<Lookup, BalancingError> {
+    let mut out = lookup_direction(config, session, live)?;
+    let reverse = lookup_direction(config, &session.reversed(), live)?;
+    if out.destination() != reverse.destination() {
+        out.split = true;
+        out.reverse = Some(format!(
+            "{}: the session is split, a filter sees one direction only",
+            reverse.words()
+        ));
+    }
+    Ok(out)
+}
+
+/// Where one direction of a session goes.
+fn lookup_direction(
     config: &Config,
     session: &Session,
     live: &LiveState,

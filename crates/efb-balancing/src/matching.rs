@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use efb_model::{Flow, FlowMatch, PortRange, Prefix};
+use efb_model::{Direction, Flow, FlowMatch, PortRange, Prefix};
 
 use crate::Session;
 use crate::key::has_ports;
@@ -39,8 +39,12 @@ pub(crate) fn outranks(a: &Flow, b: &Flow) -> bool {
     rank(a) > rank(b)
 }
 
+/// Whether the flow takes the session's packet: as written, or mirrored when the flow's
+/// direction is both.
 pub fn flow_matches(flow: &Flow, s: &Session) -> bool {
-    link_in_scope(flow, s) && criteria_match(&flow.matches, s)
+    link_in_scope(flow, s)
+        && (criteria_match(&flow.matches, s)
+            || (flow.direction == Direction::Both && criteria_match(&flow.matches, &s.reversed())))
 }
 
 /// A question about no particular link can only be answered by flows that hold everywhere.

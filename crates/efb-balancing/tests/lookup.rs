@@ -470,7 +470,7 @@ fn lookups_serialize_in_kebab_case_without_absent_fields() {
     .unwrap();
     let mut keys: Vec<&String> = none.as_object().unwrap().keys().collect();
     keys.sort();
-    assert_eq!(keys, ["action", "reason", "software-bypass"]);
+    assert_eq!(keys, ["action", "reason", "software-bypass", "split"]);
     assert_eq!(none["action"], "bypass");
     let drop = config(
         vec![],
@@ -518,5 +518,64 @@ fn inconsistent_input_is_an_error() {
     assert!(
         matches!(err, Err(BalancingError::UnknownProfile { .. })),
         "{err:?}"
+    );
+}
+
+/// The site: every session to ef1, and a flow for 192.0.2.0/24 written for one
+/// direction only.
+fn one_direction_site(direction: efb_model::Direction) -> Config {
+    let mut to_ef2 = flow(
+        "to-ef2",
+        150,
+        FlowMatch {
+            dst_ipv4: Prefix::parse("192.0.2.0/24"),
+            ..FlowMatch::default()
+        },
+        to_unit("ef2"),
+    );
+    to_ef2.direction = direction;
+    config(
+        vec![unit("ef1", 2, 4, false), unit("ef2", 2, 4, false)],
+        vec![all_to("ef1"), to_ef2],
+    )
+}
+
+#[test]
+fn a_session_whose_reverse_meets_another_filter_is_called_split() {
+    let c = one_direction_site(efb_model::Direction::AsWritten);
+    let l = look(&c, &session("10.1.1.1", "192.0.2.5", 6, 40000, 443));
+    assert_eq!(l.unit.as_deref(), Some("ef2"));
+    assert!(l.split);
+    let reverse = l.reverse.unwrap_or_default();
+    assert!(
+        reverse.contains("unit ef1") && reverse.contains("(flow all)") && reverse.contains("split"),
+        "{reverse}"
+    );
+    let json =
+        serde_json::to_value(look(&c, &session("192.0.2.5", "10.1.1.1", 6, 443, 40000))).unwrap();
+    assert_eq!(
+        (json["unit"].as_str(), json["split"].as_bool()),
+        (Some("ef1"), Some(true))
+    );
+}
+
+#[test]
+fn direction_both_takes_the_mirror_so_both_directions_meet_one_filter() {
+    let c = one_direction_site(efb_model::Direction::Both);
+    for s in [
+        session("10.1.1.1", "192.0.2.5", 6, 40000, 443),
+        session("192.0.2.5", "10.1.1.1", 6, 443, 40000),
+    ] {
+        let l = look(&c, &s);
+        assert_eq!(
+            (l.unit.as_deref(), l.flow.as_deref(), l.split, &l.reverse),
+            (Some("ef2"), Some("to-ef2"), false, &None),
+            "{s:?}"
+        );
+    }
+    let elsewhere = look(&c, &session("10.1.1.1", "198.51.100.7", 6, 40000, 443));
+    assert_eq!(
+        (elsewhere.unit.as_deref(), elsewhere.split),
+        (Some("ef1"), false)
     );
 }

@@ -5,6 +5,7 @@
 pub mod paths;
 pub mod protocols;
 pub mod read;
+pub mod regions;
 pub mod rules;
 pub mod types;
 pub mod validation;

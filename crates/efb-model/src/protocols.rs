@@ -33,3 +33,9 @@ pub fn number(word: &str) -> Option<u8> {
         .find(|(name, _, _)| name.eq_ignore_ascii_case(word))
         .map(|(_, n, _)| *n)
 }
+
+/// Protocols whose header starts with ports, as the chip parses them: TCP, UDP, DCCP,
+/// SCTP, UDP-Lite.
+pub fn has_ports(ip_proto: u8) -> bool {
+    matches!(ip_proto, 6 | 17 | 33 | 132 | 136)
+}

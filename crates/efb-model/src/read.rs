@@ -46,6 +46,7 @@ pub struct ModelIds {
     pair_description: SchemaId,
     flow: SchemaId,
     flow_priority: SchemaId,
+    flow_direction: SchemaId,
     flow_links: SchemaId,
     flow_description: SchemaId,
     flow_match: SchemaId,
@@ -122,6 +123,7 @@ impl ModelIds {
             pair_description: id("/ecofilter-balancer/ecofilter-unit/pair/description")?,
             flow: id("/ecofilter-balancer/flow")?,
             flow_priority: id("/ecofilter-balancer/flow/priority")?,
+            flow_direction: id("/ecofilter-balancer/flow/direction")?,
             flow_links: id("/ecofilter-balancer/flow/links")?,
             flow_description: id("/ecofilter-balancer/flow/description")?,
             flow_match: id(m)?,
@@ -509,6 +511,9 @@ fn read_flow(
     Ok(Flow {
         name: name.to_string(),
         priority: l.required(ids.flow_priority)?,
+        direction: l
+            .with(ids.flow_direction, Direction::parse)?
+            .unwrap_or_default(),
         links: entry
             .leaf_list(ids.flow_links)
             .map(|items| items.iter().map(|v| v.as_str().to_string()).collect())

@@ -156,6 +156,7 @@ pub struct Profile {
 pub struct Flow {
     pub name: String,
     pub priority: u32,
+    pub direction: Direction,
     /// Links the flow applies to; empty means every link.
     pub links: Vec<String>,
     pub matches: FlowMatch,
@@ -166,6 +167,26 @@ pub struct Flow {
 impl Flow {
     pub fn applies_to_link(&self, link: &str) -> bool {
         self.links.is_empty() || self.links.iter().any(|l| l == link)
+    }
+}
+
+/// Which directions of a session a flow matches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Only packets that match as written.
+    #[default]
+    AsWritten,
+    /// Also the mirror: source and destination addresses and ports swapped.
+    Both,
+}
+
+impl Direction {
+    pub fn parse(text: &str) -> Option<Direction> {
+        match text {
+            "as-written" => Some(Direction::AsWritten),
+            "both" => Some(Direction::Both),
+            _ => None,
+        }
     }
 }
 

@@ -427,3 +427,97 @@ fn validating_json_finds_what_validating_the_tree_finds() {
         "a type error is refused"
     );
 }
+
+#[test]
+fn flows_that_can_never_match_are_refused_with_the_reason() {
+    let v = validator();
+    for (lines, why) in [
+        (
+            "match dst-ipv4 10.0.0.0/8 dst-ipv6 2001:db8::/32 action drop",
+            "IPv4 and IPv6 addresses together",
+        ),
+        (
+            "match ip-proto 1 dst-port 80",
+            "ip-proto icmp (1) has no ports",
+        ),
+        (
+            "match llc-dsap 66 ip-proto 6",
+            "an 802.2 LLC frame carries no IP",
+        ),
+        (
+            "match packet-type 2048 src-ipv6 2001:db8::/32",
+            "packet-type 2048 and IPv6 criteria together",
+        ),
+        (
+            "match packet-type 2054 ip-proto 17",
+            "packet-type 2054 and IP criteria",
+        ),
+        (
+            "match vlan-depth 1 vlan1-tag 20",
+            "vlan1-tag needs at least 2 VLAN tags",
+        ),
+    ] {
+        let tree = with_lines(
+            &v,
+            &site(&v),
+            &format!("set ecofilter-balancer flow x priority 7 {lines}"),
+        );
+        assert_one(&errors(&v, &tree), "flow[name='x']/match", why);
+    }
+    let fine = with_lines(
+        &v,
+        &site(&v),
+        "set ecofilter-balancer flow x priority 7 match packet-type 34887 dst-ipv4 10.0.0.0/8 vlan-depth 2 vlan1-tag 20",
+    );
+    assert!(
+        errors(&v, &fine).is_empty(),
+        "IPv4 behind MPLS can match: {:?}",
+        errors(&v, &fine)
+    );
+    let mac = with_lines(
+        &v,
+        &site(&v),
+        "set ecofilter-balancer flow x priority 7 direction both match src-mac 00:11:22:33:44:55",
+    );
+    assert_one(
+        &errors(&v, &mac),
+        "flow[name='x']/direction",
+        "not MAC addresses",
+    );
+}
+
+#[test]
+fn a_one_direction_flow_whose_reverse_goes_elsewhere_is_named_and_direction_both_ends_it() {
+    let v = validator();
+    let one_way = "set ecofilter-balancer flow to-f1 priority 150 match dst-ipv4 192.0.2.0/24\n\
+                   set ecofilter-balancer flow to-f1 action to-ecofilter ecofilter-unit f1\n\
+                   set ecofilter-balancer flow to-f1 links l1";
+    let base = with_lines(
+        &v,
+        &site(&v),
+        "set ecofilter-balancer flow to-filters action bypass",
+    );
+    let tree = with_lines(&v, &base, one_way);
+    assert_one(
+        &warnings(&v, &tree),
+        "flow[name='to-f1']",
+        "the reverse (src-ipv4 192.0.2.0/24) goes to bypass (flow to-filters)",
+    );
+    let both = with_lines(
+        &v,
+        &tree,
+        "set ecofilter-balancer flow to-f1 direction both",
+    );
+    assert!(warnings(&v, &both).is_empty(), "{:#?}", warnings(&v, &both));
+    // No flow at all for the reverse: bypassed by default.
+    let alone = with_lines(
+        &v,
+        &with_lines(&v, &base, "delete ecofilter-balancer flow to-filters"),
+        one_way,
+    );
+    assert_one(
+        &warnings(&v, &alone),
+        "flow[name='to-f1']",
+        "bypass (no flow matches it)",
+    );
+}

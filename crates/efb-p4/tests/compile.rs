@@ -579,6 +579,34 @@ fn a_flow_with_port_ranges_is_written_into_both_ip_tables_as_prefixes() {
 }
 
 #[test]
+fn a_flow_in_both_directions_writes_its_mirror_at_the_same_priority() {
+    let f = fixture();
+    let config = f.config(
+        &example("one-filter-site.json"),
+        "set ecofilter-balancer flow dns priority 70 direction both match \
+         dst-ipv4 192.0.2.0/24 ip-proto 17 dst-port 53\n\
+         set ecofilter-balancer flow any-udp priority 71 direction both match ip-proto 17",
+    );
+    let compiled = f.compile(&config, &Compiled::default());
+    let dns = &f.flow_entries(&compiled, "dns")["flows_ipv4.flows"];
+    assert_eq!(dns.len(), 2, "{dns:?}");
+    let written = dns.iter().find(|e| {
+        e.contains("ipv4_dst=0xc0000200&&&0xffffff00") && e.contains("l4_dst_port=0x35&&&0xffff")
+    });
+    let mirror = dns.iter().find(|e| {
+        e.contains("ipv4_src=0xc0000200&&&0xffffff00") && e.contains("l4_src_port=0x35&&&0xffff")
+    });
+    assert!(written.is_some() && mirror.is_some(), "{dns:?}");
+    assert!(dns.iter().all(|e| e.contains("prio 71 ")), "{dns:?}");
+    // A match that holds both ways is its own mirror: written once.
+    let any_udp = f.flow_entries(&compiled, "any-udp");
+    assert_eq!(
+        counts(&any_udp),
+        vec![("flows_ipv4.flows", 1), ("flows_ipv6.flows", 1)]
+    );
+}
+
+#[test]
 fn an_llc_flow_is_written_into_the_non_ip_table_only() {
     let f = fixture();
     let config = f.config(

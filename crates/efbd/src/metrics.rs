@@ -407,6 +407,7 @@ mod tests {
                 Arc::new(efb_model::Flow {
                     name: name.to_string(),
                     priority,
+                    direction: Default::default(),
                     links: Vec::new(),
                     matches: Default::default(),
                     action: efb_model::Action::Bypass,

@@ -1,15 +1,23 @@
 use super::*;
 use crate::fixtures::unit;
+use efb_model::Prefix;
 
 fn flow(name: &str, priority: u32, matches: FlowMatch, action: Action) -> Flow {
     Flow {
         name: name.into(),
         priority,
+        direction: Default::default(),
         links: Vec::new(),
         matches,
         action,
         description: None,
     }
+}
+
+/// A flow that matches both directions of its sessions, as DNS to a unit should.
+fn both(mut flow: Flow) -> Flow {
+    flow.direction = efb_model::Direction::Both;
+    flow
 }
 
 fn to(unit: &str) -> Action {
@@ -45,11 +53,11 @@ fn config(flows: &[&Flow]) -> Config {
 
 #[test]
 fn an_added_flow_takes_its_traffic_from_no_flow() {
-    let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+    let dns = both(flow("dns", 200, udp(53, 53), to("ef2")));
     assert_eq!(
         flow_consequences(&config(&[]), &config(&[&dns])),
         [
-            "flow dns added (priority 200, udp dst-port 53, every link): that traffic goes to \
+            "flow dns added (priority 200, udp dst-port 53 (both directions), every link): that traffic goes to \
           unit ef2 instead of bypass; its sessions meet filter cores that have not seen them"
         ]
     );
@@ -62,14 +70,14 @@ fn an_added_flow_over_a_lower_bypass_flow_names_it() {
     let web = flow("web", 100, net("192.0.2.0/24"), to("ef1"));
     let all = flow("all", 10, FlowMatch::default(), Action::Bypass);
     let rest = flow("rest", 5, FlowMatch::default(), Action::Drop);
-    let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+    let dns = both(flow("dns", 200, udp(53, 53), to("ef2")));
     assert_eq!(
         flow_consequences(
             &config(&[&web, &all, &rest]),
             &config(&[&web, &all, &rest, &dns])
         ),
         [
-            "flow dns added (priority 200, udp dst-port 53, every link): that traffic goes to \
+            "flow dns added (priority 200, udp dst-port 53 (both directions), every link): that traffic goes to \
           unit ef2 instead of unit ef1 (flow web) or bypass (flow all); its sessions meet \
           filter cores that have not seen them"
         ]
@@ -79,11 +87,11 @@ fn an_added_flow_over_a_lower_bypass_flow_names_it() {
 #[test]
 fn a_higher_overlapping_flow_keeps_its_traffic_and_is_named() {
     let mgmt = flow("mgmt", 300, net("10.0.0.0/8"), Action::Bypass);
-    let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+    let dns = both(flow("dns", 200, udp(53, 53), to("ef2")));
     assert_eq!(
         flow_consequences(&config(&[&mgmt]), &config(&[&mgmt, &dns])),
         [
-            "flow dns added (priority 200, udp dst-port 53, every link): that traffic goes to \
+            "flow dns added (priority 200, udp dst-port 53 (both directions), every link): that traffic goes to \
           unit ef2 instead of bypass, except where flow mgmt (priority 300) matches; its \
           sessions meet filter cores that have not seen them"
         ]
@@ -93,7 +101,7 @@ fn a_higher_overlapping_flow_keeps_its_traffic_and_is_named() {
 #[test]
 fn a_flow_wholly_under_a_higher_one_changes_nothing() {
     let all = flow("all", 300, FlowMatch::default(), to("ef1"));
-    let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+    let dns = both(flow("dns", 200, udp(53, 53), to("ef2")));
     assert!(flow_consequences(&config(&[&all]), &config(&[&all, &dns])).is_empty());
 }
 
@@ -106,11 +114,11 @@ fn a_bypass_flow_where_no_flow_matched_changes_nothing() {
 #[test]
 fn a_removed_flow_leaves_its_traffic_to_the_flow_below() {
     let all = flow("all", 10, FlowMatch::default(), to("ef1"));
-    let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+    let dns = both(flow("dns", 200, udp(53, 53), to("ef2")));
     assert_eq!(
         flow_consequences(&config(&[&all, &dns]), &config(&[&all])),
         [
-            "flow dns removed (priority 200, udp dst-port 53, every link): that traffic goes \
+            "flow dns removed (priority 200, udp dst-port 53 (both directions), every link): that traffic goes \
           to unit ef1 (flow all) instead of unit ef2; its sessions meet filter cores that \
           have not seen them"
         ]
@@ -133,8 +141,8 @@ fn a_changed_action_says_where_the_traffic_goes_now() {
 #[test]
 fn a_wider_match_takes_traffic_and_a_narrower_one_gives_it_back() {
     let all = flow("all", 10, FlowMatch::default(), to("ef1"));
-    let narrow = flow("dns", 200, udp(53, 53), to("ef2"));
-    let wide = flow("dns", 200, udp(53, 54), to("ef2"));
+    let narrow = both(flow("dns", 200, udp(53, 53), to("ef2")));
+    let wide = both(flow("dns", 200, udp(53, 54), to("ef2")));
     assert_eq!(
         flow_consequences(&config(&[&all, &narrow]), &config(&[&all, &wide])),
         [
@@ -159,7 +167,7 @@ fn a_raised_priority_takes_only_from_the_flows_it_passes() {
     // dns takes comes from mgmt alone, and no traffic came from no flow.
     let all = flow("all", 10, FlowMatch::default(), to("ef1"));
     let mgmt = flow("mgmt", 250, net("10.0.0.0/8"), Action::Drop);
-    let low = flow("dns", 200, udp(53, 53), to("ef2"));
+    let low = both(flow("dns", 200, udp(53, 53), to("ef2")));
     let mut high = low.clone();
     high.priority = 300;
     assert_eq!(
@@ -177,7 +185,7 @@ fn a_raised_priority_takes_only_from_the_flows_it_passes() {
 
 #[test]
 fn changed_links_are_told_in_words() {
-    let everywhere = flow("dns", 200, udp(53, 53), to("ef2"));
+    let everywhere = both(flow("dns", 200, udp(53, 53), to("ef2")));
     let mut one = everywhere.clone();
     one.links = vec!["l1".into()];
     assert_eq!(
@@ -199,14 +207,14 @@ fn a_description_is_not_a_consequence() {
 
 #[test]
 fn a_removed_unit_names_its_size_and_the_flows_that_fed_it() {
-    let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+    let dns = both(flow("dns", 200, udp(53, 53), to("ef2")));
     let before = config(&[&dns]);
     let mut after = config(&[]);
     after.units.remove("ef2");
     assert_eq!(
         flow_consequences(&before, &after),
         [
-            "flow dns removed (priority 200, udp dst-port 53, every link): that traffic goes \
+            "flow dns removed (priority 200, udp dst-port 53 (both directions), every link): that traffic goes \
              to bypass instead of unit ef2; its sessions lose filtering",
             "unit ef2 removed: its 2 pairs and 256 buckets are gone; flow dns sent traffic \
              to it",
@@ -277,9 +285,32 @@ fn many_flow_changes_are_summed_up() {
         .collect();
     let refs: Vec<&Flow> = flows.iter().collect();
     let told = flow_consequences(&config(&[]), &config(&refs));
-    assert_eq!(told.len(), TOLD_FLOWS + 1);
+    assert_eq!(told.len(), TOLD_FLOWS + 2);
     assert_eq!(
         told[TOLD_FLOWS],
+        "sessions of flows f00, f01 and 18 more are split: their reverse goes elsewhere (the \
+         warnings say where; `direction both` keeps them together)"
+    );
+    assert_eq!(
+        told[TOLD_FLOWS + 1],
         "3 more flows added, removed or changed: their consequences are not told one by one"
     );
+}
+
+#[test]
+fn a_one_direction_flow_to_a_unit_is_told_splitting_its_sessions() {
+    let all = flow("all", 10, FlowMatch::default(), to("ef1"));
+    let dns = flow("dns", 200, udp(53, 53), to("ef2"));
+    let told = flow_consequences(&config(&[&all]), &config(&[&all, &dns]));
+    assert_eq!(
+        told.last().map(String::as_str),
+        Some(
+            "sessions of flow dns are split: the reverse (src-port 53) goes to unit ef1 (flow \
+             all) (`direction both` keeps them together)"
+        ),
+        "{told:#?}"
+    );
+    let together = both(dns.clone());
+    let told = flow_consequences(&config(&[&all]), &config(&[&all, &together]));
+    assert!(told.iter().all(|t| !t.contains("split")), "{told:#?}");
 }

@@ -45,6 +45,7 @@ pub fn flow(name: &str, priority: u32, matches: FlowMatch, action: Action) -> Fl
     Flow {
         name: name.to_string(),
         priority,
+        direction: Default::default(),
         links: Vec::new(),
         matches,
         action,

@@ -12,7 +12,8 @@ use crate::entry::{Builder, Criterion, chip_priority};
 use crate::frame_classes::ClassMatch;
 
 /// A flow: in each flow table whose frames it can match, one entry per prefix its port
-/// ranges make, each matching `class`, at its priority as the chip takes it.
+/// ranges make, each matching `class`, at its priority as the chip takes it; a flow of
+/// direction both writes its mirror's entries too (addresses and ports swapped).
 pub(super) fn flow(
     b: &Builder,
     flow: &Flow,
@@ -32,11 +33,18 @@ pub(super) fn flow(
                 }
                 _ => (table.bypass, vec![]),
             };
-        for criteria in criteria(&flow.matches, kind, class) {
-            out.push(Desired {
-                entry: b.entry(table.table, &criteria, priority, action, &params)?,
-                source: source.clone(),
-            });
+        let mut written: Vec<Criteria> = Vec::new();
+        for matches in flow.directions() {
+            for criteria in criteria(&matches, kind, class) {
+                if written.contains(&criteria) {
+                    continue; // the mirror of a criterion that holds both ways
+                }
+                out.push(Desired {
+                    entry: b.entry(table.table, &criteria, priority, action, &params)?,
+                    source: source.clone(),
+                });
+                written.push(criteria);
+            }
         }
     }
     Ok(out)

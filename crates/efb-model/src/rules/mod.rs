@@ -5,7 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use efb_yang::Problem;
 
+mod flow_sense;
+
+pub use flow_sense::{MAX_SYMMETRY_COMPARISONS, never_matches, reverse_elsewhere};
+
 use crate::paths;
+use crate::regions::flows_overlap;
 use crate::types::*;
 
 /// The link id travels in one byte of the balancer's header, with one bit kept.
@@ -309,8 +314,11 @@ fn check_flows(config: &Config, scope: FlowScope<'_>, f: &mut Findings) {
     };
     for flow in &selected {
         check_flow(config, flow, f);
+        flow_sense::check_sense(flow, f);
     }
     check_overlaps(config, &selected, matches!(scope, FlowScope::All), f);
+    let all: Vec<&Flow> = config.flows.values().map(|v| v.as_ref()).collect();
+    flow_sense::check_symmetry(&all, &selected, f);
 }
 
 fn check_flow(config: &Config, flow: &Flow, f: &mut Findings) {
@@ -396,8 +404,8 @@ fn check_overlaps(config: &Config, selected: &[&Flow], all: bool, f: &mut Findin
                 found.push(Problem::new(
                     paths::flow(&a.name),
                     format!(
-                        "flows {} and {} have the same priority {priority} and can match the same packets; which one wins is undefined",
-                        a.name, b.name
+                        "flows {} and {} have the same priority {priority} and can match the same packets: the chip may apply either (lookup-session assumes {}, the first name in byte order); give them distinct priorities",
+                        a.name, b.name, a.name
                     ),
                 ));
             } else {
@@ -440,62 +448,13 @@ fn check_overlaps(config: &Config, selected: &[&Flow], all: bool, f: &mut Findin
     }
 }
 
-/// Two flows that compile to entries with the same key: same match, and links that share a
-/// link (or both for every link).
+/// Two flows that compile to entries with the same key: a match in common (as written or
+/// mirrored), and links that share a link (or both for every link).
 fn same_entries(a: &Flow, b: &Flow) -> bool {
     let links =
         (a.links.is_empty() && b.links.is_empty()) || a.links.iter().any(|l| b.links.contains(l));
-    links && a.matches == b.matches
-}
-
-/// True when some packet could match both flows.
-pub fn flows_overlap(a: &Flow, b: &Flow) -> bool {
-    let links =
-        a.links.is_empty() || b.links.is_empty() || a.links.iter().any(|l| b.links.contains(l));
-    links && matches_overlap(&a.matches, &b.matches)
-}
-
-fn matches_overlap(a: &FlowMatch, b: &FlowMatch) -> bool {
-    fn both<T>(x: &Option<T>, y: &Option<T>, overlap: impl Fn(&T, &T) -> bool) -> bool {
-        match (x, y) {
-            (Some(x), Some(y)) => overlap(x, y),
-            _ => true,
-        }
-    }
-    fn eq<T: PartialEq>(x: &T, y: &T) -> bool {
-        x == y
-    }
-    let family_ok = match (family(a), family(b)) {
-        (Some(x), Some(y)) => x == y,
-        _ => true,
-    };
-    family_ok
-        && (0..3).all(|i| both(&a.vlan_tags[i], &b.vlan_tags[i], eq))
-        && both(&a.vlan_depth, &b.vlan_depth, eq)
-        && both(&a.mpls_depth, &b.mpls_depth, eq)
-        && both(&a.src_ipv4, &b.src_ipv4, Prefix::overlaps)
-        && both(&a.dst_ipv4, &b.dst_ipv4, Prefix::overlaps)
-        && both(&a.src_ipv6, &b.src_ipv6, Prefix::overlaps)
-        && both(&a.dst_ipv6, &b.dst_ipv6, Prefix::overlaps)
-        && both(&a.ip_proto, &b.ip_proto, eq)
-        && both(&a.src_port, &b.src_port, PortRange::overlaps)
-        && both(&a.dst_port, &b.dst_port, PortRange::overlaps)
-        && both(&a.src_mac, &b.src_mac, MacMatch::overlaps)
-        && both(&a.dst_mac, &b.dst_mac, MacMatch::overlaps)
-        && both(&a.llc_dsap, &b.llc_dsap, eq)
-        && both(&a.llc_ssap, &b.llc_ssap, eq)
-}
-
-/// The EtherType a match implies: set explicitly, or by an IPv4 / IPv6 criterion.
-fn family(m: &FlowMatch) -> Option<u16> {
-    if m.packet_type.is_some() {
-        return m.packet_type;
-    }
-    if m.src_ipv4.is_some() || m.dst_ipv4.is_some() {
-        return Some(0x0800);
-    }
-    if m.src_ipv6.is_some() || m.dst_ipv6.is_some() {
-        return Some(0x86dd);
-    }
-    None
+    links
+        && a.directions()
+            .iter()
+            .any(|x| b.directions().iter().any(|y| x == y))
 }
