@@ -240,6 +240,7 @@ fn failover(label: &str, shape: Shape, interval_ms: u32, down_count: u32, rounds
             delay_ns: 25_000,
             loss_ratio: 0.0,
             dead,
+            update_mask: None,
         };
         chip.rt.block_on(chip.control.set_filter(request)).unwrap();
     };

@@ -108,6 +108,7 @@ impl Chip {
             delay_ns: 25_000,
             loss_ratio: 0.0,
             dead,
+            update_mask: None,
         };
         self.rt
             .block_on(self.control.set_filter(request))

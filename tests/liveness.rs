@@ -138,6 +138,7 @@ impl Site {
             delay_ns: 25_000,
             loss_ratio,
             dead,
+            update_mask: None,
         };
         self.chip
             .rt

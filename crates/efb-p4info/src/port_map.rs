@@ -165,6 +165,19 @@ impl PortMap {
         self.names.get(&device_port).copied()
     }
 
+    /// The names the map has, for a message about one it lacks: `ports are p1..p32,
+    /// lanes p1-0..p32-3`.
+    pub fn summary(&self) -> String {
+        let (Some(first), Some(last)) = (self.lanes.keys().min(), self.lanes.keys().max()) else {
+            return "the port map has no ports".to_string();
+        };
+        let last_lane = self
+            .lanes
+            .get(last)
+            .map_or(0, |l| l.len().saturating_sub(1));
+        format!("ports are p{first}..p{last}, lanes p{first}-0..p{last}-{last_lane}")
+    }
+
     /// Every device port of the front panel, ascending.
     pub fn device_ports(&self) -> Vec<u32> {
         let mut ports: Vec<u32> = self.names.keys().copied().collect();

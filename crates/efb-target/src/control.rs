@@ -1,10 +1,12 @@
 //! The target's control service (efb.target.v1.TargetControl): the world around the
 //! chip, for tests and demos.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use efb_p4info::PortMapError;
 use efb_p4info::names::drop_reasons as dr;
 use tonic::{Request, Response, Status};
 
@@ -24,9 +26,13 @@ impl ControlService {
     fn port(&self, port: Option<&pb::PortRef>) -> Result<u32, Status> {
         let map = self.device.ports.map();
         match port.and_then(|p| p.port.as_ref()) {
-            Some(port_ref::Port::Name(name)) => map
-                .resolve(name)
-                .map_err(|e| Status::invalid_argument(e.to_string())),
+            Some(port_ref::Port::Name(name)) => map.resolve(name).map_err(|e| {
+                let message = format!("no port {name}: {}", map.summary());
+                match e {
+                    PortMapError::BadName(_) => Status::invalid_argument(message),
+                    _ => Status::not_found(message),
+                }
+            }),
             // The CPU port too: a frame injected there is a packet-out, its header first.
             Some(port_ref::Port::DevicePort(dev)) if *dev == map.cpu_port() => Ok(*dev),
             Some(port_ref::Port::DevicePort(dev)) => {
@@ -39,6 +45,81 @@ impl ControlService {
             }
             None => Err(Status::invalid_argument("no port given")),
         }
+    }
+
+    /// The chip's name of a device port (`p9-0`), or its number.
+    fn name(&self, port: u32) -> String {
+        self.device
+            .ports
+            .map()
+            .name_of(port)
+            .map_or_else(|| port.to_string(), |n| n.to_string())
+    }
+
+    /// Pair port -> the other port of its pair, as the controller cabled them.
+    fn pair_peers(&self) -> HashMap<u32, u32> {
+        self.device
+            .state
+            .read()
+            .map(|s| s.pair_peers.clone())
+            .unwrap_or_default()
+    }
+
+    /// Refuses two ports that are not the pair of one filter, naming the filters there are:
+    /// a fault set there would change nothing that frames go through.
+    fn cabled(&self, a: u32, b: u32) -> Result<(), Status> {
+        let peers = self.pair_peers();
+        if peers.get(&a) == Some(&b) {
+            return Ok(());
+        }
+        let there = match self.filters(&peers).as_slice() {
+            [] => {
+                "no filter is cabled yet (a controller cables the pairs when it programs the chip)"
+                    .to_string()
+            }
+            filters => {
+                let pairs: Vec<String> = filters
+                    .iter()
+                    .map(|f| format!("{} and {}", f.port_a, f.port_b))
+                    .collect();
+                format!("the filters are between {}", pairs.join(", "))
+            }
+        };
+        Err(Status::not_found(format!(
+            "{} and {} are not the two ports of one filter; {there}",
+            self.name(a),
+            self.name(b)
+        )))
+    }
+
+    /// The filter between `a` and `b`, its lower port first.
+    fn filter(&self, a: u32, b: u32) -> pb::Filter {
+        let map = self.device.ports.map();
+        let (a, b) = if map.name_of(a) <= map.name_of(b) {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let fault = self.device.filters.fault(a, b);
+        pb::Filter {
+            port_a: self.name(a),
+            port_b: self.name(b),
+            delay_ns: fault.delay_ns,
+            loss_ratio: fault.loss_ratio,
+            dead: fault.dead,
+        }
+    }
+
+    /// Every filter `peers` cables, by its lower port.
+    fn filters(&self, peers: &HashMap<u32, u32>) -> Vec<pb::Filter> {
+        let map = self.device.ports.map();
+        let mut lower: Vec<(u32, u32)> = peers
+            .iter()
+            .filter(|(a, b)| map.name_of(**a) < map.name_of(**b))
+            .map(|(a, b)| (*a, *b))
+            .collect();
+        lower.sort_by_key(|(a, _)| map.name_of(*a));
+        lower.into_iter().map(|(a, b)| self.filter(a, b)).collect()
     }
 
     fn frame(&self, c: crate::ports::Captured) -> pb::Frame {
@@ -55,6 +136,59 @@ impl ControlService {
             payload: c.frame,
             time_ns: c.time_ns,
         }
+    }
+}
+
+/// What a SetFilter request changes: the fields its update mask names, or all three.
+#[derive(Clone, Copy, Debug)]
+struct FaultChange {
+    delay_ns: Option<u64>,
+    loss_ratio: Option<f64>,
+    dead: Option<bool>,
+}
+
+impl FaultChange {
+    fn of(req: &pb::SetFilterRequest) -> Result<FaultChange, Status> {
+        let paths = match &req.update_mask {
+            Some(mask) if !mask.paths.is_empty() => mask.paths.clone(),
+            _ => vec!["delay_ns".into(), "loss_ratio".into(), "dead".into()],
+        };
+        let mut change = FaultChange {
+            delay_ns: None,
+            loss_ratio: None,
+            dead: None,
+        };
+        for path in paths {
+            match path.as_str() {
+                "delay_ns" => change.delay_ns = Some(req.delay_ns),
+                "loss_ratio" => change.loss_ratio = Some(loss_ratio(req.loss_ratio)?),
+                "dead" => change.dead = Some(req.dead),
+                other => {
+                    return Err(Status::invalid_argument(format!(
+                        "update mask path {other:?}: a filter has delay_ns, loss_ratio and dead"
+                    )));
+                }
+            }
+        }
+        Ok(change)
+    }
+
+    fn apply(self, fault: Fault) -> Fault {
+        Fault {
+            delay_ns: self.delay_ns.unwrap_or(fault.delay_ns),
+            loss_ratio: self.loss_ratio.unwrap_or(fault.loss_ratio),
+            dead: self.dead.unwrap_or(fault.dead),
+        }
+    }
+}
+
+fn loss_ratio(ratio: f64) -> Result<f64, Status> {
+    if (0.0..=1.0).contains(&ratio) {
+        Ok(ratio)
+    } else {
+        Err(Status::invalid_argument(format!(
+            "loss ratio {ratio} is not between 0 and 1"
+        )))
     }
 }
 
@@ -132,20 +266,30 @@ impl TargetControl for ControlService {
         let req = request.into_inner();
         let a = self.port(req.port_a.as_ref())?;
         let b = self.port(req.port_b.as_ref())?;
-        if !(0.0..=1.0).contains(&req.loss_ratio) {
-            return Err(Status::invalid_argument(format!(
-                "loss ratio {} is not between 0 and 1",
-                req.loss_ratio
-            )));
-        }
-        let fault = Fault {
-            delay_ns: req.delay_ns,
-            loss_ratio: req.loss_ratio,
-            dead: req.dead,
-        };
-        self.device.filters.set(a, b, fault);
+        self.cabled(a, b)?;
+        let change = FaultChange::of(&req)?;
+        let fault = self.device.filters.update(a, b, |f| change.apply(f));
         tracing::info!(a, b, ?fault, "filter fault set");
-        Ok(Response::new(pb::SetFilterResponse {}))
+        Ok(Response::new(pb::SetFilterResponse {
+            filter: Some(self.filter(a, b)),
+        }))
+    }
+
+    async fn get_filters(
+        &self,
+        request: Request<pb::GetFiltersRequest>,
+    ) -> Result<Response<pb::GetFiltersResponse>, Status> {
+        let req = request.into_inner();
+        if req.port_a.is_none() && req.port_b.is_none() {
+            let filters = self.filters(&self.pair_peers());
+            return Ok(Response::new(pb::GetFiltersResponse { filters }));
+        }
+        let a = self.port(req.port_a.as_ref())?;
+        let b = self.port(req.port_b.as_ref())?;
+        self.cabled(a, b)?;
+        Ok(Response::new(pb::GetFiltersResponse {
+            filters: vec![self.filter(a, b)],
+        }))
     }
 
     async fn get_ports(
@@ -182,8 +326,14 @@ impl TargetControl for ControlService {
     ) -> Result<Response<pb::SetPortStateResponse>, Status> {
         let req = request.into_inner();
         let port = self.port(req.port.as_ref())?;
-        self.device.ports.set_up(port, req.up);
-        Ok(Response::new(pb::SetPortStateResponse {}))
+        if !self.device.ports.set_up(port, req.up) {
+            return Err(Status::invalid_argument(format!(
+                "device port {port} is the CPU port: it has no cable"
+            )));
+        }
+        Ok(Response::new(pb::SetPortStateResponse {
+            name: self.name(port),
+        }))
     }
 
     async fn restart(

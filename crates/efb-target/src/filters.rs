@@ -63,6 +63,19 @@ impl Filters {
         }
     }
 
+    /// Changes the filter's fault as `change` says, at once (no other change between the
+    /// read and the write), and returns the new one.
+    pub fn update(&self, a: u32, b: u32, change: impl FnOnce(Fault) -> Fault) -> Fault {
+        // A panic elsewhere while holding the lock leaves the faults whole: keep using them.
+        let mut inner = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let fault = inner.faults.entry(key(a, b)).or_default();
+        *fault = change(*fault);
+        *fault
+    }
+
     pub fn fault(&self, a: u32, b: u32) -> Fault {
         self.inner
             .lock()

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
@@ -55,11 +56,17 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> anyhow::Result<ExitCode> {
     let args = Args::parse();
     if let Some(control) = args.control {
-        return ctl::run(control).await;
+        return Ok(ctl::run(control).await);
     }
+    serve(args).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves until SIGINT or SIGTERM.
+async fn serve(args: Args) -> anyhow::Result<()> {
     // The log on standard error, standard output being for the line scripts read; colour
     // only for a terminal, not for a log file.
     tracing_subscriber::fmt()

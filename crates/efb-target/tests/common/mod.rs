@@ -313,6 +313,7 @@ impl Bench {
             delay_ns,
             loss_ratio,
             dead,
+            update_mask: None,
         };
         self.control.set_filter(req).await.unwrap();
     }
