@@ -12,8 +12,10 @@ cd "$EFB_ROOT"
 . .ci/setup.sh
 efb_setup
 
-efb_log "building efbd, efb-cli and efb-target (release)"
-cargo build --release --quiet -p efbd -p efb-cli -p efb-target
+efb_log "building efbd, efb-cli and efb-target (release; minutes the first time)"
+# Not --quiet: a first build goes on for minutes, and cargo's progress (its bar and a line
+# per crate) shows that it does; a warm run says one line, "Finished".
+cargo build --release -p efbd -p efb-cli -p efb-target
 bin="$EFB_ROOT/target/release"
 logs="$EFB_ROOT/datastore"
 mkdir -p "$logs"
