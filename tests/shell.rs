@@ -1063,7 +1063,10 @@ fn question_mark_through_dash_c_and_scripts_lists_what_may_come_next() {
     // candidate is left as it was.
     let (code, out, err) = daemon.cli(&[], "set ports port p2 mtu ?\n");
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("1500..10240"), "{out}");
+    assert!(out.contains("1500..10240, in bytes"), "{out}");
+    let (code, out, err) = daemon.cli(&[], "set liveness profile fast interval ?\n");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("10..60000, in milliseconds"), "{out}");
     // Inside quotes `?` is a character like any other.
     let (code, _, err) = daemon.cli(&["-c", "show ports \"p2?\""], "");
     assert_ne!(code, 0);
@@ -1249,6 +1252,32 @@ fn a_manual_bypass_is_confirmed_on_a_terminal_and_shown_in_the_status() {
         "show system status | match Sessions",
         "bob (uncommitted changes)",
     );
+    // Both shells run under one Unix account: only this shell's own session has the `*`.
+    // Three sessions of one Unix account: alice's, bob's and this `-c`'s.
+    let (_, users, _) = daemon.cli(&["-c", "show system users"], "");
+    let rows: Vec<&str> = users.lines().skip(1).collect();
+    let marked: Vec<&&str> = rows
+        .iter()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|id| id.ends_with('*'))
+        })
+        .collect();
+    assert!(
+        rows.len() == 3
+            && marked.len() == 1
+            && !marked[0].contains("alice")
+            && !marked[0].contains("bob"),
+        "only the asking session is marked: {users}"
+    );
+    // Entering configuration mode says who else holds uncommitted changes.
+    run(
+        &mut sh,
+        "edit",
+        "Users with uncommitted changes: root as bob (session",
+    );
+    quiet(&mut sh, "exit");
 
     // A script means what it says: no question.
     let (code, out, err) = daemon.cli(

@@ -9,9 +9,8 @@
 
 use efb_cli::complete::{Completer, KeySource, Mode, help_lines};
 use efb_cli::grammar::Grammar;
-use efb_cli::{help, protocol};
+use efb_cli::help;
 use efb_fuzz::{config, model, schema};
-use efb_yang::setlines;
 use proptest::prelude::*;
 
 /// Keys as efbd would list them: a few, whatever the list.
@@ -92,28 +91,6 @@ proptest! {
         let _ = grammar.next_words(&words);
         if let Err(e) = help::topic(grammar, &words) {
             prop_assert!(!e.to_string().is_empty());
-        }
-    }
-
-    /// Protocol names in set lines become numbers where a protocol goes, every other word
-    /// kept as it was; a protocol leaf given neither is refused saying so.
-    #[test]
-    fn protocol_names_become_numbers_where_they_go(words in proptest::collection::vec(word(), 0..8), verb in prop_oneof![Just("set"), Just("delete")]) {
-        let schema = schema();
-        let mut all = vec![verb.to_string()];
-        all.extend(words);
-        match protocol::numbers_in_line(schema, &all) {
-            Ok(Some(line)) => {
-                let again = setlines::split_words(&line).unwrap();
-                prop_assert_eq!(again.len(), all.len(), "{}", line);
-                for (old, new) in all.iter().zip(&again) {
-                    if old != new {
-                        prop_assert_eq!(protocol::number(old).map(|n| n.to_string()), Some(new.clone()));
-                    }
-                }
-            }
-            Ok(None) => {}
-            Err(e) => prop_assert!(e.to_string().contains("is not a protocol")),
         }
     }
 }

@@ -48,6 +48,36 @@ fn validate_accepts_both_example_sites() {
     }
 }
 
+/// A set-line file takes the words a typed line takes: `ip-proto "udp"` (as `show
+/// configuration | display set` of another tool may quote it) is UDP, not a refusal.
+#[test]
+fn validate_reads_set_lines_with_protocol_names_as_the_shell_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = write(dir.path(), "empty.json", "{}");
+    let (_, site, _) = run(&[
+        "diff",
+        &empty,
+        example("one-filter-site.json").to_str().unwrap(),
+    ]);
+    let lines: String = site
+        .lines()
+        .filter(|l| l.starts_with("set "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(lines.lines().count() > 20, "the site as set lines: {site}");
+    let file = write(
+        dir.path(),
+        "dns.set",
+        &format!(
+            "{lines}set ecofilter-balancer flow dns priority 500 direction both\n\
+             set ecofilter-balancer flow dns match ip-proto \"udp\" dst-port 53\n"
+        ),
+    );
+    let (code, out, err) = run(&["validate", &file]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.ends_with("0 errors, 0 warnings\n"), "{out}");
+}
+
 #[test]
 fn validate_names_every_problem_and_fails() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,38 +1,6 @@
-//! IP protocols by name. The model keeps `ip-proto` a number (uint8, as the chip matches
-//! it, and as gNMI clients send it); the shell and `efb-config` also take the names
-//! engineers type (`tcp`, `udp`) and turn them into numbers.
+//! IP protocols: their names (in efb-yang, where set lines read them) and which carry ports.
 
-/// Names of the common IP protocols (IANA's keywords, lower case), their numbers and what
-/// they are.
-pub const PROTOCOLS: &[(&str, u8, &str)] = &[
-    ("icmp", 1, "Internet Control Message Protocol"),
-    ("igmp", 2, "Internet Group Management Protocol"),
-    ("tcp", 6, "Transmission Control Protocol"),
-    ("udp", 17, "User Datagram Protocol"),
-    ("gre", 47, "Generic Routing Encapsulation"),
-    ("esp", 50, "IPsec Encapsulating Security Payload"),
-    ("ah", 51, "IPsec Authentication Header"),
-    ("icmpv6", 58, "ICMP for IPv6"),
-    ("ospf", 89, "Open Shortest Path First"),
-    ("pim", 103, "Protocol Independent Multicast"),
-    ("vrrp", 112, "Virtual Router Redundancy Protocol"),
-    ("sctp", 132, "Stream Control Transmission Protocol"),
-];
-
-/// What a protocol leaf takes, for errors and `?`.
-pub const ACCEPTED: &str = "a protocol number 0-255 or one of icmp, igmp, tcp, udp, gre, esp, \
-                            ah, icmpv6, ospf, pim, vrrp, sctp";
-
-/// The number a word names: digits (0 to 255), or a protocol's name in any case.
-pub fn number(word: &str) -> Option<u8> {
-    if word.bytes().all(|b| b.is_ascii_digit()) {
-        return word.parse().ok();
-    }
-    PROTOCOLS
-        .iter()
-        .find(|(name, _, _)| name.eq_ignore_ascii_case(word))
-        .map(|(_, n, _)| *n)
-}
+pub use efb_yang::protocols::{ACCEPTED, PROTOCOLS, number};
 
 /// Protocols whose header starts with ports, as the chip parses them: TCP, UDP, DCCP,
 /// SCTP, UDP-Lite.

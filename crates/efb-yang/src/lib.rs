@@ -19,6 +19,7 @@ mod json_syntax;
 mod ly;
 pub mod path;
 mod problem;
+pub mod protocols;
 pub mod rpc;
 pub mod schema;
 pub mod setlines;

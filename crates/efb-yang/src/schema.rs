@@ -286,7 +286,9 @@ impl Schema {
         (raw != 0).then(|| unsafe { SchemaNode::from_raw(&self.ctx, raw as *mut _) })
     }
 
-    /// Checks a leaf value against its type and returns it in canonical form.
+    /// Checks a leaf value against its type and returns it in canonical form. A leaf of
+    /// typedef `ip-protocol` takes a protocol's name for its number (`udp`: 17), whoever
+    /// reads the value: typed lines, files, pipes and `efb-config` alike.
     pub fn value(&self, id: SchemaId, text: &str) -> Result<Value, ValueError> {
         let node = self
             .ly_node(id)
@@ -294,6 +296,14 @@ impl Schema {
             .ok_or_else(|| ValueError::NotALeaf {
                 node: self.node(id).name.clone(),
             })?;
+        let named;
+        let text = match self.protocol_number(id, text) {
+            Some(n) => {
+                named = n.to_string();
+                named.as_str()
+            }
+            None => text,
+        };
         let checked = ly::check_value(&self.ctx, &node, text)
             .map_err(|_| refusal(self.node(id).leaf_type.as_ref(), text))?;
         let kind = match self.node(id).leaf_type.as_ref().map(|t| t.base) {
@@ -301,6 +311,22 @@ impl Schema {
             _ => self.node(id).json_kind(),
         };
         Ok(Value::new(checked.canonical, kind))
+    }
+
+    /// Whether the leaf holds an IP protocol (typedef `ip-protocol`).
+    pub fn is_protocol_leaf(&self, id: SchemaId) -> bool {
+        let node = self.node(id);
+        node.kind == NodeKind::Leaf
+            && node
+                .leaf_type
+                .as_ref()
+                .is_some_and(|t| t.typedef.as_deref() == Some(crate::protocols::TYPEDEF))
+    }
+
+    fn protocol_number(&self, id: SchemaId, text: &str) -> Option<u8> {
+        self.is_protocol_leaf(id)
+            .then(|| crate::protocols::name_to_number(text))
+            .flatten()
     }
 
     /// Whether the node sits in configuration (not state, RPC or notification).

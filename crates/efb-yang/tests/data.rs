@@ -814,3 +814,47 @@ fn choosing_an_empty_case_leaves_no_empty_container() {
         r#"{"ecofilter-balancer:ecofilter-balancer":{"flow":[{"name":"f"}]}}"#
     );
 }
+
+/// Every reader of set lines (typed, piped, a file, efb-config) goes through this one: a
+/// protocol leaf takes a protocol's name for its number, quoted or not, and nothing else
+/// does.
+#[test]
+fn set_lines_take_protocol_names_where_a_protocol_goes_and_only_there() {
+    let schema = schema();
+    let mut tree = DataTree::new();
+    setlines::apply_lines(
+        &schema,
+        &mut tree,
+        "set ecofilter-balancer flow dns match ip-proto \"udp\" dst-port 53\n\
+         set ecofilter-balancer flow tcp match ip-proto TCP\n\
+         set ecofilter-balancer flow tcp description \"ip-proto tcp\"",
+    )
+    .unwrap();
+    let json = json::to_json(&schema, &tree, PrintOptions::default());
+    assert!(
+        json.contains("\"ip-proto\":17") && json.contains("\"ip-proto\":6"),
+        "{json}"
+    );
+    assert!(json.contains("\"description\":\"ip-proto tcp\""), "{json}");
+    let err = setlines::apply_lines(
+        &schema,
+        &mut DataTree::new(),
+        "set ecofilter-balancer flow dns match ip-proto tpc",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains(
+            "ip-proto \"tpc\" is not a protocol; expected a protocol number 0-255 or one of icmp"
+        ),
+        "{err}"
+    );
+    let err = setlines::apply_lines(
+        &schema,
+        &mut DataTree::new(),
+        "set ecofilter-balancer flow dns priority udp",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("priority \"udp\" is not an integer"), "{err}");
+}

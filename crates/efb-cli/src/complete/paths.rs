@@ -42,7 +42,11 @@ impl Completer<'_> {
 
     fn placeholder_for(&self, id: SchemaId) -> Candidate {
         let node = self.schema.node(id);
-        let help = format!("{} ({})", first_sentence(&node.description), node.accepts());
+        let accepts = match &node.units {
+            Some(units) => format!("{}, in {units}", node.accepts()),
+            None => node.accepts(),
+        };
+        let help = format!("{} ({accepts})", first_sentence(&node.description));
         Candidate::placeholder(format!("<{}>", node.name), help)
     }
 

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::complete::Mode;
 use crate::config_commands::ConfigCommand;
-use crate::{protocol, view};
+use crate::view;
 
 impl Shell {
     /// `show configuration [PATH]` and, in configuration mode, `show [PATH]`.
@@ -53,7 +53,7 @@ impl Shell {
         let below_top = !self.place.is_top();
         let output = match command {
             ConfigCommand::Set | ConfigCommand::Delete if below_top => return self.relative(words),
-            ConfigCommand::Set | ConfigCommand::Delete => self.edit_lines(words, line)?,
+            ConfigCommand::Set | ConfigCommand::Delete => self.edit_lines(line)?,
             ConfigCommand::Show if below_top => self.show_here(rest)?,
             ConfigCommand::Show => self.show_tree(Datastore::Candidate, rest)?,
             ConfigCommand::Edit => self.edit(rest)?,
@@ -84,13 +84,10 @@ impl Shell {
         Ok((output, Flow::Continue))
     }
 
-    /// `set` and `delete` at the top: the line as typed, protocol names as numbers.
-    fn edit_lines(&mut self, words: &[String], line: &str) -> Result<Output> {
-        // `match ip-proto tcp`: the model takes a number, people type names.
-        let line = protocol::numbers_in_line(self.schema, words)
-            .map_err(|e| ShellError(e.to_string()))?
-            .unwrap_or_else(|| line.trim().to_string());
-        let reply = self.client().edit_lines(&line)?;
+    /// `set` and `delete` at the top: the line as typed (efbd reads it as it reads files:
+    /// `match ip-proto tcp` included).
+    fn edit_lines(&mut self, line: &str) -> Result<Output> {
+        let reply = self.client().edit_lines(line.trim())?;
         Ok(Output::lines(broken_references(&reply.broken)))
     }
 

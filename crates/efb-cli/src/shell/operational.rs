@@ -126,7 +126,30 @@ impl Shell {
     fn configure(&mut self) -> Output {
         self.mode = Mode::Configuration;
         self.exit_warned = false;
-        Output::lines(vec!["Entering configuration mode".into()])
+        let mut lines = vec!["Entering configuration mode".to_string()];
+        lines.extend(self.others_editing());
+        Output::lines(lines)
+    }
+
+    /// Who else holds uncommitted changes, as Junos says on `configure`: their commit may
+    /// come first, and a later one touching the same paths is refused. Nothing when efbd
+    /// cannot say (the shell enters the mode all the same).
+    fn others_editing(&mut self) -> Option<String> {
+        let status = self.client().status().ok()?;
+        let mine = self.client().session;
+        let others: Vec<String> = status
+            .open_sessions
+            .iter()
+            .filter(|s| s.session != mine && s.uncommitted)
+            .map(|s| format!("{} (session {}, from {})", s.user, s.session, s.from))
+            .collect();
+        (!others.is_empty()).then(|| {
+            format!(
+                "Users with uncommitted changes: {}; whoever commits second is refused where \
+                 the changes meet",
+                others.join(", ")
+            )
+        })
     }
 
     /// `help [TOPIC]`, in either mode.

@@ -69,6 +69,7 @@ impl Shell {
     /// idle how long, editing or not; `*` marks this shell's own.
     pub(super) fn users(&mut self) -> Result<Output> {
         let status = self.client().status()?;
+        let mine = self.client().session;
         let mut rows = vec![vec![
             "Session".to_string(),
             "User".into(),
@@ -78,7 +79,8 @@ impl Shell {
             "Candidate".into(),
         ]];
         for s in &status.open_sessions {
-            let mark = if s.yours { "*" } else { "" };
+            // This shell's own session: another of the same account is someone else's shell.
+            let mark = if s.session == mine { "*" } else { "" };
             rows.push(vec![
                 format!("{}{mark}", s.session),
                 s.user.clone(),
@@ -92,7 +94,11 @@ impl Shell {
                 },
             ]);
         }
-        let data: Vec<Json> = status.open_sessions.iter().map(session_json).collect();
+        let data: Vec<Json> = status
+            .open_sessions
+            .iter()
+            .map(|s| session_json(s, mine))
+            .collect();
         Ok(Output::facts(
             efb_text_table::align(&rows, &[]),
             serde_json::json!({ "sessions": data }),
@@ -151,6 +157,7 @@ impl Shell {
 
     pub(super) fn status(&mut self) -> Result<Output> {
         let s = self.client().status()?;
+        let mine = self.client().session;
         let hello = self.client().hello.clone();
         let data = serde_json::json!({
             "daemon-version": s.daemon_version,
@@ -165,7 +172,7 @@ impl Shell {
             "manual-modes": s.manual_modes.iter()
                 .map(|m| serde_json::json!({ "unit": m.unit, "mode": m.mode }))
                 .collect::<Vec<_>>(),
-            "open-sessions": s.open_sessions.iter().map(session_json).collect::<Vec<_>>(),
+            "open-sessions": s.open_sessions.iter().map(|o| session_json(o, mine)).collect::<Vec<_>>(),
         });
         let confirm = if s.confirm_deadline_unix_ms == 0 {
             "none".to_string()
@@ -220,10 +227,11 @@ fn manual_modes_text(modes: &[efb_mgmt_proto::v1::UnitMode]) -> String {
         .join(", ")
 }
 
-fn session_json(s: &efb_mgmt_proto::v1::SessionSummary) -> Json {
+fn session_json(s: &efb_mgmt_proto::v1::SessionSummary, mine: u64) -> Json {
     serde_json::json!({
         "session": s.session, "user": s.user, "from": s.from, "age-seconds": s.age_seconds,
-        "idle-seconds": s.idle_seconds, "uncommitted": s.uncommitted, "yours": s.yours,
+        "idle-seconds": s.idle_seconds, "uncommitted": s.uncommitted,
+        "yours": s.session == mine, "your-account": s.yours,
     })
 }
 

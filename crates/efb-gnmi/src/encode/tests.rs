@@ -209,6 +209,7 @@ fn telemetry_leaves_include_keys_and_whole_leaf_lists() {
         [
             "/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/name \"f1\"",
             "/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/priority 5",
+            "/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/direction \"as-written\"",
             "/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/links [\"l1\"]",
             "/ecofilter-balancer:ecofilter-balancer/flow[name='f1']/action/drop [null]",
         ]

@@ -10,6 +10,7 @@ use crate::ly::{BaseType, TypeInfo};
 pub enum Verdict {
     OutOfRange,
     NotAnInteger,
+    NotAProtocol,
     NotADecimalInRange,
     NotOneOfTheNames,
     NeitherTrueNorFalse,
@@ -22,6 +23,7 @@ impl Verdict {
         match self {
             Verdict::OutOfRange => "is out of range",
             Verdict::NotAnInteger => "is not an integer",
+            Verdict::NotAProtocol => "is not a protocol",
             Verdict::NotADecimalInRange => "is not a decimal number in range",
             Verdict::NotOneOfTheNames => "is not one of the names",
             Verdict::NeitherTrueNorFalse => "is neither true nor false",
@@ -43,7 +45,9 @@ pub enum ValueError {
 }
 
 pub(super) fn refusal(t: Option<&TypeInfo>, text: &str) -> ValueError {
+    let protocol = t.and_then(|t| t.typedef.as_deref()) == Some(crate::protocols::TYPEDEF);
     let verdict = match t.map(effective_base) {
+        _ if protocol => Verdict::NotAProtocol,
         Some(b) if b.is_integer() => match text.trim().parse::<i128>() {
             Ok(_) => Verdict::OutOfRange,
             Err(_) => Verdict::NotAnInteger,
@@ -131,6 +135,7 @@ fn describe_known_typedef(name: &str) -> Option<&'static str> {
         "mac-address" => "a MAC address such as 00:11:22:33:44:55",
         "port-number" => "a port number in 0..65535",
         "l4-port-or-range" => "a port (179) or a range of ports (1024-65535)",
+        "ip-protocol" => crate::protocols::ACCEPTED,
         "counter64" => "a 64-bit counter",
         "date-and-time" => "a date and time such as 2026-11-30T12:00:00Z",
         _ => return None,
