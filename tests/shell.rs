@@ -300,8 +300,8 @@ fn mistakes_get_one_clear_error_and_change_nothing() {
     configure(&mut sh);
     run(
         &mut sh,
-        "save now",
-        "\"save\" takes nothing after it: unexpected \"now\"",
+        "save it now",
+        "save takes nothing (running becomes startup) or one FILE",
     );
     run(
         &mut sh,
@@ -873,7 +873,7 @@ fn a_commit_has_one_count_of_changes_everywhere() {
 fn compare_is_hierarchical_and_warnings_are_told_once_in_words() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = site_daemon(dir.path());
-    let change = "set ports port p2 mtu 9000\n\
+    let change = "set ports port p2 mtu 9100\n\
                   set ecofilter-balancer flow bgp-to priority 320\n\
                   set ecofilter-balancer flow dns priority 300\n\
                   set ecofilter-balancer flow dns match ip-proto udp dst-port 53\n\
@@ -882,7 +882,7 @@ fn compare_is_hierarchical_and_warnings_are_told_once_in_words() {
     let (code, out, err) = daemon.cli(&[], &format!("{change}show | compare\ndiscard\n"));
     assert_eq!(code, 0, "{err}");
     for part in [
-        "[edit ports port p2]\n+   mtu 9000;\n",
+        "[edit ports port p2]\n+   mtu 9100;\n",
         "[edit ecofilter-balancer flow bgp-to]\n-   priority 310;\n+   priority 320;\n",
         "[edit ecofilter-balancer]\n+   flow dns {\n+       priority 300;\n",
         "-   flow multicast-v6 {\n-       priority 200;\n",
@@ -899,7 +899,7 @@ fn compare_is_hierarchical_and_warnings_are_told_once_in_words() {
     );
     assert!(
         out.contains("delete ecofilter-balancer flow multicast-v6\n")
-            && out.contains("set ports port p2 mtu 9000\n"),
+            && out.contains("set ports port p2 mtu 9100\n"),
         "{out}"
     );
     let (_, out, _) = daemon.cli(
@@ -941,7 +941,7 @@ fn compare_is_hierarchical_and_warnings_are_told_once_in_words() {
         "{out}"
     );
     // Not at the next commit, which only says it still holds; commit check lists it.
-    let (_, out, _) = daemon.cli(&[], "set ports port p2 mtu 9000\ncommit\n");
+    let (_, out, _) = daemon.cli(&[], "set ports port p2 mtu 9200\ncommit\n");
     assert!(!out.contains("warning: ecofilter-balancer"), "{out}");
     assert!(
         out.contains("1 warning told at an earlier commit still holds (commit check lists them)"),
@@ -952,6 +952,10 @@ fn compare_is_hierarchical_and_warnings_are_told_once_in_words() {
         out.contains("warning: ecofilter-balancer balancing-method: dst-ip"),
         "{out}"
     );
+    // A value already in force (p4's MTU is the default 9000) is no change to compare.
+    let (code, out, err) = daemon.cli(&[], "set ports port p4 mtu 9000\nshow | compare\ndiscard\n");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("[edit ports port p4]"), "{out}");
 }
 
 /// `commit check` says which traffic a flow change sends elsewhere, and what removing a
@@ -988,6 +992,57 @@ fn commit_check_forecasts_flow_and_pair_changes() {
         ),
         "{out}"
     );
+}
+
+/// `save FILE` writes the candidate as set lines and `| save FILE` writes any output, as in
+/// Junos; `load merge FILE` reads the first back into another balancer's candidate.
+#[test]
+fn save_to_a_file_and_load_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = site_daemon(dir.path());
+    let saved = dir.path().join("site.set");
+    let ports = dir.path().join("ports.txt");
+    let (code, out, err) = daemon.cli(
+        &[],
+        &format!(
+            "set ecofilter-balancer flow dns priority 500 direction both match ip-proto udp dst-port 53\n\
+             save {}\nrun show ports | save {}\ndiscard\n",
+            saved.display(),
+            ports.display()
+        ),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "lines to {}: the candidate configuration",
+            saved.display()
+        )),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(
+        text.contains("set ecofilter-balancer flow dns match ip-proto 17")
+            && text.contains("set ports port p2 number 2"),
+        "{text}"
+    );
+    let shown = std::fs::read_to_string(&ports).unwrap();
+    assert!(
+        shown.starts_with("Port") && shown.contains("p10-0"),
+        "{shown}"
+    );
+
+    let other = tempfile::tempdir().unwrap();
+    let empty = Daemon::start(&other.path().join("datastore"), &[]);
+    let (code, out, err) = empty.cli(&[], &format!("load merge {}\ncommit\n", saved.display()));
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, out, _) = empty.cli(
+        &[
+            "-c",
+            "show configuration ecofilter-balancer flow dns | display set",
+        ],
+        "",
+    );
+    assert!(out.contains("direction both"), "{out}");
 }
 
 /// A flow written for one direction splits sessions: the warning names its reverse and

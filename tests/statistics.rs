@@ -81,6 +81,10 @@ fn cleared_counters_count_from_zero_again_for_every_reader() {
         "dns dropped"
     );
     assert_ne!(bytes, "0");
+    // Errors and outgoing discards as the chip's gNMI says them (the emulated chip counts
+    // none), not "unknown" where a collector reads 0.
+    let p2 = row(&daemon, "show ports p2 statistics");
+    assert_eq!([&p2[5], &p2[7], &p2[8]], ["0", "0", "0"], "{p2:?}");
     assert_eq!(packets(&daemon, "dns"), "2");
     let p1_out = out_frames(&daemon, "p1");
     assert_eq!(p1_out, "3", "the ARP frames left by p1");

@@ -124,6 +124,7 @@ pub const PIPES: &[(&str, &str)] = &[
     ("last", "Show only the last N lines"),
     ("no-more", "Show everything at once, without the pager"),
     ("display", "Show the data as json or as set lines"),
+    ("save", "Write the lines to a file instead of the screen"),
 ];
 
 /// Words `help` takes first (besides the first words of commands).
@@ -196,6 +197,7 @@ fn pipe_candidates(stage: &[String]) -> Vec<Candidate> {
             vec![Candidate::placeholder("<regex>", "A regular expression")]
         }
         [l] if l == "last" => vec![Candidate::placeholder("<lines>", "How many lines")],
+        [s] if s == "save" => vec![Candidate::placeholder("<file>", "The file to write")],
         _ => end(),
     }
 }

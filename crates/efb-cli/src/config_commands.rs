@@ -47,7 +47,7 @@ config_commands! {
     Apply = "apply", "Validate the candidate and make it running";
     Rollback = "rollback", "Load commit N (0: running) into the candidate";
     Discard = "discard", "Drop the candidate's changes";
-    Save = "save", "Save the running configuration as startup (what the box boots with)";
+    Save = "save", "Save the running configuration as startup (what the box boots with); save FILE: the candidate as set lines in FILE";
     Load = "load", "Load a file of JSON or set lines: merge or override";
     Run = "run", "Run an operational command";
     Help = "help", "Help on a topic: help TOPIC (commands, configuration, pipes...)";

@@ -521,3 +521,27 @@ fn a_one_direction_flow_whose_reverse_goes_elsewhere_is_named_and_direction_both
         "bypass (no flow matches it)",
     );
 }
+
+#[test]
+fn a_port_named_as_the_board_names_another_place_is_refused() {
+    let v = validator();
+    let tree = with_lines(
+        &v,
+        &site(&v),
+        "set ports port p20-0 number 21 lane 2 speed 25g",
+    );
+    assert_one(
+        &errors(&v, &tree),
+        "port[name='p20-0']",
+        "p20-0 is the board's name of port 20 lane 0, but this port is port 21 lane 2: name it p21-2",
+    );
+    let tree = with_lines(&v, &site(&v), "set ports port p7 number 8 speed 100g");
+    assert_one(&errors(&v, &tree), "port[name='p7']", "name it p8");
+    // The board's own name, or a name of one's own, is fine.
+    let fine = with_lines(
+        &v,
+        &site(&v),
+        "set ports port p21-2 number 21 lane 2 speed 25g\nset ports port uplink-7 number 7 speed 100g\nset ports port p7x number 8 speed 100g",
+    );
+    assert!(errors(&v, &fine).is_empty(), "{:?}", errors(&v, &fine));
+}

@@ -32,6 +32,9 @@ pub struct PortCounters {
     pub out_frames: u64,
     pub out_bytes: u64,
     pub in_discards: u64,
+    pub in_errors: u64,
+    pub out_discards: u64,
+    pub out_errors: u64,
 }
 
 /// Which device ports are up, as the platform last said (None: not known now).
@@ -174,6 +177,9 @@ fn counters_of(device_port: u32, interface: &Interface) -> PortCounters {
         out_frames: c.get(Counter::OutPkts),
         out_bytes: c.get(Counter::OutOctets),
         in_discards: c.get(Counter::InDiscards),
+        in_errors: c.get(Counter::InErrors),
+        out_discards: c.get(Counter::OutDiscards),
+        out_errors: c.get(Counter::OutErrors),
     }
 }
 

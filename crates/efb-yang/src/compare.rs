@@ -3,7 +3,7 @@
 //! curly-brace form `show configuration` prints; an entry added or removed whole is shown
 //! whole. Walked from both trees side by side, so that a removed entry shows what it held.
 
-use crate::diff::natural_keys;
+use crate::diff::{holds_default, natural_keys};
 use crate::schema::{JsonKind, Schema, SchemaId};
 use crate::setlines::quote_word;
 use crate::tree::{Child, DataTree, Inner, Keys, LeafList, List, Value};
@@ -65,6 +65,9 @@ impl Render<'_> {
         }
         for id in old.child_ids_with(new) {
             match (old.get(id), new.get(id)) {
+                // A leaf written with the value in force anyway (its default) changes nothing.
+                (Some(Child::Leaf(v)), None) | (None, Some(Child::Leaf(v)))
+                    if holds_default(self.schema, id, v) => {}
                 (Some(gone), None) => self.whole(Sign::Gone, 0, id, gone),
                 (None, Some(came)) => self.whole(Sign::Came, 0, id, came),
                 (Some(a), Some(b)) => self.child(id, a, b),

@@ -71,8 +71,19 @@ fn is_leaf_list_item(schema: &Schema, path: &DataPath) -> bool {
 /// in its order. What people read (`show | compare`, `| display set`, set-line files) is
 /// in the order `show` lists.
 pub fn diff(schema: &Schema, old: &DataTree, new: &DataTree) -> Vec<Change> {
+    walk(schema, old, new, true)
+}
+
+/// Every difference as written, a leaf holding its default value included: what a tree is
+/// as lines (`render_tree`), where nothing written may be left out.
+pub fn diff_as_written(schema: &Schema, old: &DataTree, new: &DataTree) -> Vec<Change> {
+    walk(schema, old, new, false)
+}
+
+fn walk(schema: &Schema, old: &DataTree, new: &DataTree, in_force: bool) -> Vec<Change> {
     let mut walk = Walk {
         schema,
+        in_force,
         path: DataPath::root(),
         deletes: Vec::new(),
         sets: Vec::new(),
@@ -83,10 +94,17 @@ pub fn diff(schema: &Schema, old: &DataTree, new: &DataTree) -> Vec<Change> {
     changes
 }
 
+/// Whether a leaf's value is its default: written or not, the same value is in force.
+pub(crate) fn holds_default(schema: &Schema, id: SchemaId, value: &Value) -> bool {
+    schema.node(id).default.as_deref() == Some(value.as_str())
+}
+
 /// Walks two trees side by side. The current path is one stack, pushed and popped as the
 /// walk goes, and copied only into the changes it reports.
 struct Walk<'a> {
     schema: &'a Schema,
+    /// Compare what is in force: a leaf written with its default value is no change.
+    in_force: bool,
     path: DataPath,
     deletes: Vec<Change>,
     sets: Vec<Change>,
@@ -125,6 +143,10 @@ impl Walk<'_> {
         for id in old.child_ids_with(new) {
             self.path.segments.push(Segment::new(id));
             match (old.get(id), new.get(id)) {
+                // A leaf written with its default value, or taken out while it had that
+                // value, changes nothing in force: not a change.
+                (Some(Child::Leaf(v)), None) | (None, Some(Child::Leaf(v)))
+                    if self.is_default(id, v) => {}
                 (Some(_), None) => self.delete_here(),
                 (None, Some(child)) => self.created(child),
                 (Some(a), Some(b)) => self.child(a, b),
@@ -132,6 +154,10 @@ impl Walk<'_> {
             }
             self.path.segments.pop();
         }
+    }
+
+    fn is_default(&self, id: SchemaId, value: &Value) -> bool {
+        self.in_force && holds_default(self.schema, id, value)
     }
 
     fn child(&mut self, old: &Child, new: &Child) {

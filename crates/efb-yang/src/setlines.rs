@@ -141,7 +141,10 @@ pub fn summarise(schema: &Schema, changes: &[Change]) -> Vec<String> {
 
 /// A whole tree as `set` lines.
 pub fn render_tree(schema: &Schema, tree: &DataTree) -> Vec<String> {
-    render_changes(schema, &diff::diff(schema, &DataTree::new(), tree))
+    render_changes(
+        schema,
+        &diff::diff_as_written(schema, &DataTree::new(), tree),
+    )
 }
 
 /// The words naming a path: node names, with list keys (or the leaf-list item) after them.

@@ -387,11 +387,13 @@ fn changes_list_entries_as_people_count_them() {
     setlines::apply_lines(
         &schema,
         &mut new,
-        "set ports port p10 mtu 9000\nset ports port p3 number 3\nset ports port p1 mtu 9000\n\
+        "set ports port p10 mtu 9100\nset ports port p3 number 3\nset ports port p1 mtu 9100\n\
+         set ports port p2 mtu 9000\n\
          set ecofilter-balancer flow f links l10 links l2 links l1",
     )
     .unwrap();
     let lines = setlines::render_changes(&schema, &diff::diff(&schema, &old, &new));
+    // p2's mtu written with its default value (9000) changes nothing in force.
     assert_eq!(ports(&lines), ["p1", "p3", "p10"], "{lines:#?}");
     let links: Vec<&String> = lines.iter().filter(|l| l.contains(" links ")).collect();
     assert_eq!(
@@ -571,7 +573,7 @@ fn rpc_input_is_checked_against_the_schema() {
     );
     assert!(
         text.iter()
-            .any(|t| t.contains("ip-proto") && t.contains("0..255")),
+            .any(|t| t.contains("ip-proto") && t.contains("\"256\" is not a protocol")),
         "{text:#?}"
     );
     assert!(
@@ -857,4 +859,34 @@ fn set_lines_take_protocol_names_where_a_protocol_goes_and_only_there() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("priority \"udp\" is not an integer"), "{err}");
+}
+
+/// A leaf set to the value already in force (its default) is no change, and neither is
+/// taking out a leaf that held its default; another value is.
+#[test]
+fn writing_a_default_value_is_not_a_change() {
+    let schema = schema();
+    let mut old = DataTree::new();
+    setlines::apply_lines(&schema, &mut old, "set liveness profile fast interval 20").unwrap();
+    let mut same = old.clone();
+    setlines::apply_lines(
+        &schema,
+        &mut same,
+        "set liveness profile fast probes-down-count 5",
+    )
+    .unwrap();
+    assert!(
+        diff::diff(&schema, &old, &same).is_empty(),
+        "{:?}",
+        diff::diff(&schema, &old, &same)
+    );
+    assert!(diff::diff(&schema, &same, &old).is_empty());
+    let mut other = old.clone();
+    setlines::apply_lines(
+        &schema,
+        &mut other,
+        "set liveness profile fast probes-down-count 3",
+    )
+    .unwrap();
+    assert_eq!(diff::diff(&schema, &old, &other).len(), 1);
 }

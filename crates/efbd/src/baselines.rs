@@ -21,29 +21,35 @@ pub struct Baselines(Arc<Mutex<Taken>>);
 #[derive(Debug, Default)]
 struct Taken {
     /// A port's counters as [`port_counts`] orders them.
-    ports: BTreeMap<String, [u64; 5]>,
+    ports: BTreeMap<String, [u64; 8]>,
     /// A flow's packets and bytes.
     flows: BTreeMap<String, [u64; 2]>,
 }
 
 /// The counters of a port a clear resets (oper-status is no counter).
-fn port_counts(c: &PortCounters) -> [u64; 5] {
+fn port_counts(c: &PortCounters) -> [u64; 8] {
     [
         c.in_frames,
         c.in_bytes,
         c.out_frames,
         c.out_bytes,
         c.in_discards,
+        c.in_errors,
+        c.out_discards,
+        c.out_errors,
     ]
 }
 
-fn set_port_counts(c: &mut PortCounters, counts: [u64; 5]) {
+fn set_port_counts(c: &mut PortCounters, counts: [u64; 8]) {
     [
         c.in_frames,
         c.in_bytes,
         c.out_frames,
         c.out_bytes,
         c.in_discards,
+        c.in_errors,
+        c.out_discards,
+        c.out_errors,
     ] = counts;
 }
 
@@ -244,6 +250,7 @@ mod tests {
             out_frames: 7,
             out_bytes: 700,
             in_discards: 1,
+            ..PortCounters::default()
         }
     }
 
@@ -266,12 +273,12 @@ mod tests {
         baselines.clear_ports(&[("p1".to_string(), port(5, 320))].into());
         let mut now = first.clone();
         baselines.apply(&mut now);
-        assert_eq!(port_counts(&now.ports["p1"]), [0; 5]);
+        assert_eq!(port_counts(&now.ports["p1"]), [0; 8]);
         assert!(now.ports["p1"].up, "the status is no counter");
-        assert_eq!(port_counts(&now.ports["p2"]), [3, 192, 7, 700, 1]);
+        assert_eq!(port_counts(&now.ports["p2"]), [3, 192, 7, 700, 1, 0, 0, 0]);
         let mut later = read(&[("p1", port(8, 512))], &[]);
         baselines.apply(&mut later);
-        assert_eq!(port_counts(&later.ports["p1"]), [3, 192, 0, 0, 0]);
+        assert_eq!(port_counts(&later.ports["p1"]), [3, 192, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]

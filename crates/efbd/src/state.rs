@@ -300,8 +300,11 @@ fn put_port_counters(
         (DevicePortLeaf::InFrames, c.in_frames),
         (DevicePortLeaf::InBytes, c.in_bytes),
         (DevicePortLeaf::InDiscards, c.in_discards),
+        (DevicePortLeaf::InErrors, c.in_errors),
         (DevicePortLeaf::OutFrames, c.out_frames),
         (DevicePortLeaf::OutBytes, c.out_bytes),
+        (DevicePortLeaf::OutDiscards, c.out_discards),
+        (DevicePortLeaf::OutErrors, c.out_errors),
     ] {
         leaves.put(at, leaf, &value.to_string());
     }
@@ -415,6 +418,7 @@ mod tests {
             out_frames: 2,
             out_bytes: 128,
             in_discards: 0,
+            ..PortCounters::default()
         };
         let map = board::port_map().expect("the port map");
         Counters {

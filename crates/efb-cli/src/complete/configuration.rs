@@ -52,6 +52,14 @@ impl Completer<'_> {
                     "Apply the file's set / delete lines to the candidate",
                 ),
             ],
+            ConfigCommand::Save if rest.is_empty() => {
+                let mut out = end();
+                out.push(Candidate::placeholder(
+                    "<file>",
+                    "Write the candidate configuration to a file, as set lines",
+                ));
+                out
+            }
             ConfigCommand::Run => self.operational(rest),
             ConfigCommand::Help => help_topics(rest),
             ConfigCommand::Rollback

@@ -63,6 +63,13 @@ impl Shell {
             ConfigCommand::Annotate => self.annotate(rest)?,
             ConfigCommand::Commit | ConfigCommand::Apply => return self.commit(rest),
             ConfigCommand::Rollback => self.rollback(rest)?,
+            ConfigCommand::Save if rest.len() == 1 => self.save_to_file(&rest[0])?,
+            ConfigCommand::Save if rest.len() > 1 => {
+                return fail(
+                    "save takes nothing (running becomes startup) or one FILE (the candidate \
+                     as set lines in FILE); quote a name with spaces",
+                );
+            }
             ConfigCommand::Discard | ConfigCommand::Save if !rest.is_empty() => {
                 return nothing_after(&words[..1], rest).map(|()| (Output::none(), Flow::Continue));
             }
@@ -82,6 +89,18 @@ impl Shell {
             ConfigCommand::Exit | ConfigCommand::Quit => return self.exit(&words[..1], rest),
         };
         Ok((output, Flow::Continue))
+    }
+
+    /// `save FILE`: the candidate configuration as set lines in a file, which `load merge
+    /// FILE` (or `efb-config`) reads back; `save` alone saves running as startup.
+    fn save_to_file(&mut self, file: &str) -> Result<Output> {
+        let shown = self.show_tree(Datastore::Candidate, &[])?;
+        let lines =
+            super::pipes::apply_pipes(self.schema, shown, &[super::pipes::Pipe::DisplaySet])?;
+        let said = super::pipes::write_lines(std::path::Path::new(file), &lines)?;
+        Ok(Output::lines(vec![format!(
+            "{said}: the candidate configuration as set lines (load merge {file} reads it back)"
+        )]))
     }
 
     /// `set` and `delete` at the top: the line as typed (efbd reads it as it reads files:

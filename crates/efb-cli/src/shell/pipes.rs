@@ -46,10 +46,12 @@ pub(super) enum Pipe {
     NoMore,
     DisplayJson,
     DisplaySet,
+    /// The lines go to a file (Junos's `| save FILE`).
+    Save(std::path::PathBuf),
 }
 
-const PIPE_CHOICES: &str =
-    "match REGEX, except REGEX, find REGEX, count, last N, no-more, display json, display set";
+const PIPE_CHOICES: &str = "match REGEX, except REGEX, find REGEX, count, last N, no-more, \
+                            display json, display set, save FILE";
 
 impl Pipe {
     pub(super) fn parse(words: &[String]) -> Result<Pipe> {
@@ -79,7 +81,8 @@ impl Pipe {
             ["no-more"] => Pipe::NoMore,
             ["display", "json"] => Pipe::DisplayJson,
             ["display", "set"] => Pipe::DisplaySet,
-            [first @ ("match" | "except" | "find" | "last"), ..] => {
+            ["save", file] => Pipe::Save(file.into()),
+            [first @ ("match" | "except" | "find" | "last" | "save"), ..] => {
                 return fail(format!(
                     "| {first} takes one word (quote a pattern with spaces); expected {PIPE_CHOICES}"
                 ));
@@ -149,18 +152,34 @@ pub(super) fn apply_pipes(schema: &Schema, output: Output, pipes: &[Pipe]) -> Re
                 }
                 None => return fail("display set: this command has no data to display"),
             },
+            Pipe::Save(path) => vec![write_lines(path, &lines)?],
         };
     }
     Ok(lines)
+}
+
+/// Writes `lines` to `path` (replacing it, as Junos's `save` does) and says so.
+pub(super) fn write_lines(path: &std::path::Path, lines: &[String]) -> Result<String> {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(path, text)
+        .map_err(|e| ShellError(format!("save: cannot write {}: {e}", path.display())))?;
+    Ok(format!(
+        "Wrote {} line{} to {}",
+        lines.len(),
+        if lines.len() == 1 { "" } else { "s" },
+        path.display()
+    ))
 }
 
 /// Configuration data as `set` lines (state values left out: they are not settable).
 fn set_lines(schema: &Schema, data: &Json) -> Result<Vec<String>> {
     let tree = json::from_trusted_json(schema, &data.to_string())
         .map_err(|e| ShellError(e.to_string()))?;
-    let changes: Vec<diff::Change> = diff::diff(schema, &efb_yang::DataTree::new(), &tree)
-        .into_iter()
-        .filter(|c| c.path().segments.iter().all(|s| schema.node(s.node).config))
-        .collect();
+    let changes: Vec<diff::Change> =
+        diff::diff_as_written(schema, &efb_yang::DataTree::new(), &tree)
+            .into_iter()
+            .filter(|c| c.path().segments.iter().all(|s| schema.node(s.node).config))
+            .collect();
     Ok(setlines::render_changes(schema, &changes))
 }

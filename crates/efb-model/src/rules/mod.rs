@@ -72,9 +72,57 @@ pub fn check(config: &Config, flows: FlowScope<'_>) -> Findings {
     f
 }
 
+/// The place a board name (`p21`, `p21-2`) names: port number and lane.
+fn board_place(name: &str) -> Option<(u8, Option<u8>)> {
+    let rest = name.strip_prefix('p')?;
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    match rest.split_once('-') {
+        Some((n, l)) if digits(n) && digits(l) => Some((n.parse().ok()?, Some(l.parse().ok()?))),
+        None if digits(rest) => Some((rest.parse().ok()?, None)),
+        _ => None,
+    }
+}
+
+fn board_name(number: u8, lane: Option<u8>) -> String {
+    match lane {
+        Some(l) => format!("p{number}-{l}"),
+        None => format!("p{number}"),
+    }
+}
+
+/// A name spelled as the board names ports (`p<number>[-<lane>]`) must be the board's name
+/// of the port's own place: `p20-0` on port 21 lane 2 would show as p21-2 in one view and
+/// be taken for the board's p20-0 in another (efb-target, OpenConfig).
+fn check_port_name(port: &Port, f: &mut Findings) {
+    let Some((number, lane)) = board_place(&port.name) else {
+        return;
+    };
+    if (number, lane) != (port.number, port.lane) {
+        let own = board_name(port.number, port.lane);
+        f.error(
+            paths::port(&port.name),
+            format!(
+                "{} is the board's name of {}, but this port is {}: name it {own}, or a name \
+                 not spelled p<number>[-<lane>]",
+                port.name,
+                place_words(number, lane),
+                place_words(port.number, port.lane)
+            ),
+        );
+    }
+}
+
+fn place_words(number: u8, lane: Option<u8>) -> String {
+    match lane {
+        Some(l) => format!("port {number} lane {l}"),
+        None => format!("port {number}"),
+    }
+}
+
 fn check_ports(config: &Config, f: &mut Findings) {
     let mut by_place: BTreeMap<(u8, Option<u8>), &str> = BTreeMap::new();
     for port in config.ports.values() {
+        check_port_name(port, f);
         if port.speed.is_whole_port() && port.lane.is_some() {
             f.error(
                 format!("{}/lane", paths::port(&port.name)),
