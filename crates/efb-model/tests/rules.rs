@@ -541,7 +541,7 @@ fn a_port_named_as_the_board_names_another_place_is_refused() {
     let fine = with_lines(
         &v,
         &site(&v),
-        "set ports port p21-2 number 21 lane 2 speed 25g\nset ports port uplink-7 number 7 speed 100g\nset ports port p7x number 8 speed 100g",
+        "set ports port p21-2 number 21 lane 2 speed 25g\nset ports port uplink-7 number 7 speed 100g\nset ports port p7x number 8 speed 100g\nset ports port p99 number 30 lane 1 speed 10g",
     );
     assert!(errors(&v, &fine).is_empty(), "{:?}", errors(&v, &fine));
 }

@@ -72,15 +72,22 @@ pub fn check(config: &Config, flows: FlowScope<'_>) -> Findings {
     f
 }
 
-/// The place a board name (`p21`, `p21-2`) names: port number and lane.
+/// The board's front panel, as the model's ranges of a port's number and lane say it.
+const BOARD_PORTS: u8 = 32;
+const BOARD_LANES: u8 = 4;
+
+/// The place a board name (`p21`, `p21-2`) names: port number and lane; None for a name the
+/// board does not have (`p99`, `uplink`).
 fn board_place(name: &str) -> Option<(u8, Option<u8>)> {
     let rest = name.strip_prefix('p')?;
     let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-    match rest.split_once('-') {
-        Some((n, l)) if digits(n) && digits(l) => Some((n.parse().ok()?, Some(l.parse().ok()?))),
-        None if digits(rest) => Some((rest.parse().ok()?, None)),
-        _ => None,
-    }
+    let (number, lane) = match rest.split_once('-') {
+        Some((n, l)) if digits(n) && digits(l) => (n.parse().ok()?, Some(l.parse().ok()?)),
+        None if digits(rest) => (rest.parse().ok()?, None),
+        _ => return None,
+    };
+    let on_board = (1..=BOARD_PORTS).contains(&number) && lane.is_none_or(|l| l < BOARD_LANES);
+    on_board.then_some((number, lane))
 }
 
 fn board_name(number: u8, lane: Option<u8>) -> String {
