@@ -1414,6 +1414,12 @@ fn load_terminal_rollback_help_and_compare_with_a_rollback() {
         "set ports port p2 number 2 speed 100g\ncommit comment \"second port\"\n",
     );
     assert_eq!(code, 0, "{out}{err}");
+    // Operational mode, as Junos: running against a past commit, in the hierarchical form.
+    let (code, out, err) = daemon.cli(&["-c", "show configuration | compare rollback 1"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("[edit ports]\n+   port p2 {"), "{out}");
+    let (code, _, err) = daemon.cli(&["-c", "show configuration | compare"], "");
+    assert!(code != 0 && err.contains("takes rollback N here"), "{err}");
     let site = dir.path().join("site-part.set");
     std::fs::write(&site, "set ports port p3 number 3 speed 100g\n").unwrap();
 

@@ -33,7 +33,7 @@ mod pipes;
 mod rpc;
 mod system;
 
-use pipes::{Pipe, apply_pipes, compare_stage, split_pipes};
+use pipes::{Pipe, apply_pipes, compare_stage, operational_compare_stage, split_pipes};
 
 /// What happened to a line.
 #[derive(Debug, PartialEq, Eq)]
@@ -203,7 +203,13 @@ impl Shell {
         }
         let compare = match self.mode {
             Mode::Configuration => compare_stage(&words, &stages)?,
-            Mode::Operational => None,
+            Mode::Operational => match operational_compare_stage(&words, &stages)? {
+                Some(n) => {
+                    self.refuse_if_editing()?;
+                    Some(Some(n))
+                }
+                None => None,
+            },
         };
         if compare.is_some() {
             stages.remove(0);
@@ -238,6 +244,24 @@ impl Shell {
             _ => shown.iter().for_each(|l| efb_text_table::print_line(l)),
         }
         Ok(flow)
+    }
+
+    /// efbd compares this session's candidate: in operational mode that is running only
+    /// while no uncommitted change was left in it.
+    fn refuse_if_editing(&mut self) -> Result<()> {
+        let status = self.client().status()?;
+        let mine = self.client().session;
+        if status
+            .open_sessions
+            .iter()
+            .any(|s| s.session == mine && s.uncommitted)
+        {
+            return fail(
+                "this session's candidate holds uncommitted changes: compare them in \
+                 configuration mode (show | compare rollback N), or commit or discard them first",
+            );
+        }
+        Ok(())
     }
 
     /// `?` at the end of a line that did not come from the keyboard (`-c`, a script, a

@@ -130,7 +130,16 @@ fn loaded_site(
             json.len() >> 20
         );
     }
-    assert!(check.warnings.is_empty(), "{:?}", check.warnings);
+    // The generated flows are one-direction, as automation loads host rules: the only
+    // warnings are that their sessions are split (or, past the budget, not checked).
+    let unexpected: Vec<_> = check
+        .warnings
+        .iter()
+        .filter(|w| {
+            !w.message.contains("sessions are split") && !w.message.contains("too many to check")
+        })
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:?}");
     ds.commit(s, CommitRequest::default()).unwrap();
     (ds, s, load_and_validate)
 }

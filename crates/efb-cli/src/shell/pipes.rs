@@ -16,6 +16,30 @@ pub(super) fn compare_stage(
     if words != ["show"] {
         return Ok(None);
     }
+    rollback_of(pipes)
+}
+
+/// Operational mode's `show configuration | compare rollback N` (Junos's): the running
+/// configuration against commit N of history; plain `| compare` there has nothing to
+/// compare (no candidate is being edited) and says so.
+pub(super) fn operational_compare_stage(
+    words: &[String],
+    pipes: &[Vec<String>],
+) -> Result<Option<u32>> {
+    if words != ["show", "configuration"] {
+        return Ok(None);
+    }
+    match rollback_of(pipes)? {
+        None => Ok(None),
+        Some(Some(n)) => Ok(Some(n)),
+        Some(None) => fail(
+            "show configuration | compare takes rollback N here (running against commit N of \
+             history); in configuration mode, show | compare shows the candidate's changes",
+        ),
+    }
+}
+
+fn rollback_of(pipes: &[Vec<String>]) -> Result<Option<Option<u32>>> {
     let Some(first) = pipes
         .first()
         .filter(|p| p.first().is_some_and(|w| w == "compare"))
