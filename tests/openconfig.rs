@@ -48,6 +48,30 @@ fn port_becomes(daemon: &Daemon, name: &str, down: bool, why: &str) {
     }
 }
 
+/// Waits (5 s at most) until `show ecofilter-balancer link NAME` says `status` and `why`.
+fn link_says(daemon: &Daemon, link: &str, status: &str, why: &str) {
+    let started = Instant::now();
+    loop {
+        let (_, out, _) = daemon.cli(&["-c", &format!("show ecofilter-balancer link {link}")], "");
+        let row: Vec<&str> = out
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .split("  ")
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .collect();
+        if row.get(3) == Some(&status) && row.get(4) == Some(&why) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "link {link}: wanted {status} ({why}):\n{out}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The admin-status of a chip interface (`config/enabled`), as efbd's driver reads the
 /// chip's gNMI.
 fn chip_admin_status(target: &Target, name: &str) -> Option<bool> {
@@ -83,10 +107,23 @@ fn efbd_hears_port_state_over_gnmi_and_serves_the_ports_as_openconfig() {
         .block_on(chip.control.set_port_state(pull(false)))
         .unwrap();
     port_becomes(&daemon, "p3", true, "cable pulled");
+    // The uplink it belongs to is down, says which port, and the change is an event.
+    link_says(&daemon, "l2", "down", "p3 (WAN) down");
     chip.rt
         .block_on(chip.control.set_port_state(pull(true)))
         .unwrap();
     port_becomes(&daemon, "p3", false, "cable back");
+    link_says(&daemon, "l2", "up", "-");
+    let (_, log, _) = daemon.cli(&["-c", "show log link"], "");
+    let events: Vec<&str> = log.lines().filter(|l| l.contains("link-status")).collect();
+    assert!(
+        events.len() == 2
+            && events[0].contains("link=l2")
+            && events[0].contains("to=down")
+            && events[0].contains("p3 (WAN) down")
+            && events[1].contains("to=up"),
+        "one event down, one up: {log}"
+    );
 
     // `enabled false` is the port's admin-status on the chip: down at the commit, and up
     // again when enabled.

@@ -503,6 +503,11 @@ impl Driver {
     /// (liveness asks when a pair goes down, to say whether a port or the filter is to
     /// blame). Asks nothing: never waits for the platform nor for a write to the chip.
     pub async fn port_states(&self) -> Option<BTreeMap<u32, bool>> {
+        self.port_states_now()
+    }
+
+    /// The same, for callers off the runtime (the state tree is built on a blocking thread).
+    pub fn port_states_now(&self) -> Option<BTreeMap<u32, bool>> {
         self.platform.port_states().map(|states| (*states).clone())
     }
 

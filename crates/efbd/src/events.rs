@@ -1,5 +1,6 @@
 //! The events whoever runs a balancer looks for: commits, rollbacks, confirm timeouts,
-//! liveness and unit status changes, chip refusals and connection changes. Each is one
+//! liveness and unit status changes, chip refusals and connection changes, links going
+//! down and up. Each is one
 //! tracing event (target `efbd::events`) with named fields and a stable `event` field, so
 //! the JSON log and the journal carry the same fields; the last ones are also kept in
 //! memory for `show log` ([`Events::recent`]). [`Events::emit`] does both, and is called at
@@ -116,6 +117,16 @@ pub struct ChipRefusal {
     pub error: String,
 }
 
+/// An operator link went down or came back: its ports' oper-status on the chip.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkStatus {
+    pub link: String,
+    pub from: String,
+    pub to: String,
+    /// Which port is down (`p2 (LAN) down`), or why the link is up again.
+    pub reason: String,
+}
+
 /// efbd's connection to the chip changed: disconnected, backup or primary.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ChipConnection {
@@ -135,10 +146,11 @@ pub enum Event {
     UnitStatus(UnitStatus),
     ChipRefusal(ChipRefusal),
     ChipConnection(ChipConnection),
+    LinkStatus(LinkStatus),
 }
 
 /// Every kind (the `event` field), with the word of `show log` that selects it too.
-pub const KINDS: [(&str, &str); 7] = [
+pub const KINDS: [(&str, &str); 8] = [
     ("commit", "commit"),
     ("rollback", "commit"),
     ("confirm-timeout", "commit"),
@@ -146,6 +158,7 @@ pub const KINDS: [(&str, &str); 7] = [
     ("unit-status", "liveness"),
     ("chip-refusal", "chip"),
     ("chip-connection", "chip"),
+    ("link-status", "link"),
 ];
 
 impl Event {
@@ -159,6 +172,7 @@ impl Event {
             Event::UnitStatus(_) => "unit-status",
             Event::ChipRefusal(_) => "chip-refusal",
             Event::ChipConnection(_) => "chip-connection",
+            Event::LinkStatus(_) => "link-status",
         }
     }
 
@@ -190,6 +204,7 @@ impl Event {
             Event::UnitStatus(e) => serde_json::to_value(e),
             Event::ChipRefusal(e) => serde_json::to_value(e),
             Event::ChipConnection(e) => serde_json::to_value(e),
+            Event::LinkStatus(e) => serde_json::to_value(e),
         };
         let Ok(serde_json::Value::Object(map)) = value else {
             return Vec::new();
@@ -253,6 +268,28 @@ impl Event {
                 "the chip refused a write"
             ),
             Event::ChipConnection(e) => self.log_connection(e),
+            Event::LinkStatus(e) => self.log_link(e),
+        }
+    }
+
+    /// A link back up is news; one going down is a warning: it carries nothing.
+    fn log_link(&self, e: &LinkStatus) {
+        macro_rules! link {
+            ($level:ident) => {
+                $level!(
+                    event = "link-status",
+                    link = e.link.as_str(),
+                    from = e.from.as_str(),
+                    to = e.to.as_str(),
+                    reason = e.reason.as_str(),
+                    "link status changed"
+                )
+            };
+        }
+        if e.to == "up" {
+            link!(info)
+        } else {
+            link!(warn)
         }
     }
 

@@ -17,6 +17,7 @@ pub mod gnmi_backend;
 pub mod gnmi_server;
 pub mod held;
 pub mod instruments;
+pub mod links;
 pub mod liveness;
 pub mod logging;
 pub mod metrics;

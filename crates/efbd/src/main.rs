@@ -136,6 +136,9 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     }
     let (owner, owner_thread) = Owner::start(state).context("starting the configuration owner")?;
     let (stop, stopped) = watch::channel(false);
+    if let Some(driver) = &driver {
+        efbd::links::watch(driver, owner.clone(), stopped.clone());
+    }
     let probing = probing.map(|(task, driver)| {
         let owner = owner.clone();
         // The owner gone, efbd is stopping: the changes do not matter any more.

@@ -6,7 +6,7 @@
 //! through its methods, named after what a client asks for; this module imports none of
 //! them.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -54,6 +54,8 @@ pub struct OwnerState {
     baselines: Baselines,
     /// Commits, liveness changes, chip refusals: logged and kept for `show log`.
     events: Events,
+    /// The chip's port states last heard, to tell which links they changed.
+    ports_up: BTreeMap<u32, bool>,
     /// Commits counted and timed, for the metrics.
     instruments: Instruments,
     /// The running configuration's warnings, told when it was committed: a commit tells
@@ -117,6 +119,7 @@ impl OwnerState {
             datastore,
             live: inputs.live,
             state_version: 0,
+            ports_up: BTreeMap::new(),
             started: Instant::now(),
             snapshots,
             latest,
@@ -565,6 +568,13 @@ impl Owner {
         });
         self.queue.send(job).map_err(|_| OwnerGone)?;
         answer.await.map_err(|_| OwnerGone)
+    }
+
+    /// Hands the chip's port states to the owner without waiting for it (links that went
+    /// down or up are told).
+    pub fn ports_changed(&self, up: BTreeMap<u32, bool>) -> Result<(), OwnerGone> {
+        let job: Job = Box::new(move |state| state.ports_changed(&up));
+        self.queue.send(job).map_err(|_| OwnerGone)
     }
 
     /// Hands pair liveness changes to the owner without waiting for it: probing must never

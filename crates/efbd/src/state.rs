@@ -24,8 +24,8 @@ use crate::liveness;
 mod paths;
 
 use paths::{
-    BalancerLeaf, BoardPortLeaf, DevicePortLeaf, FlowLeaf, LaneLeaf, PairLeaf, ProfilePairLeaf,
-    ProfilePortLeaf, ProfileUnitLeaf, UnitLeaf,
+    BalancerLeaf, BoardPortLeaf, DevicePortLeaf, FlowLeaf, LaneLeaf, LinkLeaf, PairLeaf,
+    ProfilePairLeaf, ProfilePortLeaf, ProfileUnitLeaf, UnitLeaf,
 };
 
 /// What the operational state is built from: the running configuration and what the
@@ -163,6 +163,9 @@ fn put_state(inputs: &StateInputs, counters: Option<&Counters>, leaves: &mut Lea
         ..
     } = inputs;
     leaves.put(&paths::balancer(), BalancerLeaf::ConfigHash, config_hash);
+    if let Some(ports) = port_states(inputs, counters) {
+        put_links(&running.config, &ports, leaves);
+    }
     let statuses = liveness::unit_statuses(&running.config, live);
     for (unit, (active, live_pairs)) in &statuses {
         let state = paths::unit_state(unit);
@@ -175,6 +178,31 @@ fn put_state(inputs: &StateInputs, counters: Option<&Counters>, leaves: &mut Lea
     leaves.merge(&board_tree(leaves.schema, &running.config));
     if let Some(counters) = counters {
         put_counters(counters, leaves);
+    }
+}
+
+/// Which device ports are up: as the chip's subscription last said, or as the counters
+/// just read say (the same oper-status, read with them).
+fn port_states(inputs: &StateInputs, counters: Option<&Counters>) -> Option<BTreeMap<u32, bool>> {
+    if let Some(states) = inputs.driver.as_ref().and_then(Driver::port_states_now) {
+        return Some(states);
+    }
+    let read: BTreeMap<u32, bool> = counters?
+        .ports
+        .values()
+        .map(|c| (c.device_port, c.up))
+        .collect();
+    (!read.is_empty()).then_some(read)
+}
+
+/// Each link's status from its ports' oper-status (see [`crate::links`]).
+fn put_links(config: &Config, up: &BTreeMap<u32, bool>, leaves: &mut LeafWriter<'_>) {
+    for (link, state) in crate::links::link_states(config, up) {
+        let at = paths::link_state(&link);
+        leaves.put(&at, LinkLeaf::Status, state.word());
+        if !state.up {
+            leaves.put(&at, LinkLeaf::Reason, &state.reason);
+        }
     }
 }
 
@@ -429,7 +457,12 @@ mod tests {
                 .keys()
                 .map(|name| {
                     let device_port = chip::device_port(map, config, name).expect("on the board");
-                    (name.clone(), port(device_port))
+                    // One uplink port down: its link says so, and why.
+                    let counters = PortCounters {
+                        up: name != "p1",
+                        ..port(device_port)
+                    };
+                    (name.clone(), counters)
                 })
                 .collect(),
             board: map

@@ -12,7 +12,7 @@ use tracing::info;
 use efb_chip::ChipError;
 
 use super::OwnerState;
-use crate::events::{self, Event};
+use crate::events::{self, Event, LinkStatus};
 use crate::liveness::{self, Verdicts};
 
 /// Why a bypass mode was not set; nothing changed.
@@ -100,6 +100,36 @@ impl OwnerState {
             lookup,
             pair_status,
         })
+    }
+
+    /// The chip's ports changed: links that went down or came up are events, and the state
+    /// (and its snapshot, which gNMI serves) says the links' status again.
+    pub fn ports_changed(&mut self, up: &BTreeMap<u32, bool>) {
+        if *up == self.ports_up {
+            return;
+        }
+        // Both sides with the configuration running now: a commit is no link event, and a
+        // link first heard of (efbd started) has nothing to compare with.
+        let config = self.running_config();
+        let before = crate::links::link_states(&config, &self.ports_up);
+        for (link, state) in crate::links::link_states(&config, up) {
+            let Some(was) = before.get(&link).filter(|w| w.up != state.up) else {
+                continue;
+            };
+            let reason = if state.up {
+                "both ports up again".to_string()
+            } else {
+                state.reason.clone()
+            };
+            self.events.emit(Event::LinkStatus(LinkStatus {
+                link,
+                from: was.word().to_string(),
+                to: state.word().to_string(),
+                reason,
+            }));
+        }
+        self.ports_up = up.clone();
+        self.state_version += 1;
     }
 
     /// Pairs whose liveness changed: the live state updated, the chip programmed (only the

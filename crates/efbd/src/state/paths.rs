@@ -80,6 +80,18 @@ leaves!(
 );
 
 leaves!(
+    /// `/ecofilter-balancer/link/state`.
+    LinkLeaf {
+        Status = "status",
+        Reason = "reason",
+    }
+);
+
+pub fn link_state(link: &str) -> At<LinkLeaf> {
+    At::new(format!("{BALANCER}/link[name={}]/state", quote(link)))
+}
+
+leaves!(
     /// `/ecofilter-balancer/ecofilter-unit/state`.
     UnitLeaf {
         BypassMode = "bypass-mode",
@@ -264,6 +276,7 @@ mod tests {
     fn every_leaf() -> Vec<String> {
         [
             paths(balancer()),
+            paths(link_state("l")),
             paths(unit_state("u")),
             paths(pair_state("u", "p")),
             paths(profile_unit("u")),
