@@ -277,6 +277,7 @@ fn prometheus_sees_commits_by_origin_a_dead_pair_and_the_target_s_ports() {
     prometheus.wait_value("efb_flows", 6.0);
     prometheus.wait_value("count(efb_flow_packets_total)", 2.0);
     prometheus.wait_value(r#"efb_unit_active_pairs{unit="ef1"}"#, 8.0);
+    prometheus.wait_value(r#"count(efb_link_status{status="up"} == 1)"#, 2.0);
     // Keep-alives come back: their round trips are counted, every one under a quarter second.
     prometheus.wait_value("efb_keepalive_round_trip_seconds_count > bool 0", 1.0);
     prometheus.wait_value(

@@ -115,6 +115,7 @@ impl Sources {
         units(&mut out, inputs);
         if let Some(driver) = &inputs.driver {
             chip(&mut out, driver);
+            links(&mut out, &inputs.running.config, driver);
             pairs(&mut out, &inputs.pairs);
             flows(&mut out, driver, &inputs.running.config, self.max_flows);
         }
@@ -257,6 +258,23 @@ fn units(out: &mut Values, inputs: &StateInputs) {
         statuses
             .iter()
             .map(|(name, (_, live))| (unit(name), *live as i64)),
+    );
+}
+
+/// Each link's status from the chip's port states (none while the chip has not told).
+fn links(out: &mut Values, config: &efb_model::Config, driver: &efb_p4::Driver) {
+    let Some(up) = driver.port_states_now() else {
+        return;
+    };
+    out.state_set(
+        "efb_link_status",
+        "Operator link status from its ports' oper-status: up (both ports up) or down; 1 for \
+         the current one",
+        "status",
+        &["up", "down"],
+        crate::links::link_states(config, &up)
+            .into_iter()
+            .map(|(name, state)| (vec![("link", name)], state.word())),
     );
 }
 
