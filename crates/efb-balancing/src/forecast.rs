@@ -15,7 +15,7 @@ use efb_text_table::grouped;
 use imbl::ordmap::DiffItem;
 
 use crate::liveness::LiveState;
-use crate::matching::{outranks, rank};
+use crate::matching::outranks;
 use crate::moves::destinations;
 
 /// Flow changes told one by one. Each costs a pass over every flow, and a change loaded by
@@ -204,7 +204,7 @@ fn above<'a>(config: &'a Config, flow: &Flow) -> Vec<&'a Flow> {
         .map(Arc::as_ref)
         .filter(|g| g.name != flow.name && outranks(g, flow) && flows_overlap(flow, g))
         .collect();
-    found.sort_by(|a, b| rank(b).cmp(&rank(a)));
+    found.sort_by(|a, b| b.rank().cmp(&a.rank()));
     found
 }
 
@@ -227,7 +227,7 @@ fn fallback<'a>(config: &'a Config, flow: &Flow, kept: Option<&Flow>) -> Ways<'a
         .filter(|g| !(inside && kept.is_some_and(|k| outranks(k, g))))
         .filter(|g| flows_overlap(flow, g))
         .collect();
-    lower.sort_by(|a, b| rank(b).cmp(&rank(a)));
+    lower.sort_by(|a, b| b.rank().cmp(&a.rank()));
     let mut ways = Ways::default();
     for g in lower {
         ways.add(&g.action, &g.name);

@@ -30,13 +30,8 @@ pub fn select_flow<'a>(
     best
 }
 
-/// The order in which flows win: priority, then the first name in byte order.
-pub(crate) fn rank(flow: &Flow) -> (u32, std::cmp::Reverse<&str>) {
-    (flow.priority, std::cmp::Reverse(flow.name.as_str()))
-}
-
 pub(crate) fn outranks(a: &Flow, b: &Flow) -> bool {
-    rank(a) > rank(b)
+    a.rank() > b.rank()
 }
 
 /// Whether the flow takes the session's packet: as written, or mirrored when the flow's

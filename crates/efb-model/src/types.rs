@@ -168,6 +168,13 @@ impl Flow {
     pub fn applies_to_link(&self, link: &str) -> bool {
         self.links.is_empty() || self.links.iter().any(|l| l == link)
     }
+
+    /// The order in which flows win where they overlap: priority, then the first name in
+    /// byte order, so that two balancers with the same flows pick the same one (the chip's
+    /// order among equal priorities is its own: the rules warn).
+    pub fn rank(&self) -> (u32, std::cmp::Reverse<&str>) {
+        (self.priority, std::cmp::Reverse(self.name.as_str()))
+    }
 }
 
 /// Which directions of a session a flow matches.

@@ -136,7 +136,7 @@ pub fn check_symmetry<'a>(flows: &[&'a Flow], selected: &[&'a Flow], f: &mut Fin
         return;
     }
     let mut ranked: Vec<&Flow> = flows.to_vec();
-    ranked.sort_by(|a, b| rank(b).cmp(&rank(a)));
+    ranked.sort_by(|a, b| b.rank().cmp(&a.rank()));
     let mut split = 0;
     for flow in checked {
         if let Some(message) = split_sessions(&ranked, flow) {
@@ -170,11 +170,6 @@ fn reverse_cannot_exist(m: &FlowMatch) -> bool {
         || within("ff00::/8", m.dst_ipv6)
 }
 
-/// The order in which flows win: priority, then the first name in byte order.
-fn rank(flow: &Flow) -> (u32, std::cmp::Reverse<&str>) {
-    (flow.priority, std::cmp::Reverse(flow.name.as_str()))
-}
-
 /// Where the reverse of `flow`'s traffic goes, in `config`, when that splits its sessions
 /// (the forecast says it): `the reverse (src-ipv4 192.0.2.0/24) goes to unit ef1 (flow
 /// all)`.
@@ -186,7 +181,7 @@ pub fn reverse_elsewhere(config: &Config, flow: &Flow) -> Option<String> {
         return None;
     }
     let mut ranked: Vec<&Flow> = config.flows.values().map(|f| f.as_ref()).collect();
-    ranked.sort_by(|a, b| rank(b).cmp(&rank(a)));
+    ranked.sort_by(|a, b| b.rank().cmp(&a.rank()));
     reverse_goes(&ranked, flow)
 }
 
@@ -220,7 +215,7 @@ fn split_sessions(ranked: &[&Flow], flow: &Flow) -> Option<String> {
 fn reverse_goes(ranked: &[&Flow], flow: &Flow) -> Option<String> {
     let shadowed = ranked
         .iter()
-        .take_while(|k| rank(k) > rank(flow))
+        .take_while(|k| k.rank() > flow.rank())
         .any(|k| crate::regions::covers(k, flow));
     if shadowed {
         return None; // the flow never gets a packet: nothing of it is split
@@ -298,15 +293,18 @@ fn mirrored_alike(ranked: &[&Flow], part: &Flow, flow: &Flow) -> bool {
     if reverse_cannot_exist(&part.matches) {
         return true;
     }
-    if rank(part) <= rank(flow) {
+    if part.rank() <= flow.rank() {
         return false;
     }
     let mirror = part.matches.mirrored();
-    ranked.iter().take_while(|k| rank(k) > rank(flow)).any(|k| {
-        k.action == part.action
-            && links_cover(k, part)
-            && k.directions().iter().any(|m| match_covers(m, &mirror))
-    })
+    ranked
+        .iter()
+        .take_while(|k| k.rank() > flow.rank())
+        .any(|k| {
+            k.action == part.action
+                && links_cover(k, part)
+                && k.directions().iter().any(|m| match_covers(m, &mirror))
+        })
 }
 
 fn links_cover(outer: &Flow, inner: &Flow) -> bool {
