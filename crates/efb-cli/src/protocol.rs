@@ -3,15 +3,7 @@
 //! wherever they are read (efb-yang's `Schema::value`), and the shell offers them in
 //! completion and turns them into numbers for lookup-session's parameters.
 
-use efb_yang::schema::{Schema, SchemaId};
-
 pub use efb_model::protocols::{ACCEPTED, PROTOCOLS, number};
-
-/// A leaf that holds an IP protocol number: `ip-proto` of a flow's match and of the
-/// lookup-session operation (typedef `ip-protocol`).
-pub fn is_protocol_leaf(schema: &Schema, id: SchemaId) -> bool {
-    schema.is_protocol_leaf(id)
-}
 
 #[cfg(test)]
 mod tests {

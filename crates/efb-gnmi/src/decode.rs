@@ -50,18 +50,21 @@ pub fn fragment(
         .and_then(|v| v.value.as_ref())
         .ok_or_else(|| invalid(&shown, "the update has no value"))?;
     // JSON_IETF is RFC 7951 to the letter; JSON (gNMI's own) takes either form of a number.
-    let ietf = matches!(value, typed_value::Value::JsonIetfVal(_));
+    let reader = Reader {
+        schema,
+        ietf: matches!(value, typed_value::Value::JsonIetfVal(_)),
+    };
     let json = to_json(schema, path, value).map_err(|e| match e {
         DecodeError::Invalid(m) => invalid(&shown, m),
         unsupported => unsupported,
     })?;
     let normalized = match path.last() {
-        None => top(schema, &json, ietf)?,
+        None => reader.top(&json)?,
         Some(seg) => {
             let node = if schema.node(seg.node).kind == NodeKind::List && !seg.keys.is_empty() {
-                object(schema, seg.node, &json, &shown, ietf)?
+                reader.object(seg.node, &json, &shown)?
             } else {
-                normal(schema, seg.node, &json, &shown, ietf)?
+                reader.normal(seg.node, &json, &shown)?
             };
             wrap(schema, path, node)?
         }
@@ -292,26 +295,6 @@ fn decimal(digits: i64, precision: u32) -> String {
     if negative { format!("-{body}") } else { body }
 }
 
-/// A whole configuration: an object of top-level nodes, names qualified or not.
-fn top(schema: &Schema, json: &Json, ietf: bool) -> Result<Json, DecodeError> {
-    let members = json
-        .as_object()
-        .ok_or_else(|| invalid("/", "expected an object of top-level nodes"))?;
-    let mut out = Map::new();
-    for (name, value) in members {
-        let bare = strip_module(schema, name, "/")?;
-        let id = schema
-            .roots()
-            .iter()
-            .copied()
-            .find(|id| schema.node(*id).name == bare)
-            .ok_or_else(|| invalid("/", format!("unknown top-level node \"{name}\"")))?;
-        let at = format!("/{}:{bare}", schema.module().name);
-        out.insert(qualified(schema, id), normal(schema, id, value, &at, ietf)?);
-    }
-    Ok(Json::Object(out))
-}
-
 fn qualified(schema: &Schema, id: SchemaId) -> String {
     let info = schema.node(id);
     format!("{}:{}", info.module, info.name)
@@ -328,127 +311,144 @@ fn strip_module<'n>(schema: &Schema, name: &'n str, at: &str) -> Result<&'n str,
     }
 }
 
-/// The value of node `id` in RFC 7951 form (unqualified names: one module).
-fn normal(
-    schema: &Schema,
-    id: SchemaId,
-    json: &Json,
-    at: &str,
+/// Reads a client's JSON value by the schema into RFC 7951 form: JSON_IETF to the letter
+/// (`ietf`), gNMI's JSON taking either form of a number.
+struct Reader<'s> {
+    schema: &'s Schema,
     ietf: bool,
-) -> Result<Json, DecodeError> {
-    let info = schema.node(id);
-    match info.kind {
-        NodeKind::Leaf => scalar(schema, id, json, at, ietf),
-        NodeKind::LeafList => match json {
-            Json::Array(items) => Ok(Json::Array(
-                items
+}
+
+impl Reader<'_> {
+    /// A whole configuration: an object of top-level nodes, names qualified or not.
+    fn top(&self, json: &Json) -> Result<Json, DecodeError> {
+        let schema = self.schema;
+        let members = json
+            .as_object()
+            .ok_or_else(|| invalid("/", "expected an object of top-level nodes"))?;
+        let mut out = Map::new();
+        for (name, value) in members {
+            let bare = strip_module(schema, name, "/")?;
+            let id = schema
+                .roots()
+                .iter()
+                .copied()
+                .find(|id| schema.node(*id).name == bare)
+                .ok_or_else(|| invalid("/", format!("unknown top-level node \"{name}\"")))?;
+            let at = format!("/{}:{bare}", schema.module().name);
+            out.insert(qualified(schema, id), self.normal(id, value, &at)?);
+        }
+        Ok(Json::Object(out))
+    }
+
+    /// The value of node `id` in RFC 7951 form (unqualified names: one module).
+    fn normal(&self, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
+        let schema = self.schema;
+        let info = schema.node(id);
+        match info.kind {
+            NodeKind::Leaf => self.scalar(id, json, at),
+            NodeKind::LeafList => match json {
+                Json::Array(items) => Ok(Json::Array(
+                    items
+                        .iter()
+                        .map(|v| self.scalar(id, v, at))
+                        .collect::<Result<_, _>>()?,
+                )),
+                single => Ok(Json::Array(vec![self.scalar(id, single, at)?])),
+            },
+            NodeKind::List => {
+                let entries = json.as_array().ok_or_else(|| {
+                    invalid(
+                        at,
+                        format!("{} is a list: expected an array of entries", info.name),
+                    )
+                })?;
+                Ok(Json::Array(
+                    entries
+                        .iter()
+                        .map(|e| self.object(id, e, at))
+                        .collect::<Result<_, _>>()?,
+                ))
+            }
+            _ => self.object(id, json, at),
+        }
+    }
+
+    /// A container's or list entry's members, each by the schema.
+    fn object(&self, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
+        let schema = self.schema;
+        let info = schema.node(id);
+        let members = json
+            .as_object()
+            .ok_or_else(|| invalid(at, format!("{} takes an object of its members", info.name)))?;
+        let mut out = Map::new();
+        for (name, value) in members {
+            let bare = strip_module(schema, name, at)?;
+            let child = schema.child(id, bare).ok_or_else(|| {
+                let known: Vec<&str> = info
+                    .children
                     .iter()
-                    .map(|v| scalar(schema, id, v, at, ietf))
-                    .collect::<Result<_, _>>()?,
-            )),
-            single => Ok(Json::Array(vec![scalar(schema, id, single, at, ietf)?])),
-        },
-        NodeKind::List => {
-            let entries = json.as_array().ok_or_else(|| {
+                    .map(|c| schema.node(*c).name.as_str())
+                    .collect();
                 invalid(
                     at,
-                    format!("{} is a list: expected an array of entries", info.name),
+                    format!(
+                        "{} has no member \"{name}\"; its members: {}",
+                        info.name,
+                        known.join(", ")
+                    ),
                 )
             })?;
-            Ok(Json::Array(
-                entries
-                    .iter()
-                    .map(|e| object(schema, id, e, at, ietf))
-                    .collect::<Result<_, _>>()?,
-            ))
+            let below = format!("{at}/{bare}");
+            out.insert(bare.to_string(), self.normal(child, value, &below)?);
         }
-        _ => object(schema, id, json, at, ietf),
+        Ok(Json::Object(out))
     }
-}
 
-/// A container's or list entry's members, each by the schema.
-fn object(
-    schema: &Schema,
-    id: SchemaId,
-    json: &Json,
-    at: &str,
-    ietf: bool,
-) -> Result<Json, DecodeError> {
-    let info = schema.node(id);
-    let members = json
-        .as_object()
-        .ok_or_else(|| invalid(at, format!("{} takes an object of its members", info.name)))?;
-    let mut out = Map::new();
-    for (name, value) in members {
-        let bare = strip_module(schema, name, at)?;
-        let child = schema.child(id, bare).ok_or_else(|| {
-            let known: Vec<&str> = info
-                .children
-                .iter()
-                .map(|c| schema.node(*c).name.as_str())
-                .collect();
-            invalid(
+    /// A leaf value in the JSON form its type takes in RFC 7951, whichever form it came in.
+    fn scalar(&self, id: SchemaId, json: &Json, at: &str) -> Result<Json, DecodeError> {
+        let schema = self.schema;
+        let info = schema.node(id);
+        let wrong = || invalid(at, format!("expected {}, got {json}", info.accepts()));
+        let empty = || base(schema, id).is_some_and(takes_empty);
+        let text = match json {
+            Json::String(s) => s.clone(),
+            Json::Number(n) => n.to_string(),
+            Json::Bool(b) => b.to_string(),
+            // `null` stands for nothing but `empty`'s one value; a string leaf is not "".
+            Json::Array(items) if matches!(items.as_slice(), [Json::Null]) && empty() => {
+                String::new()
+            }
+            Json::Null if empty() => String::new(),
+            _ => return Err(wrong()),
+        };
+        // The leaf's type decides (a union member by the value itself).
+        let value: Value = schema
+            .value(id, &text)
+            .map_err(|e| invalid(at, format!("{e}; expected {}", info.accepts())))?;
+        // RFC 7951 (section 6): numbers up to 32 bits and booleans are JSON numbers and
+        // literals, never strings ("9700" is not a uint16 there).
+        if self.ietf
+            && json.is_string()
+            && matches!(value.kind(), JsonKind::Number | JsonKind::Bool)
+        {
+            return Err(invalid(
                 at,
                 format!(
-                    "{} has no member \"{name}\"; its members: {}",
-                    info.name,
-                    known.join(", ")
+                    "expected {} as RFC 7951 writes it for JSON_IETF: {} without quotes, got {json}",
+                    info.accepts(),
+                    value.as_str()
                 ),
-            )
-        })?;
-        let below = format!("{at}/{bare}");
-        out.insert(
-            bare.to_string(),
-            normal(schema, child, value, &below, ietf)?,
-        );
+            ));
+        }
+        Ok(match value.kind() {
+            JsonKind::Number => serde_json::from_str::<Number>(value.as_str())
+                .map(Json::Number)
+                .map_err(|_| wrong())?,
+            JsonKind::Bool => Json::Bool(value.as_str() == "true"),
+            JsonKind::Empty => Json::Array(vec![Json::Null]),
+            JsonKind::String => Json::String(value.as_str().to_string()),
+        })
     }
-    Ok(Json::Object(out))
-}
-
-/// A leaf value in the JSON form its type takes in RFC 7951, whichever form it came in.
-fn scalar(
-    schema: &Schema,
-    id: SchemaId,
-    json: &Json,
-    at: &str,
-    ietf: bool,
-) -> Result<Json, DecodeError> {
-    let info = schema.node(id);
-    let wrong = || invalid(at, format!("expected {}, got {json}", info.accepts()));
-    let empty = || base(schema, id).is_some_and(takes_empty);
-    let text = match json {
-        Json::String(s) => s.clone(),
-        Json::Number(n) => n.to_string(),
-        Json::Bool(b) => b.to_string(),
-        // `null` stands for nothing but `empty`'s one value; a string leaf is not "".
-        Json::Array(items) if matches!(items.as_slice(), [Json::Null]) && empty() => String::new(),
-        Json::Null if empty() => String::new(),
-        _ => return Err(wrong()),
-    };
-    // The leaf's type decides (a union member by the value itself).
-    let value: Value = schema
-        .value(id, &text)
-        .map_err(|e| invalid(at, format!("{e}; expected {}", info.accepts())))?;
-    // RFC 7951 (section 6): numbers up to 32 bits and booleans are JSON numbers and
-    // literals, never strings ("9700" is not a uint16 there).
-    if ietf && json.is_string() && matches!(value.kind(), JsonKind::Number | JsonKind::Bool) {
-        return Err(invalid(
-            at,
-            format!(
-                "expected {} as RFC 7951 writes it for JSON_IETF: {} without quotes, got {json}",
-                info.accepts(),
-                value.as_str()
-            ),
-        ));
-    }
-    Ok(match value.kind() {
-        JsonKind::Number => serde_json::from_str::<Number>(value.as_str())
-            .map(Json::Number)
-            .map_err(|_| wrong())?,
-        JsonKind::Bool => Json::Bool(value.as_str() == "true"),
-        JsonKind::Empty => Json::Array(vec![Json::Null]),
-        JsonKind::String => Json::String(value.as_str().to_string()),
-    })
 }
 
 /// Whether a type is, or has a member that is, `empty`.
@@ -507,13 +507,11 @@ fn with_keys(
     };
     for (key, value) in schema.node(list).keys.iter().zip(keys) {
         let name = &schema.node(*key).name;
-        let expected = scalar(
+        let expected = Reader {
             schema,
-            *key,
-            &Json::String(value.as_str().to_string()),
-            at,
-            false,
-        )?;
+            ietf: false,
+        }
+        .scalar(*key, &Json::String(value.as_str().to_string()), at)?;
         match members.get(name) {
             Some(given) if *given != expected => {
                 return Err(invalid(
@@ -545,7 +543,11 @@ fn key_leaf(schema: &Schema, path: &DataPath, value: &Json) -> Result<(), Decode
         .get(index)
         .map(|v| v.as_str().to_string())
         .unwrap_or_default();
-    let have = scalar(schema, key, &Json::String(have), &shown, false)?;
+    let have = Reader {
+        schema,
+        ietf: false,
+    }
+    .scalar(key, &Json::String(have), &shown)?;
     if *value != have {
         return Err(invalid(
             &shown,

@@ -58,7 +58,7 @@ impl Completer<'_> {
         if t.base == BaseType::Empty {
             return end();
         }
-        if protocol::is_protocol_leaf(self.schema, leaf) {
+        if self.schema.is_protocol_leaf(leaf) {
             return protocol_values(node);
         }
         let mut out = vec![self.placeholder_for(leaf)];

@@ -71,7 +71,7 @@ impl Shell {
         leaf: SchemaId,
         value: &str,
     ) -> Result<String> {
-        if protocol::is_protocol_leaf(self.schema, leaf) {
+        if self.schema.is_protocol_leaf(leaf) {
             return protocol::number(value)
                 .map(|n| n.to_string())
                 .ok_or_else(|| {

@@ -177,10 +177,14 @@ fn sixty_four_bit_values_as_numbers_or_strings() {
         .unwrap();
     let at = "in-frames";
     let big = Json::String("18446744073709551615".into());
+    let reader = Reader {
+        schema: &s,
+        ietf: true,
+    };
     for given in [serde_json::json!(18446744073709551615u64), big.clone()] {
-        assert_eq!(scalar(&s, id, &given, at, true).unwrap(), big);
+        assert_eq!(reader.scalar(id, &given, at).unwrap(), big);
     }
-    assert!(scalar(&s, id, &serde_json::json!(-1), at, true).is_err());
+    assert!(reader.scalar(id, &serde_json::json!(-1), at).is_err());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use crate::paths;
 use crate::protocols::{PROTOCOLS, has_ports};
 use crate::regions::{flows_overlap, match_covers};
-use crate::types::{Action, Config, Direction, Flow, FlowMatch};
+use crate::types::{Action, Direction, Flow, FlowMatch};
 
 use super::Findings;
 
@@ -113,8 +113,7 @@ pub fn check_symmetry<'a>(flows: &[&'a Flow], selected: &[&'a Flow], f: &mut Fin
         candidates
             .iter()
             .copied()
-            .filter(|fl| fl.direction == Direction::AsWritten && !fl.matches.is_symmetric())
-            .filter(|fl| !reverse_cannot_exist(&fl.matches))
+            .filter(|fl| can_split(fl))
             .collect()
     };
     let fits = |n: usize| n.saturating_mul(flows.len()) <= MAX_SYMMETRY_COMPARISONS;
@@ -135,8 +134,10 @@ pub fn check_symmetry<'a>(flows: &[&'a Flow], selected: &[&'a Flow], f: &mut Fin
         );
         return;
     }
-    let mut ranked: Vec<&Flow> = flows.to_vec();
-    ranked.sort_by(|a, b| b.rank().cmp(&a.rank()));
+    if checked.is_empty() {
+        return;
+    }
+    let ranked = ranked(flows.iter().copied());
     let mut split = 0;
     for flow in checked {
         if let Some(message) = split_sessions(&ranked, flow) {
@@ -170,19 +171,29 @@ fn reverse_cannot_exist(m: &FlowMatch) -> bool {
         || within("ff00::/8", m.dst_ipv6)
 }
 
-/// Where the reverse of `flow`'s traffic goes, in `config`, when that splits its sessions
-/// (the forecast says it): `the reverse (src-ipv4 192.0.2.0/24) goes to unit ef1 (flow
-/// all)`.
-pub fn reverse_elsewhere(config: &Config, flow: &Flow) -> Option<String> {
-    if flow.direction == Direction::Both
-        || flow.matches.is_symmetric()
-        || reverse_cannot_exist(&flow.matches)
-    {
-        return None;
-    }
-    let mut ranked: Vec<&Flow> = config.flows.values().map(|f| f.as_ref()).collect();
+/// Whether a flow's traffic can have a reverse that meets another flow: written for one
+/// direction, not matching its own mirror, and to a destination that answers (a
+/// multicast or broadcast one does not).
+fn can_split(flow: &Flow) -> bool {
+    flow.direction == Direction::AsWritten
+        && !flow.matches.is_symmetric()
+        && !reverse_cannot_exist(&flow.matches)
+}
+
+/// Flows in the order they win, best first (what [`reverse_elsewhere`] walks).
+pub fn ranked<'a>(flows: impl IntoIterator<Item = &'a Flow>) -> Vec<&'a Flow> {
+    let mut ranked: Vec<&Flow> = flows.into_iter().collect();
     ranked.sort_by(|a, b| b.rank().cmp(&a.rank()));
-    reverse_goes(&ranked, flow)
+    ranked
+}
+
+/// Where the reverse of `flow`'s traffic goes among `ranked` (all flows, [`ranked`]), when
+/// that splits its sessions (the forecast says it): `the reverse (src-ipv4
+/// 192.0.2.0/24) goes to unit ef1 (flow all)`.
+pub fn reverse_elsewhere(ranked: &[&Flow], flow: &Flow) -> Option<String> {
+    can_split(flow)
+        .then(|| reverse_goes(ranked, flow))
+        .flatten()
 }
 
 /// The warning for a flow whose sessions are split.

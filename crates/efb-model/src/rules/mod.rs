@@ -7,7 +7,7 @@ use efb_yang::Problem;
 
 mod flow_sense;
 
-pub use flow_sense::{MAX_SYMMETRY_COMPARISONS, never_matches, reverse_elsewhere};
+pub use flow_sense::{MAX_SYMMETRY_COMPARISONS, never_matches, ranked, reverse_elsewhere};
 
 use crate::paths;
 use crate::regions::flows_overlap;
