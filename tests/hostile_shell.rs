@@ -98,7 +98,7 @@ fn rollback_one_past_history_is_refused_and_the_candidate_kept() {
         .block_on(client.compare(CompareRequest {
             session,
             format: 1,
-            rollback: None,
+            ..CompareRequest::default()
         }))
         .unwrap()
         .into_inner();
@@ -228,7 +228,7 @@ fn enum_values_the_api_does_not_define_are_refused() {
         .block_on(client.compare(CompareRequest {
             session,
             format: 7,
-            rollback: None,
+            ..CompareRequest::default()
         }))
         .unwrap_err();
     assert!(
@@ -236,11 +236,26 @@ fn enum_values_the_api_does_not_define_are_refused() {
         "{}",
         err.message()
     );
+    // Two commits compared need both named.
+    let err = rt
+        .block_on(client.compare(CompareRequest {
+            session,
+            format: 1,
+            compared: Some(0),
+            ..CompareRequest::default()
+        }))
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(
+        err.message().contains("rollback is missing"),
+        "{}",
+        err.message()
+    );
     let compare = rt
         .block_on(client.compare(CompareRequest {
             session,
             format: 1,
-            rollback: None,
+            ..CompareRequest::default()
         }))
         .unwrap()
         .into_inner();

@@ -1420,6 +1420,28 @@ fn load_terminal_rollback_help_and_compare_with_a_rollback() {
     assert!(out.contains("[edit ports]\n+   port p2 {"), "{out}");
     let (code, _, err) = daemon.cli(&["-c", "show configuration | compare"], "");
     assert!(code != 0 && err.contains("takes rollback N here"), "{err}");
+    // Two past commits side by side: what changed from rollback 1 to rollback 0 (the
+    // second port), and back the other way.
+    let (code, out, err) = daemon.cli(&["-c", "show system rollback 0 compare 1"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("# from rollback 1, commit 1 by "), "{out}");
+    assert!(out.contains("\"first port\""), "{out}");
+    assert!(out.contains("[edit ports]\n+   port p2 {"), "{out}");
+    let (code, out, err) = daemon.cli(&["-c", "show system rollback 1 compare 0"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("[edit ports]\n-   port p2 {"), "{out}");
+    let (code, out, _) = daemon.cli(&["-c", "show system rollback 1 compare 1"], "");
+    assert!(
+        code == 0 && out.contains("they are the same configuration"),
+        "{out}"
+    );
+    let (code, _, err) = daemon.cli(&["-c", "show system rollback 0 compare 7"], "");
+    assert!(
+        code != 0 && err.contains("rollback 7: history goes back 1 commits"),
+        "{err}"
+    );
+    let (code, _, err) = daemon.cli(&["-c", "show system rollback 0 with 1"], "");
+    assert!(code != 0 && err.contains("expected compare M"), "{err}");
     let site = dir.path().join("site-part.set");
     std::fs::write(&site, "set ports port p3 number 3 speed 100g\n").unwrap();
 
@@ -1485,7 +1507,7 @@ fn load_terminal_rollback_help_and_compare_with_a_rollback() {
 
 /// Junos's edit hierarchy: `edit` moves the place (said as `[edit ...]` above the prompt),
 /// `set`, `delete`, `show`, Tab and `?` are relative to it, `up`, `top` and `exit` go back;
-/// `rename`, `copy` and `annotate` work on list entries.
+/// `rename`, `copy`, `insert` and `annotate` work on list entries.
 #[test]
 fn edit_hierarchy_rename_copy_and_annotate() {
     let dir = tempfile::tempdir().unwrap();
@@ -1622,6 +1644,65 @@ fn edit_hierarchy_rename_copy_and_annotate() {
     assert!(
         at("f1-first") < at("f1-te3-te4") && at("f1-te3-te4") < at("f1-te5-te6"),
         "{pairs}"
+    );
+    // insert moves a pair (Junos's words, with or without the list's name), at the top
+    // or at the unit; the other pairs keep their order.
+    quiet(
+        &mut sh,
+        "insert ecofilter-balancer ecofilter-unit ef1 pair f1-te5-te6 before f1-first",
+    );
+    run(
+        &mut sh,
+        "edit ecofilter-balancer ecofilter-unit ef1",
+        "[edit ecofilter-balancer ecofilter-unit ef1]",
+    );
+    quiet(&mut sh, "insert pair f1-first after pair f1-te15-te16");
+    let pairs = run(
+        &mut sh,
+        "show | display set | match lan-port",
+        "f1-first lan-port",
+    );
+    let at = |name: &str| pairs.find(name).unwrap_or(usize::MAX);
+    assert!(
+        at("f1-te5-te6") < at("f1-te3-te4")
+            && at("f1-te3-te4") < at("f1-te7-te8")
+            && at("f1-te15-te16") < at("f1-first"),
+        "{pairs}"
+    );
+    let changes = run(&mut sh, "show | compare | display set", "pair f1-first");
+    assert!(changes.contains("f1-te5-te6"), "{changes}");
+    run(
+        &mut sh,
+        "insert pair f1-first after f1-te15-te16",
+        "pair f1-first is already after f1-te15-te16",
+    );
+    // Tab and ? offer the words, then the other pairs.
+    keys(&mut sh, "insert pair f1-te3-te4 ?");
+    sh.exp_string("before").unwrap();
+    keys(&mut sh, "\x15");
+    prompt(&mut sh);
+    sh.send_line("").unwrap();
+    prompt(&mut sh);
+    keys(&mut sh, "insert pair f1-te3-te4 after ?");
+    sh.exp_string("f1-te9-te10").unwrap();
+    keys(&mut sh, "\x15");
+    prompt(&mut sh);
+    sh.send_line("").unwrap();
+    prompt(&mut sh);
+    run(
+        &mut sh,
+        "insert pair f1-te3-te4 after nope",
+        "no pair nope in the candidate; its pairs are, in order: f1-te5-te6, f1-te3-te4",
+    );
+    run(&mut sh, "top", "[edit]");
+    let said = run(
+        &mut sh,
+        "insert ecofilter-balancer flow bgp-to before bgp-from",
+        "(ecofilter-balancer ecofilter-unit pair)",
+    );
+    assert!(
+        said.contains("flow entries are kept in the order of their names"),
+        "{said}"
     );
     // copy: the same content under another name.
     quiet(

@@ -481,10 +481,21 @@ impl Client {
 
     /// The candidate's changes since it started, or against commit `rollback` of history.
     pub fn compare(&mut self, format: Format, rollback: Option<u32>) -> Result<Vec<String>> {
+        self.compare_commits(format, rollback, None)
+    }
+
+    /// `compare`, with `compared` (commit N of history) in the candidate's place.
+    pub fn compare_commits(
+        &mut self,
+        format: Format,
+        rollback: Option<u32>,
+        compared: Option<u32>,
+    ) -> Result<Vec<String>> {
         let request = CompareRequest {
             session: self.session,
             format: format as i32,
             rollback,
+            compared,
         };
         self.call(move |mut c| async move { c.compare(request).await })
             .map(|l| l.lines)

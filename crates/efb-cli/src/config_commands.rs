@@ -41,6 +41,7 @@ config_commands! {
     Up = "up", "Go up one level (up N: N levels)";
     Rename = "rename", "Give a list entry another name: rename PATH to NAME";
     Copy = "copy", "Copy a list entry under another name: copy PATH to NAME";
+    Insert = "insert", "Move an entry of an ordered list (a unit's pairs): insert PATH before|after NAME";
     Annotate = "annotate", "Set the description of an entry: annotate PATH \"TEXT\"";
     Show = "show", "Show the candidate or a part of it (show | compare: the changes)";
     Commit = "commit", "Validate the candidate and make it running (check, confirmed, comment)";

@@ -53,6 +53,7 @@ pub struct Command {
 pub enum Builtin {
     ShowConfiguration,
     History,
+    Rollback,
     Status,
     Users,
     Logout,

@@ -406,19 +406,25 @@ impl Datastore {
     }
 
     /// What `show | compare` compares: the configuration the session's edits were made on
-    /// (or, with `rollback`, that of commit `rollback` of history), and its candidate.
+    /// (or, with `rollback`, that of commit `rollback` of history), and its candidate (or,
+    /// with `compared`, that of commit `compared`: two past commits side by side).
     /// Snapshots, free to keep.
     pub fn compared(
         &self,
         session: SessionId,
         rollback: Option<usize>,
+        compared: Option<usize>,
     ) -> Result<(DataTree, DataTree), DatastoreError> {
         let s = self.session(session)?;
         let base = match rollback {
             Some(index) => self.configuration_at(index)?,
             None => s.base.clone(),
         };
-        Ok((base, s.candidate.clone()))
+        let other = match compared {
+            Some(index) => self.configuration_at(index)?,
+            None => s.candidate.clone(),
+        };
+        Ok((base, other))
     }
 
     /// `compare` as `set` / `delete` lines.

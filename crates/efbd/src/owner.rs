@@ -225,13 +225,15 @@ impl OwnerState {
     }
 
     /// The two configurations `show | compare` compares: what the session's candidate
-    /// started from (or, with `rollback`, that commit of history) and the candidate.
+    /// started from (or, with `rollback`, that commit of history) and the candidate (or,
+    /// with `compared`, that commit of history).
     pub fn compared(
         &self,
         session: SessionId,
         rollback: Option<usize>,
+        compared: Option<usize>,
     ) -> Result<(DataTree, DataTree), DatastoreError> {
-        self.datastore.compared(session, rollback)
+        self.datastore.compared(session, rollback, compared)
     }
 
     pub fn candidate(&self, session: SessionId) -> Result<DataTree, DatastoreError> {

@@ -41,6 +41,7 @@ impl Completer<'_> {
             | ConfigCommand::Up
             | ConfigCommand::Rename
             | ConfigCommand::Copy
+            | ConfigCommand::Insert
             | ConfigCommand::Annotate => self.hierarchy(command, place, rest),
             ConfigCommand::Commit | ConfigCommand::Apply => commit_options(rest),
             ConfigCommand::Rollback if rest.is_empty() => self.rollback_numbers(),
@@ -123,12 +124,18 @@ impl Completer<'_> {
                         )]
                     }
                     Some(_) => end(),
-                    None => self.entry_then(&path, Candidate::word("to", "The new name follows")),
+                    None => {
+                        self.entry_then(&path, vec![Candidate::word("to", "The new name follows")])
+                    }
                 }
             }
+            ConfigCommand::Insert => self.insert_words(&path, rest),
             ConfigCommand::Annotate => self.entry_then(
                 &path,
-                Candidate::placeholder("<\"text\">", "The entry's description, in quotes"),
+                vec![Candidate::placeholder(
+                    "<\"text\">",
+                    "The entry's description, in quotes",
+                )],
             ),
             _ => Vec::new(),
         }
@@ -152,7 +159,7 @@ impl Completer<'_> {
     }
 
     /// The path to a list entry, then (once it names one) `next`.
-    fn entry_then(&self, path: &[String], next: Candidate) -> Vec<Candidate> {
+    fn entry_then(&self, path: &[String], next: Vec<Candidate>) -> Vec<Candidate> {
         let mut out: Vec<Candidate> = self
             .levels(path)
             .into_iter()
@@ -164,9 +171,34 @@ impl Completer<'_> {
             Err(_) => false,
         };
         if names_entry {
-            out.push(next);
+            out.extend(next);
         }
         out
+    }
+
+    /// `insert PATH before|after NAME`: the entry, the word, then its siblings' names.
+    fn insert_words(&self, path: &[String], rest: &[String]) -> Vec<Candidate> {
+        let Some(at) = rest.iter().rposition(|w| w == "before" || w == "after") else {
+            return self.entry_then(
+                path,
+                vec![
+                    Candidate::word("before", "Put it before the entry named next"),
+                    Candidate::word("after", "Put it after the entry named next"),
+                ],
+            );
+        };
+        if at + 1 < rest.len() {
+            return end();
+        }
+        if path.len() < 2 {
+            return Vec::new();
+        }
+        // The list's entries: the path up to the moved entry's key.
+        let list = &path[..path.len() - (rest.len() - at) - 1];
+        let moved = &path[path.len() - (rest.len() - at) - 1];
+        let mut names = self.paths(Verb::Delete, list);
+        names.retain(|c| c.word != *moved && !matches!(c.word.as_str(), "<[Enter]>" | "|"));
+        names
     }
 }
 

@@ -61,6 +61,7 @@ impl Shell {
             ConfigCommand::Up => self.up(rest)?,
             ConfigCommand::Rename | ConfigCommand::Copy => self.rename_or_copy(command, rest)?,
             ConfigCommand::Annotate => self.annotate(rest)?,
+            ConfigCommand::Insert => self.insert(rest)?,
             ConfigCommand::Commit | ConfigCommand::Apply => return self.commit(rest),
             ConfigCommand::Rollback => self.rollback(rest)?,
             ConfigCommand::Save if rest.len() == 1 => self.save_to_file(&rest[0])?,

@@ -16,6 +16,8 @@ use super::{
 use crate::complete::Mode;
 use crate::config_commands::ConfigCommand;
 
+mod ordered;
+
 /// Places `exit` can go back to: enough for any real session, bounded for a script that
 /// loops over `edit`.
 const BACK_LIMIT: usize = 64;
@@ -369,38 +371,6 @@ impl Shell {
         Ok((from, to))
     }
 
-    /// The lines of a rename: the old entry deleted, the new one set. In a user-ordered
-    /// list (the pairs of a unit, whose order is part of the balancing) the entries after
-    /// it are deleted and set again after the new one, which so keeps the old one's place.
-    fn rename_lines(&mut self, from: &DataPath, moved: Vec<String>) -> Result<Vec<String>> {
-        let mut lines = vec![format!("delete {}", setlines::words(self.schema, from))];
-        let list = from.node().filter(|id| self.schema.node(*id).user_ordered);
-        let Some(list) = list else {
-            lines.extend(moved);
-            return Ok(lines);
-        };
-        let siblings = self.entry_lines(&from.parent())?;
-        let prefix = format!(
-            "set {} ",
-            setlines::words(self.schema, &from.parent().child(Segment::new(list)))
-        );
-        let entries = entries_in_order(&siblings, &prefix);
-        let old = last_key(from);
-        let after: Vec<&(String, Vec<String>)> = entries
-            .iter()
-            .skip_while(|(key, _)| key != old)
-            .skip(1)
-            .collect();
-        for (key, _) in &after {
-            lines.push(format!("delete {}{}", &prefix[4..], quote_word(key)));
-        }
-        lines.extend(moved);
-        for (_, entry_lines) in after {
-            lines.extend(entry_lines.iter().cloned());
-        }
-        Ok(lines)
-    }
-
     /// The set lines of what the candidate has at `path` (none: it has nothing there).
     fn entry_lines(&mut self, path: &DataPath) -> Result<Vec<String>> {
         let text = self.client().get(
@@ -537,27 +507,6 @@ fn rekeyed(
         .collect()
 }
 
-/// The entries of a list in the lines of its parent, in their order, with their lines.
-fn entries_in_order(lines: &[String], prefix: &str) -> Vec<(String, Vec<String>)> {
-    let mut entries: Vec<(String, Vec<String>)> = Vec::new();
-    for line in lines {
-        let Some(rest) = line.strip_prefix(prefix) else {
-            continue;
-        };
-        let Some(key) = setlines::split_words(rest)
-            .ok()
-            .and_then(|w| w.into_iter().next())
-        else {
-            continue;
-        };
-        match entries.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, entry)) => entry.push(line.clone()),
-            None => entries.push((key, vec![line.clone()])),
-        }
-    }
-    entries
-}
-
 /// The `description` leaf of the entry `path` names, when its list has one.
 fn description_leaf(schema: &Schema, path: &DataPath) -> Option<SchemaId> {
     let list = path.node().filter(|_| is_entry(path))?;
@@ -568,14 +517,18 @@ fn description_leaf(schema: &Schema, path: &DataPath) -> Option<SchemaId> {
 
 /// `ports port, ecofilter-balancer flow, ...`: the lists whose entries have a description.
 fn annotatable_lists(schema: &Schema) -> Vec<String> {
+    config_lists(schema, |list| {
+        schema
+            .child(list, "description")
+            .is_some_and(|d| schema.node(d).config)
+    })
+}
+
+/// The configuration lists `keep` keeps, each as the words that name it.
+fn config_lists(schema: &Schema, keep: impl Fn(SchemaId) -> bool) -> Vec<String> {
     schema
         .nodes()
-        .filter(|n| n.kind == NodeKind::List && schema.is_config_data(n.id))
-        .filter(|n| {
-            schema
-                .child(n.id, "description")
-                .is_some_and(|d| schema.node(d).config)
-        })
+        .filter(|n| n.kind == NodeKind::List && schema.is_config_data(n.id) && keep(n.id))
         .map(|n| {
             schema
                 .lineage(n.id)
@@ -623,17 +576,6 @@ mod tests {
         );
         assert_eq!(below(shown.clone(), 0), shown);
         assert!(below(Vec::new(), 2).is_empty(), "nothing there yet");
-    }
-
-    #[test]
-    fn entries_keep_their_order_and_lines() {
-        let parent = lines(
-            "set u ef1 cores 4\nset u ef1 pair b lan-port p1\nset u ef1 pair b wan-port p2\nset u ef1 pair \"a x\" lan-port p3",
-        );
-        let entries = entries_in_order(&parent, "set u ef1 pair ");
-        let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["b", "a x"]);
-        assert_eq!(entries[0].1.len(), 2);
     }
 
     #[test]

@@ -100,6 +100,8 @@ impl Shell {
             Builtin::Logout => true,
             // `show system commit N`: what commit N changed.
             Builtin::History => rest.len() == 1,
+            // `show system rollback N compare M`.
+            Builtin::Rollback => true,
             Builtin::Status | Builtin::Users | Builtin::Audit => false,
             Builtin::Configure | Builtin::Exit => false,
         };
@@ -110,6 +112,7 @@ impl Shell {
             Builtin::Log => return self.show_log(typed, rest),
             Builtin::Logout => return self.logout(rest),
             Builtin::History if rest.len() == 1 => return self.commit_changes(&rest[0]),
+            Builtin::Rollback => self.rollbacks_compared(rest)?,
             Builtin::Exit => return Ok((Output::none(), Flow::Exit)),
             Builtin::Configure => self.configure(),
             Builtin::Help => self.help(rest)?,

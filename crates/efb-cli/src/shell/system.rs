@@ -24,6 +24,44 @@ impl Shell {
         Ok((Output::facts(lines, data), Flow::Continue))
     }
 
+    /// `show system rollback N compare M`: what changed from commit M to commit N (Junos's
+    /// words), as `show | compare` draws it, under a line naming both commits.
+    pub(super) fn rollbacks_compared(&mut self, rest: &[String]) -> Result<Output> {
+        let [new, compare, old] = rest else {
+            return Err(ShellError(
+                "usage: show system rollback N compare M (what changed from commit M to commit N; \
+                 rollback numbers count commits back from running, show system commit lists them)"
+                    .into(),
+            ));
+        };
+        if compare != "compare" {
+            return Err(ShellError(format!(
+                "show system rollback {new}: expected compare M after the number, not \"{}\"",
+                efb_yang::text::excerpt(compare)
+            )));
+        }
+        let history = Numbering::new(self.client().history()?);
+        let (new, old) = (history.by_rollback(new)?, history.by_rollback(old)?);
+        let lines = self.client().compare_commits(
+            efb_mgmt_proto::v1::Format::Hierarchy,
+            Some(old.index),
+            Some(new.index),
+        )?;
+        let mut out = vec![
+            format!(
+                "# from rollback {}, {}",
+                old.index,
+                numbering::described(old)
+            ),
+            format!("# to rollback {}, {}", new.index, numbering::described(new)),
+        ];
+        if lines.is_empty() {
+            out.push("# they are the same configuration".into());
+        }
+        out.extend(lines);
+        Ok(Output::lines(out))
+    }
+
     pub(super) fn history(&mut self) -> Result<Output> {
         let commits = self.client().history()?;
         let mut rows = vec![vec![

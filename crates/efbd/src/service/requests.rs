@@ -249,9 +249,15 @@ impl Management for Service {
             Format::as_str_name,
         )?;
         let rollback = request.rollback.map(|n| n as usize);
+        let compared = request.compared.map(|n| n as usize);
+        if compared.is_some() && rollback.is_none() {
+            return Err(Status::invalid_argument(
+                "compared names a commit to compare with the one rollback names; rollback is missing",
+            ));
+        }
         let (base, candidate) = self
             .run_in(&caller, "Compare", session, move |s| {
-                ds(s.compared(session, rollback))
+                ds(s.compared(session, rollback, compared))
             })
             .await?;
         let schema = &self.schema;
