@@ -1695,6 +1695,19 @@ fn edit_hierarchy_rename_copy_and_annotate() {
         "no pair nope in the candidate; its pairs are, in order: f1-te5-te6, f1-te3-te4",
     );
     run(&mut sh, "top", "[edit]");
+    // Where a port is taken (a link's or a pair's), ? and Tab offer the free ones only.
+    quiet(&mut sh, "set ports port p20 number 20 speed 100g");
+    keys(&mut sh, "set ecofilter-balancer link l9 lan-port ?");
+    sh.exp_string("Possible completions:").unwrap();
+    let offered = sh.exp_string("efb# ").unwrap();
+    assert!(offered.contains("p20"), "{offered}");
+    assert!(
+        !offered.contains("p9-2") && !offered.contains("p10-0"),
+        "{offered}"
+    );
+    keys(&mut sh, "\x15");
+    sh.send_line("").unwrap();
+    prompt(&mut sh);
     let said = run(
         &mut sh,
         "insert ecofilter-balancer flow bgp-to before bgp-from",

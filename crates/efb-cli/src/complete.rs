@@ -75,6 +75,11 @@ pub trait KeySource {
     fn history(&self) -> Option<Vec<Commit>> {
         None
     }
+
+    /// The configuration at a data path, as set lines (none when not known).
+    fn set_lines(&self, _path: &str) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A commit of history as `?` offers it.
@@ -362,6 +367,53 @@ mod tests {
         assert_eq!(interfaces.iter().filter(|w| *w == "p1").count(), 1);
         assert!(interfaces.contains(&"statistics".to_string()));
         assert!(!op("show interfaces p1 ").contains(&"p1".to_string()));
+    }
+
+    /// Three ports: p1 is a link's, p2 a pair's.
+    struct Site;
+    impl KeySource for Site {
+        fn keys(&self, list_path: &str, _prefix: &str) -> Vec<String> {
+            match list_path.ends_with("/port") {
+                true => ["p1", "p2", "p3"].map(String::from).to_vec(),
+                false => Vec::new(),
+            }
+        }
+        fn set_lines(&self, path: &str) -> Vec<String> {
+            let line = match path.rsplit('/').next() {
+                Some("link") => "set ecofilter-balancer link l1 lan-port p1",
+                Some("ecofilter-unit") => {
+                    "set ecofilter-balancer ecofilter-unit ef1 pair a wan-port p2"
+                }
+                _ => return Vec::new(),
+            };
+            vec![line.to_string()]
+        }
+    }
+
+    #[test]
+    fn a_port_for_a_link_or_a_pair_is_offered_when_free() {
+        let schema = Schema::load().unwrap();
+        let grammar = Grammar::load().unwrap();
+        let completer = Completer {
+            schema: &schema,
+            grammar: &grammar,
+            keys: &Site,
+        };
+        let conf = |line: &str| words(&completer.complete(Mode::Configuration, line));
+        assert_eq!(conf("set ecofilter-balancer link l2 lan-port "), ["p3"]);
+        assert_eq!(
+            conf("set ecofilter-balancer ecofilter-unit ef2 pair b lan-port "),
+            ["p3"]
+        );
+        // The leaf's own port stays on offer.
+        assert_eq!(
+            conf("set ecofilter-balancer link l1 lan-port "),
+            ["p1", "p3"]
+        );
+        assert_eq!(
+            conf("set ecofilter-balancer ecofilter-unit ef1 pair a wan-port "),
+            ["p2", "p3"]
+        );
     }
 
     struct History(usize);

@@ -351,17 +351,32 @@ pub struct DaemonKeys {
     pub mode: Arc<Mutex<Mode>>,
 }
 
-impl KeySource for DaemonKeys {
-    fn keys(&self, list_path: &str, prefix: &str) -> Vec<String> {
-        let mode = *self.mode.lock().unwrap_or_else(|p| p.into_inner());
-        let datastore = match mode {
+impl DaemonKeys {
+    /// The candidate in configuration mode, running in operational mode.
+    fn datastore(&self) -> Datastore {
+        match *self.mode.lock().unwrap_or_else(|p| p.into_inner()) {
             Mode::Configuration => Datastore::Candidate,
             Mode::Operational => Datastore::Running,
-        };
+        }
+    }
+}
+
+impl KeySource for DaemonKeys {
+    fn keys(&self, list_path: &str, prefix: &str) -> Vec<String> {
+        let datastore = self.datastore();
         let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
         client
             .list_keys(datastore, list_path, prefix, KEY_LIMIT)
             .map(|r| r.keys)
+            .unwrap_or_default()
+    }
+
+    fn set_lines(&self, path: &str) -> Vec<String> {
+        let datastore = self.datastore();
+        let mut client = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        client
+            .get(datastore, path, Format::Set, false)
+            .map(|text| text.lines().map(str::to_string).collect())
             .unwrap_or_default()
     }
 

@@ -1,9 +1,12 @@
 //! Paths and values from the schema: node names, list keys (live from the daemon), and a
 //! leaf's values from its type (enums, booleans, references, protocol names).
 
-use efb_yang::schema::SchemaId;
+use std::collections::{BTreeSet, HashSet};
+
+use efb_yang::schema::{NodeKind, Schema, SchemaId};
 use efb_yang::setlines::{self, Expect, Verb};
 use efb_yang::{BaseType, TypeInfo};
+use efb_yang::{DataPath, Segment};
 
 use super::{Candidate, Completer, end, first_sentence};
 use crate::protocol;
@@ -29,7 +32,14 @@ impl Completer<'_> {
                 );
                 out
             }
-            Ok(Expect::Value { leaf, .. }) => self.values(leaf),
+            Ok(Expect::Value { path, leaf }) => {
+                let mut out = self.values(leaf);
+                if is_port_use(self.schema, leaf) {
+                    let used = self.ports_in_use(&path);
+                    out.retain(|c| c.placeholder || !used.contains(&c.word));
+                }
+                out
+            }
             Ok(Expect::End) => end(),
             Err(_) => Vec::new(),
         }
@@ -108,6 +118,73 @@ impl Completer<'_> {
         keys
     }
 }
+
+impl Completer<'_> {
+    /// The ports the configuration's port uses name, except the one at `except` (the leaf
+    /// being set keeps its own port on offer).
+    fn ports_in_use(&self, except: &DataPath) -> HashSet<String> {
+        let leaves: Vec<SchemaId> = self
+            .schema
+            .nodes()
+            .filter(|n| is_port_use(self.schema, n.id))
+            .map(|n| n.id)
+            .collect();
+        // The lists holding them (links, units), each read once.
+        let lists: BTreeSet<String> = leaves
+            .iter()
+            .filter_map(|leaf| self.outermost_list(*leaf))
+            .collect();
+        let mut used = HashSet::new();
+        for list in lists {
+            for line in self.keys.set_lines(&list) {
+                let Some(words) = line
+                    .strip_prefix("set ")
+                    .and_then(|rest| setlines::split_words(rest).ok())
+                else {
+                    continue;
+                };
+                let Ok(targets) = setlines::parse_words(self.schema, Verb::Set, &words) else {
+                    continue;
+                };
+                for (path, value) in targets {
+                    let is_use = path.node().is_some_and(|id| leaves.contains(&id));
+                    if let Some(value) = value.filter(|_| is_use && path != *except) {
+                        used.insert(value.as_str().to_string());
+                    }
+                }
+            }
+        }
+        used
+    }
+
+    /// `/ecofilter-balancer:ecofilter-balancer/ecofilter-unit` for a pair's port.
+    fn outermost_list(&self, leaf: SchemaId) -> Option<String> {
+        let lineage = self.schema.lineage(leaf);
+        let at = lineage
+            .iter()
+            .position(|id| self.schema.node(*id).kind == NodeKind::List)?;
+        let path = lineage[..=at].iter().fold(DataPath::default(), |path, id| {
+            path.child(Segment::new(*id))
+        });
+        Some(path.display(self.schema))
+    }
+}
+
+/// A configuration leaf that refers to a port takes the port for itself: a port is used by
+/// one link or one pair (the model's rule), so Tab offers only the free ports there.
+fn is_port_use(schema: &Schema, leaf: SchemaId) -> bool {
+    let node = schema.node(leaf);
+    node.config
+        && node
+            .leaf_type
+            .as_ref()
+            .and_then(|t| t.leafref_path.as_deref())
+            .and_then(leafref_list)
+            .is_some_and(|list| list == PORTS)
+}
+
+/// The list of the configured ports, as a leafref to it names it.
+const PORTS: &str = "/ecofilter-balancer:ports/port";
 
 /// The value of an `ip-proto` leaf: a number, or the name of a common protocol.
 fn protocol_values(node: &efb_yang::schema::SchemaNodeInfo) -> Vec<Candidate> {
