@@ -72,6 +72,56 @@ fn link_says(daemon: &Daemon, link: &str, status: &str, why: &str) {
     }
 }
 
+/// pygnmi subscribes ON_CHANGE to `link`'s state on efbd's gNMI; once it says it is ready,
+/// the chip's cable of `port` is pulled, and put back when pygnmi has seen the link down.
+fn pygnmi_follows_a_link(daemon: &Daemon, chip: &mut Chip, link: &str, port_name: &str) {
+    use std::io::{BufRead, BufReader};
+    let cert = daemon
+        .gnmi_cert
+        .clone()
+        .expect("efbd printed its certificate");
+    let mut python = Command::new(venv_tool("python"))
+        .arg(repo().join("tests/gnmi/openconfig.py"))
+        .args([
+            "link",
+            "--gnmi",
+            daemon.gnmi.as_deref().unwrap(),
+            "--link",
+            link,
+        ])
+        .arg("--cert")
+        .arg(&cert)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    let mut said = String::new();
+    let lines = BufReader::new(python.stdout.take().unwrap()).lines();
+    for line in lines.map_while(Result::ok) {
+        said.push_str(&line);
+        said.push('\n');
+        let up = match line.as_str() {
+            "ready" => false,
+            "down" => true,
+            _ => continue,
+        };
+        let request = pb::SetPortStateRequest {
+            port: port(port_name),
+            up,
+        };
+        chip.rt
+            .block_on(chip.control.set_port_state(request))
+            .unwrap();
+    }
+    let out = python.wait_with_output().unwrap();
+    println!("{said}");
+    assert!(
+        out.status.success() && said.contains("\ndone"),
+        "pygnmi following link {link}:\n{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The admin-status of a chip interface (`config/enabled`), as efbd's driver reads the
 /// chip's gNMI.
 fn chip_admin_status(target: &Target, name: &str) -> Option<bool> {
@@ -114,10 +164,12 @@ fn efbd_hears_port_state_over_gnmi_and_serves_the_ports_as_openconfig() {
         .unwrap();
     port_becomes(&daemon, "p3", false, "cable back");
     link_says(&daemon, "l2", "up", "-");
+    // A collector hears it too: ON_CHANGE on the link's state, with pygnmi.
+    pygnmi_follows_a_link(&daemon, &mut chip, "l2", "p3");
     let (_, log, _) = daemon.cli(&["-c", "show log link"], "");
     let events: Vec<&str> = log.lines().filter(|l| l.contains("link-status")).collect();
     assert!(
-        events.len() == 2
+        events.len() == 4
             && events[0].contains("link=l2")
             && events[0].contains("to=down")
             && events[0].contains("p3 (WAN) down")

@@ -5,6 +5,9 @@ first failure.
 
 Usage: python openconfig.py chip --gnmi HOST:PORT
        python openconfig.py box --gnmi HOST:PORT --cert PEM --port NAME --free NAME
+       python openconfig.py link --gnmi HOST:PORT --cert PEM --link NAME
+(link: prints "ready" once subscribed; the test then pulls a cable of the link, and puts it
+back when "down" is printed.)
 """
 
 import argparse
@@ -47,6 +50,11 @@ def one_object(reply, member):
     updates = [u for n in reply.get("notification", []) for u in n.get("update", [])]
     return (len(updates) == 1 and isinstance(updates[0].get("val"), dict)
             and member in updates[0]["val"])
+
+
+def ending(vals, suffix):
+    """The values of {path: value} whose path ends with suffix."""
+    return [v for p, v in vals.items() if p.endswith(suffix)]
 
 
 def leaf(reply, suffix):
@@ -178,12 +186,45 @@ def box():
     print("done", flush=True)
 
 
+def link():
+    """A link's status as a collector follows it: ON_CHANGE on the balancer's model."""
+    with connect(username="viewer", password="viewer", path_cert=ARGS.cert) as gc:
+        state = f"ecofilter-balancer:ecofilter-balancer/link[name={ARGS.link}]/state"
+        stream = {"subscription": [{"path": state, "mode": "on_change"}],
+                  "mode": "stream", "encoding": "json_ietf"}
+        sub = gc.subscribe_stream(subscribe=stream)
+        seen = {}
+        while True:
+            m = wait_update(sub, 10, "on_change: initial values and sync")
+            seen.update(values(m))
+            if m.get("sync_response"):
+                break
+        check(ending(seen, "state/status") == ["up"], f"on_change: link {ARGS.link} up at first", seen)
+        print("ready", flush=True)
+        for status, why in (("down", "down"), ("up", None)):
+            started = time.monotonic()
+            changed = {}
+            while not any(p.endswith("state/status") for p in changed):
+                m = wait_update(sub, 10, f"on_change: the link going {status}")
+                changed.update(values(m))
+            took = time.monotonic() - started
+            check(ending(changed, "state/status") == [status],
+                  f"on_change: link {ARGS.link} {status} within {took:.2f} s", changed)
+            if why:
+                reason = ending(changed, "state/reason")
+                check(reason and why in reason[0], f"on_change: the reason names the port ({reason})", changed)
+            print(status, flush=True)
+        sub.close()
+    print("done", flush=True)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["chip", "box"])
+    parser.add_argument("scenario", choices=["chip", "box", "link"])
     parser.add_argument("--gnmi", required=True)
     parser.add_argument("--cert")
     parser.add_argument("--port")
     parser.add_argument("--free")
+    parser.add_argument("--link")
     ARGS = parser.parse_args()
-    {"chip": chip, "box": box}[ARGS.scenario]()
+    {"chip": chip, "box": box, "link": link}[ARGS.scenario]()
