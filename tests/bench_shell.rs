@@ -112,7 +112,7 @@ fn main() {
             .get(Datastore::Running, "", Format::Json, false)
             .unwrap();
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-        printed = efb_cli::view::curly(&schema, &doc).len();
+        printed = efb_cli::view::curly(&schema, &doc, &[]).len();
         times.push(start.elapsed());
     }
     summary(

@@ -1842,3 +1842,115 @@ fn monitor_draws_rates_every_second_until_a_key_is_pressed() {
     run(&mut sh, "show system status", "Daemon");
     run(&mut sh, "exit", "");
 }
+
+/// Junos's `deactivate` / `activate`: a node kept in the configuration but not applied,
+/// shown `inactive:`, written as a `deactivate` line, committed, kept through a restart
+/// and a rollback; a pair comes back to its place (the hash with it).
+#[test]
+fn deactivate_keeps_a_node_without_applying_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let datastore = dir.path().join("datastore");
+    let daemon = site_daemon(dir.path());
+    let script = |daemon: &Daemon, lines: &str| {
+        let (code, out, err) = daemon.cli(&[], lines);
+        assert_eq!(code, 0, "{lines}:\n{out}{err}");
+        out
+    };
+    let hash = |daemon: &Daemon| {
+        script(daemon, "show ecofilter-balancer balancing-config-hash\n")
+            .trim()
+            .to_string()
+    };
+    let first_hash = hash(&daemon);
+    let out = script(
+        &daemon,
+        "edit\ndeactivate ecofilter-balancer flow bgp-to\nshow ecofilter-balancer flow bgp-to\n\
+         show | compare\nshow | compare | display set\ncommit\n",
+    );
+    assert!(out.contains("inactive: flow bgp-to {"), "{out}");
+    assert!(
+        out.contains("! inactive: ecofilter-balancer flow bgp-to"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\ndeactivate ecofilter-balancer flow bgp-to\n"),
+        "{out}"
+    );
+    assert!(out.contains("commit complete"), "{out}");
+    // Not applied: the flows in force leave it out; the configuration keeps it.
+    let flows = script(&daemon, "show ecofilter-balancer flow\n");
+    assert!(
+        !flows.contains("bgp-to") && flows.contains("bgp-from"),
+        "{flows}"
+    );
+    let written = script(&daemon, "show configuration | display set | match bgp-to\n");
+    assert!(
+        written.contains("set ecofilter-balancer flow bgp-to priority")
+            && written
+                .trim_end()
+                .ends_with("deactivate ecofilter-balancer flow bgp-to"),
+        "{written}"
+    );
+    // Typed below it, a line edits it where it is kept.
+    let out = script(
+        &daemon,
+        "edit\nset ecofilter-balancer flow bgp-to description \"kept aside\"\n\
+         show ecofilter-balancer flow bgp-to\ncommit\n",
+    );
+    assert!(
+        out.contains("inactive: flow bgp-to {") && out.contains("kept aside"),
+        "{out}"
+    );
+
+    // Kept through a restart; saved to a file and read back unchanged.
+    assert!(daemon.stop());
+    let daemon = Daemon::start(&datastore, &[]);
+    let saved = dir.path().join("saved.set");
+    let out = script(
+        &daemon,
+        &format!(
+            "edit\nshow ecofilter-balancer flow bgp-to\nsave {0}\nload override {0}\n\
+             show | compare | count\n",
+            saved.display()
+        ),
+    );
+    assert!(out.contains("inactive: flow bgp-to {"), "{out}");
+    assert!(out.contains("Count: 0 lines"), "{out}");
+
+    // A pair deactivated leaves the balancing; activated, it is back at its place.
+    let pair = "ecofilter-balancer ecofilter-unit ef1 pair f1-te3-te4";
+    script(&daemon, &format!("edit\ndeactivate {pair}\ncommit\n"));
+    assert_ne!(hash(&daemon), first_hash);
+    let out = script(
+        &daemon,
+        &format!(
+            "edit\nactivate {pair}\nactivate ecofilter-balancer flow bgp-to\nshow | compare\ncommit\n"
+        ),
+    );
+    assert!(
+        out.contains("! active: ecofilter-balancer flow bgp-to"),
+        "{out}"
+    );
+    assert_eq!(hash(&daemon), first_hash);
+    let order = script(
+        &daemon,
+        "show configuration ecofilter-balancer ecofilter-unit ef1 | display set | match lan-port\n",
+    );
+    let at = |name: &str| order.find(name).unwrap_or(usize::MAX);
+    assert!(
+        at("f1-te1-te2") < at("f1-te3-te4") && at("f1-te3-te4") < at("f1-te5-te6"),
+        "{order}"
+    );
+    let flows = script(&daemon, "show ecofilter-balancer flow\n");
+    assert!(flows.contains("bgp-to"), "{flows}");
+
+    // rollback brings back what was inactive then; what cannot be done is refused.
+    let out = script(&daemon, "edit\nrollback 1\nshow | compare\ndiscard\n");
+    assert!(
+        out.contains("! inactive: ecofilter-balancer flow bgp-to"),
+        "{out}"
+    );
+    let (code, _, err) = daemon.cli(&[], "edit\nactivate ecofilter-balancer flow bgp-to\n");
+    assert!(code != 0 && err.contains("not inactive"), "{err}");
+    assert!(daemon.stop());
+}

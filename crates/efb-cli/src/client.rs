@@ -537,9 +537,24 @@ impl Client {
             path: path.to_string(),
             format: format as i32,
             with_defaults,
+            inactive: false,
         };
         self.call(move |mut c| async move { c.get(request).await })
             .map(|r| r.text)
+    }
+
+    /// The configuration at `path` as written (`show`): inactive nodes in place, their
+    /// paths in the reply.
+    pub fn get_written(&mut self, datastore: Datastore, path: &str) -> Result<GetReply> {
+        let request = GetRequest {
+            session: self.session,
+            datastore: datastore as i32,
+            path: path.to_string(),
+            format: Format::Json as i32,
+            with_defaults: false,
+            inactive: true,
+        };
+        self.call(move |mut c| async move { c.get(request).await })
     }
 
     pub fn list_keys(

@@ -36,6 +36,8 @@ macro_rules! config_commands {
 config_commands! {
     Set = "set", "Set a value, or create a node, in the candidate";
     Delete = "delete", "Delete a node from the candidate";
+    Deactivate = "deactivate", "Keep a node in the candidate but do not apply it (shown as inactive:)";
+    Activate = "activate", "Apply a deactivated node again";
     Edit = "edit", "Go to a level: set, delete and show are relative to it";
     Top = "top", "Go to the top level (top COMMAND: run one command from there)";
     Up = "up", "Go up one level (up N: N levels)";
@@ -72,6 +74,8 @@ impl ConfigCommand {
             self,
             ConfigCommand::Set
                 | ConfigCommand::Delete
+                | ConfigCommand::Deactivate
+                | ConfigCommand::Activate
                 | ConfigCommand::Commit
                 | ConfigCommand::Rollback
                 | ConfigCommand::Load
@@ -96,6 +100,6 @@ mod tests {
             assert!(!command.help().is_empty(), "{}", command.word());
         }
         assert_eq!(ConfigCommand::parse("commi"), None);
-        assert!(ConfigCommand::words().starts_with("set, delete, edit"));
+        assert!(ConfigCommand::words().starts_with("set, delete, deactivate, activate, edit"));
     }
 }

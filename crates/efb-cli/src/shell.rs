@@ -86,6 +86,9 @@ struct Output {
     /// set` can show as the lines that configure it; an operation's answer or facts about
     /// the daemon (status, history) cannot.
     config: bool,
+    /// Configuration kept but not applied, in the data: the words of each such node
+    /// (`| display set` adds a `deactivate` line for each).
+    inactive: Vec<String>,
 }
 
 impl Output {
@@ -94,6 +97,7 @@ impl Output {
             lines,
             data: None,
             config: false,
+            inactive: Vec::new(),
         }
     }
 
@@ -102,6 +106,7 @@ impl Output {
             lines,
             data: Some(data),
             config: true,
+            inactive: Vec::new(),
         }
     }
 
@@ -111,6 +116,7 @@ impl Output {
             lines,
             data: Some(data),
             config: false,
+            inactive: Vec::new(),
         }
     }
 

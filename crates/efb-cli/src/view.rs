@@ -263,76 +263,103 @@ pub fn render_fields(view: &View, object: &Json) -> Vec<String> {
 }
 
 /// The configuration in curly-brace form, members in schema order.
-pub fn curly(schema: &Schema, doc: &Json) -> Vec<String> {
-    let mut lines = Vec::new();
+pub fn curly(schema: &Schema, doc: &Json, inactive: &[String]) -> Vec<String> {
+    let mut curly = Curly {
+        schema,
+        inactive,
+        lines: Vec::new(),
+    };
     for root in schema.roots() {
         let node = schema.node(*root);
         if let Some(value) = doc.get(format!("{}:{}", node.module, node.name)) {
-            member(schema, *root, value, 0, &mut lines);
+            curly.member(*root, value, 0, node.name.clone());
         }
     }
-    lines
+    curly.lines
 }
 
-fn member(schema: &Schema, id: SchemaId, value: &Json, depth: usize, lines: &mut Vec<String>) {
-    let node = schema.node(id);
-    let pad = "    ".repeat(depth);
-    match node.kind {
-        NodeKind::List => {
-            let key_names: Vec<&str> = node
-                .keys
-                .iter()
-                .map(|k| schema.node(*k).name.as_str())
-                .collect();
-            for entry in value.as_array().into_iter().flatten() {
-                let keys: Vec<String> = key_names
+/// Draws the curly form; `inactive` holds the words (as set lines name them) of the nodes
+/// kept but not applied, which Junos marks `inactive:`.
+struct Curly<'a> {
+    schema: &'a Schema,
+    inactive: &'a [String],
+    lines: Vec<String>,
+}
+
+impl Curly<'_> {
+    fn mark(&self, words: &str) -> &'static str {
+        if self.inactive.iter().any(|w| w == words) {
+            "inactive: "
+        } else {
+            ""
+        }
+    }
+
+    /// One node; `words` name it (with its keys for a list entry's children).
+    fn member(&mut self, id: SchemaId, value: &Json, depth: usize, words: String) {
+        let schema = self.schema;
+        let node = schema.node(id);
+        let pad = "    ".repeat(depth);
+        match node.kind {
+            NodeKind::List => {
+                let key_names: Vec<&str> = node
+                    .keys
                     .iter()
-                    .map(|k| quoted(&entry.get(*k).map(text).unwrap_or_default()))
+                    .map(|k| schema.node(*k).name.as_str())
                     .collect();
-                lines.push(format!("{pad}{} {} {{", node.name, keys.join(" ")));
-                children(schema, id, entry, depth + 1, lines);
-                lines.push(format!("{pad}}}"));
+                for entry in value.as_array().into_iter().flatten() {
+                    let keys: Vec<String> = key_names
+                        .iter()
+                        .map(|k| quoted(&entry.get(*k).map(text).unwrap_or_default()))
+                        .collect();
+                    let keys = keys.join(" ");
+                    let entry_words = format!("{words} {keys}");
+                    let mark = self.mark(&entry_words);
+                    self.lines
+                        .push(format!("{pad}{mark}{} {keys} {{", node.name));
+                    self.children(id, entry, depth + 1, &entry_words);
+                    self.lines.push(format!("{pad}}}"));
+                }
             }
-        }
-        NodeKind::LeafList => {
-            let items: Vec<String> = value
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|v| quoted(&text(v)))
-                .collect();
-            lines.push(format!("{pad}{} [ {} ];", node.name, items.join(" ")));
-        }
-        NodeKind::Leaf => {
-            let t = text(value);
-            if t.is_empty() {
-                lines.push(format!("{pad}{};", node.name));
-            } else {
-                lines.push(format!("{pad}{} {};", node.name, quoted(&t)));
+            NodeKind::LeafList => {
+                let items: Vec<String> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|v| quoted(&text(v)))
+                    .collect();
+                let mark = self.mark(&words);
+                self.lines
+                    .push(format!("{pad}{mark}{} [ {} ];", node.name, items.join(" ")));
             }
-        }
-        _ => {
-            lines.push(format!("{pad}{} {{", node.name));
-            children(schema, id, value, depth + 1, lines);
-            lines.push(format!("{pad}}}"));
+            NodeKind::Leaf => {
+                let t = text(value);
+                let mark = self.mark(&words);
+                if t.is_empty() {
+                    self.lines.push(format!("{pad}{mark}{};", node.name));
+                } else {
+                    self.lines
+                        .push(format!("{pad}{mark}{} {};", node.name, quoted(&t)));
+                }
+            }
+            _ => {
+                let mark = self.mark(&words);
+                self.lines.push(format!("{pad}{mark}{} {{", node.name));
+                self.children(id, value, depth + 1, &words);
+                self.lines.push(format!("{pad}}}"));
+            }
         }
     }
-}
 
-fn children(
-    schema: &Schema,
-    parent: SchemaId,
-    value: &Json,
-    depth: usize,
-    lines: &mut Vec<String>,
-) {
-    for child in &schema.node(parent).children {
-        let node = schema.node(*child);
-        if node.is_key {
-            continue;
-        }
-        if let Some(v) = value.get(&node.name) {
-            member(schema, *child, v, depth, lines);
+    fn children(&mut self, parent: SchemaId, value: &Json, depth: usize, words: &str) {
+        for child in &self.schema.node(parent).children {
+            let node = self.schema.node(*child);
+            if node.is_key {
+                continue;
+            }
+            if let Some(v) = value.get(&node.name) {
+                self.member(*child, v, depth, format!("{words} {}", node.name));
+            }
         }
     }
 }

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use efb_model::Config;
 use efb_model::validation::{Report, Validator};
 use efb_yang::diff::{self, Change, RecordKey};
+use efb_yang::inactive::Inactive;
 use efb_yang::input::{self, Format, InputError, Limit};
 use efb_yang::json::{self, Check};
 use efb_yang::validate::Scope;
-use efb_yang::{DataTree, Problem, Schema, explain, setlines};
+use efb_yang::{DataTree, EditError, Problem, Schema, explain, setlines};
 use tracing::{debug, info, info_span, warn};
 
 use crate::error::DatastoreError;
@@ -24,10 +25,12 @@ use crate::files;
 use crate::limits::check_request;
 use crate::sessions::{Holder, Opener, Session, SessionId, SessionInfo, SessionLimits, Sessions};
 use crate::southbound::{NoChip, Southbound};
-use crate::store::{self, CommitKind, HistoryEntry, PendingConfirm, RecordChange, Store};
+use crate::store::{
+    self, CommitKind, HistoryEntry, InactiveChange, PendingConfirm, RecordChange, Store,
+};
 use crate::types::{
     CommitInfo, CommitOutcome, CommitRequest, Edit, EditOutcome, LoadMode, LoadOutcome,
-    OpenOptions, Running,
+    OpenOptions, Running, Written,
 };
 
 mod confirmed;
@@ -70,6 +73,7 @@ impl Datastore {
         let mut ds = Datastore {
             running: Running {
                 tree: DataTree::new(),
+                inactive: Inactive::default(),
                 config: Arc::new(Config::default()),
                 commit_id: last.unwrap_or(0),
             },
@@ -86,6 +90,7 @@ impl Datastore {
         ds.reload_history()?;
         let same_boot = ds.store.boot_id()?.as_deref() == Some(boot_id.as_str());
         ds.adopt_running(tree)?;
+        ds.running.inactive = ds.store.running_inactive(&schema)?;
         if last.is_none() || !same_boot {
             ds.boot(&options)?;
             ds.store.set_boot_id(&boot_id)?;
@@ -164,6 +169,7 @@ impl Datastore {
 
     /// Start-up: running becomes startup (or the factory default) as a commit of its own.
     fn boot(&mut self, options: &OpenOptions) -> Result<(), DatastoreError> {
+        let inactive = self.store.startup_inactive(self.schema())?;
         let (tree, source) = match self.startup()? {
             Some(tree) => (tree, "startup configuration".to_string()),
             None => {
@@ -181,6 +187,7 @@ impl Datastore {
         info!(%source, "loading the boot configuration");
         let session = self.open_session("system");
         self.load_tree(session, tree)?;
+        self.session_mut(session)?.inactive = inactive;
         let outcome = self.commit_as(
             session,
             CommitKind::Boot,
@@ -282,10 +289,12 @@ impl Datastore {
         let schema = self.schema().clone();
         let s = self.session_mut(session)?;
         let mut tree = s.candidate.clone();
+        let mut inactive = s.inactive.clone();
         for edit in edits {
-            apply_edit(&schema, &mut tree, edit)?;
+            apply_edit(&schema, &mut tree, &mut inactive, edit)?;
         }
         s.candidate = tree;
+        s.inactive = inactive;
         Ok(())
     }
 
@@ -299,12 +308,14 @@ impl Datastore {
         let schema = self.schema().clone();
         let s = self.session_mut(session)?;
         let mut tree = s.candidate.clone();
-        let applied = setlines::apply_lines(&schema, &mut tree, text)?;
+        let mut inactive = s.inactive.clone();
+        let applied = setlines::apply_lines_keeping(&schema, &mut tree, &mut inactive, text)?;
         let broken = explain::broken(&schema, &s.candidate, &tree)
             .iter()
             .map(|d| d.problem(&schema))
             .collect();
         s.candidate = tree;
+        s.inactive = inactive;
         Ok(EditOutcome { applied, broken })
     }
 
@@ -336,8 +347,14 @@ impl Datastore {
         let schema = self.schema().clone();
         let s = self.session_mut(session)?;
         match mode {
-            LoadMode::Override => s.candidate = tree,
-            LoadMode::Merge => s.candidate.merge(&schema, &tree),
+            LoadMode::Override => {
+                s.candidate = tree;
+                s.inactive = Inactive::default();
+            }
+            LoadMode::Merge => {
+                s.candidate.merge(&schema, &tree);
+                s.inactive.absorb(&schema, &mut s.candidate);
+            }
         }
         s.loaded = loaded;
         Ok(LoadOutcome { incomplete })
@@ -354,12 +371,13 @@ impl Datastore {
         self.check_load(Format::SetLines, text)?;
         let schema = self.schema().clone();
         let s = self.session_mut(session)?;
-        let mut tree = match mode {
-            LoadMode::Merge => s.candidate.clone(),
-            LoadMode::Override => DataTree::new(),
+        let (mut tree, mut inactive) = match mode {
+            LoadMode::Merge => (s.candidate.clone(), s.inactive.clone()),
+            LoadMode::Override => (DataTree::new(), Inactive::default()),
         };
-        let count = setlines::apply_lines(&schema, &mut tree, text)?;
+        let count = setlines::apply_lines_keeping(&schema, &mut tree, &mut inactive, text)?;
         s.candidate = tree;
+        s.inactive = inactive;
         s.loaded = None;
         Ok(count)
     }
@@ -392,9 +410,11 @@ impl Datastore {
     /// Drops the candidate's changes: it becomes running again.
     pub fn discard(&mut self, session: SessionId) -> Result<(), DatastoreError> {
         let running = &self.running;
-        self.sessions
-            .get_mut(session)?
-            .reset_to(running, running.tree.clone());
+        self.sessions.get_mut(session)?.reset_to(
+            running,
+            running.tree.clone(),
+            running.inactive.clone(),
+        );
         Ok(())
     }
 
@@ -407,24 +427,29 @@ impl Datastore {
 
     /// What `show | compare` compares: the configuration the session's edits were made on
     /// (or, with `rollback`, that of commit `rollback` of history), and its candidate (or,
-    /// with `compared`, that of commit `compared`: two past commits side by side).
-    /// Snapshots, free to keep.
+    /// with `compared`, that of commit `compared`: two past commits side by side), each
+    /// with what it keeps inactive. Snapshots, free to keep.
     pub fn compared(
         &self,
         session: SessionId,
         rollback: Option<usize>,
         compared: Option<usize>,
-    ) -> Result<(DataTree, DataTree), DatastoreError> {
+    ) -> Result<(Written, Written), DatastoreError> {
         let s = self.session(session)?;
         let base = match rollback {
-            Some(index) => self.configuration_at(index)?,
-            None => s.base.clone(),
+            Some(index) => self.written_at(index)?,
+            None => (s.base.clone(), s.base_inactive.clone()),
         };
         let other = match compared {
-            Some(index) => self.configuration_at(index)?,
-            None => s.candidate.clone(),
+            Some(index) => self.written_at(index)?,
+            None => (s.candidate.clone(), s.inactive.clone()),
         };
         Ok((base, other))
+    }
+
+    /// What the session's candidate keeps inactive.
+    pub fn candidate_inactive(&self, session: SessionId) -> Result<&Inactive, DatastoreError> {
+        Ok(&self.session(session)?.inactive)
     }
 
     /// `compare` as `set` / `delete` lines.
@@ -443,10 +468,10 @@ impl Datastore {
     /// the candidate: one of the commits history lists (`rollback 0` also without history).
     pub fn rollback(&mut self, session: SessionId, index: usize) -> Result<(), DatastoreError> {
         self.session(session)?;
-        let tree = self.configuration_at(index)?;
+        let (tree, inactive) = self.written_at(index)?;
         self.sessions
             .get_mut(session)?
-            .reset_to(&self.running, tree);
+            .reset_to(&self.running, tree, inactive);
         Ok(())
     }
 
@@ -476,12 +501,13 @@ impl Datastore {
         self.rebase(session)?;
         let s = self.session(session)?;
         let candidate = s.candidate.clone();
+        let inactive = s.inactive.clone();
         let loaded = s
             .loaded
             .as_ref()
             .filter(|(tree, _)| tree.ptr_eq(&candidate))
             .map(|(_, validated)| validated.clone());
-        if candidate == self.running.tree {
+        if candidate == self.running.tree && inactive == self.running.inactive {
             return self.commit_nothing(request);
         }
         let validated = loaded.unwrap_or_else(|| {
@@ -513,6 +539,7 @@ impl Datastore {
         outcome.warnings = warnings;
         let next = Running {
             tree: candidate,
+            inactive,
             config: Arc::new(config),
             commit_id: self.running.commit_id + 1,
         };
@@ -525,7 +552,7 @@ impl Datastore {
             .southbound
             .apply(&self.running, &next, request.offline)
             .map_err(DatastoreError::Southbound)?;
-        let entry = self.history_entry(&user, kind, &request, &next.tree);
+        let entry = self.history_entry(&user, kind, &request, &next);
         // A second `commit confirmed` extends the wait; the rollback still goes back to
         // before the first unconfirmed commit.
         let pending = request.confirm_timeout.map(|timeout| PendingConfirm {
@@ -574,7 +601,8 @@ impl Datastore {
     /// `save`: running becomes what the box boots with.
     pub fn save(&mut self) -> Result<(), DatastoreError> {
         let records = store::encode_records(self.schema(), &self.running.tree);
-        self.store.save_startup(&records)?;
+        let inactive = self.running.inactive.to_json(self.schema());
+        self.store.save_startup(&records, &inactive)?;
         info!(
             id = self.running.commit_id,
             records = records.len(),
@@ -602,9 +630,26 @@ impl Datastore {
                 since,
             });
         }
+        // What is inactive: the session's if it changed it, else running's (both changed
+        // it differently: refused, as any path both changed).
+        let inactive = match (
+            s.inactive != s.base_inactive,
+            running.inactive != s.base_inactive,
+        ) {
+            (false, _) => running.inactive.clone(),
+            (true, false) => s.inactive.clone(),
+            (true, true) if s.inactive == running.inactive => s.inactive.clone(),
+            (true, true) => {
+                return Err(DatastoreError::Conflict {
+                    paths: vec!["the inactive (deactivated) nodes".into()],
+                    since: self.commits_since(s.base_id),
+                });
+            }
+        };
         let mut rebased = running.tree.clone();
         diff::apply(&schema, &mut rebased, &mine)?;
-        self.session_mut(session)?.reset_to(&running, rebased);
+        self.session_mut(session)?
+            .reset_to(&running, rebased, inactive);
         Ok(())
     }
 
@@ -623,9 +668,14 @@ impl Datastore {
         user: &str,
         kind: CommitKind,
         request: &CommitRequest,
-        new: &DataTree,
+        next: &Running,
     ) -> HistoryEntry {
         let schema = self.schema();
+        let new = &next.tree;
+        let inactive = (next.inactive != self.running.inactive).then(|| InactiveChange {
+            before: self.running.inactive.to_json(schema),
+            after: next.inactive.to_json(schema),
+        });
         let records = diff::changed_records(schema, &self.running.tree, new)
             .into_iter()
             .map(|key| RecordChange {
@@ -643,6 +693,7 @@ impl Datastore {
             kind,
             confirm_timeout_s: request.confirm_timeout.map(|t| t.as_secs()),
             records,
+            inactive,
         }
     }
 
@@ -666,17 +717,26 @@ impl Datastore {
     }
 }
 
-fn apply_edit(schema: &Schema, tree: &mut DataTree, edit: &Edit) -> Result<(), DatastoreError> {
+/// One edit; what it makes at or below an inactive node edits that node (see
+/// [`Inactive::absorb`]), a delete there deletes it.
+fn apply_edit(
+    schema: &Schema,
+    tree: &mut DataTree,
+    inactive: &mut Inactive,
+    edit: &Edit,
+) -> Result<(), DatastoreError> {
     match edit {
         Edit::Set { path, value } => tree.set(schema, path, value.clone())?,
         Edit::Merge { path, data } => tree.merge(schema, &data.subtree(path)),
         Edit::Replace { path, data } => tree.replace(schema, path, data),
         Edit::Create { path, data } => tree.create(schema, path, data)?,
-        Edit::Delete { path } => tree.delete(schema, path)?,
-        Edit::Remove { path } => {
-            tree.remove(path);
-        }
+        Edit::Delete { path } => inactive.delete(schema, tree, path)?,
+        Edit::Remove { path } => match inactive.delete(schema, tree, path) {
+            Err(EditError::Missing(_)) | Ok(()) => {}
+            Err(e) => return Err(e.into()),
+        },
     }
+    inactive.absorb(schema, tree);
     Ok(())
 }
 

@@ -29,5 +29,5 @@ pub use southbound::{NoChip, Southbound};
 pub use store::CommitKind;
 pub use types::{
     CommitInfo, CommitOutcome, CommitRequest, Edit, EditOutcome, LoadMode, LoadOutcome,
-    OpenOptions, Running,
+    OpenOptions, Running, Written,
 };

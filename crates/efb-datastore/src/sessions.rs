@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use efb_model::validation::Validated;
 use efb_yang::DataTree;
+use efb_yang::inactive::Inactive;
 use tracing::{info, warn};
 
 use crate::error::{DatastoreError, SessionLimit};
@@ -101,6 +102,9 @@ pub(crate) struct Session {
     pub(crate) base: DataTree,
     pub(crate) base_id: u64,
     pub(crate) candidate: DataTree,
+    /// What the candidate keeps but does not apply, and what its base kept so.
+    pub(crate) inactive: Inactive,
+    pub(crate) base_inactive: Inactive,
     /// The candidate as a complete load validated it whole (libyang and the rules), kept
     /// so that a commit of it unchanged does not validate 100 000 flows again.
     pub(crate) loaded: Option<(DataTree, Validated)>,
@@ -119,6 +123,8 @@ impl Session {
             base: running.tree.clone(),
             base_id: running.commit_id,
             candidate: running.tree.clone(),
+            inactive: running.inactive.clone(),
+            base_inactive: running.inactive.clone(),
             loaded: None,
             opened: now,
             last_used: now,
@@ -127,15 +133,17 @@ impl Session {
 
     /// The candidate becomes `candidate`, its edits counted from `running` from now on
     /// (a discard, a rollback, a rebase, after a commit).
-    pub(crate) fn reset_to(&mut self, running: &Running, candidate: DataTree) {
+    pub(crate) fn reset_to(&mut self, running: &Running, candidate: DataTree, inactive: Inactive) {
         self.base = running.tree.clone();
+        self.base_inactive = running.inactive.clone();
         self.base_id = running.commit_id;
         self.candidate = candidate;
+        self.inactive = inactive;
         self.loaded = None;
     }
 
     pub(crate) fn has_changes(&self) -> bool {
-        self.base != self.candidate
+        self.base != self.candidate || self.base_inactive != self.inactive
     }
 
     fn info(&self, id: SessionId) -> SessionInfo {
@@ -298,7 +306,7 @@ impl Sessions {
         for (id, s) in &mut self.open {
             let follows = !s.has_changes() && s.base_id != running.commit_id;
             if *id == committer || follows {
-                s.reset_to(running, running.tree.clone());
+                s.reset_to(running, running.tree.clone(), running.inactive.clone());
             }
         }
     }

@@ -4,7 +4,10 @@
 //! - `history`: one entry per commit, keyed by commit id (big-endian), holding each record
 //!   changed with its value before and after;
 //! - `meta`: the last commit id, the boot the running configuration belongs to, a pending
-//!   `commit confirmed`, whether startup was saved, the model revision.
+//!   `commit confirmed`, whether startup was saved, the model revision, and what running
+//!   and startup keep inactive (`deactivate`; a JSON array, absent when nothing is).
+//!   A history entry holds the inactive nodes before and after when its commit changed
+//!   them.
 //!
 //! A commit writes its records, its history entry and the meta keys in one sled
 //! transaction, then flushes: killed at any point, the database holds the old or the new
@@ -13,6 +16,7 @@
 use std::path::Path;
 
 use efb_yang::diff::{self, RecordKey};
+use efb_yang::inactive::Inactive;
 use efb_yang::json;
 use efb_yang::{DataTree, Schema};
 use serde::{Deserialize, Serialize};
@@ -26,6 +30,8 @@ const BOOT_ID: &str = "boot-id";
 const PENDING: &str = "pending-confirm";
 const STARTUP_SAVED: &str = "startup-saved";
 const MODEL: &str = "model-revision";
+const INACTIVE: &str = "inactive";
+const STARTUP_INACTIVE: &str = "startup-inactive";
 
 /// What kind of event made a commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +65,16 @@ pub struct HistoryEntry {
     /// Seconds to confirm, for `commit confirmed`.
     pub confirm_timeout_s: Option<u64>,
     pub records: Vec<RecordChange>,
+    /// The inactive nodes before and after, when the commit changed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inactive: Option<InactiveChange>,
+}
+
+/// What a commit did to the inactive nodes: each side as [`Inactive::to_json`] writes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InactiveChange {
+    pub before: String,
+    pub after: String,
 }
 
 /// A `commit confirmed` waiting for its confirmation.
@@ -168,6 +184,22 @@ impl Store {
         load_records(schema, &self.running)
     }
 
+    pub(crate) fn running_inactive(&self, schema: &Schema) -> Result<Inactive, DatastoreError> {
+        self.inactive(schema, INACTIVE)
+    }
+
+    pub(crate) fn startup_inactive(&self, schema: &Schema) -> Result<Inactive, DatastoreError> {
+        self.inactive(schema, STARTUP_INACTIVE)
+    }
+
+    fn inactive(&self, schema: &Schema, key: &str) -> Result<Inactive, DatastoreError> {
+        let Some(value) = self.meta.get(key)? else {
+            return Ok(Inactive::default());
+        };
+        Inactive::from_json(schema, &String::from_utf8_lossy(&value))
+            .map_err(|e| DatastoreError::Storage(format!("{key}: {e}")))
+    }
+
     pub(crate) fn startup_tree(&self, schema: &Schema) -> Result<Option<DataTree>, DatastoreError> {
         if !self.startup_saved()? {
             return Ok(None);
@@ -204,6 +236,9 @@ impl Store {
                     history.remove(key)?;
                 }
                 meta.insert(LAST_COMMIT, &entry.id.to_be_bytes())?;
+                if let Some(change) = &entry.inactive {
+                    meta.insert(INACTIVE, change.after.as_bytes())?;
+                }
                 meta.insert(MODEL, revision.as_bytes())?;
                 match &pending_bytes {
                     Some(p) => meta.insert(PENDING, p.as_slice())?,
@@ -217,8 +252,12 @@ impl Store {
         Ok(())
     }
 
-    /// Replaces startup with `records`, atomically.
-    pub(crate) fn save_startup(&self, records: &[(String, String)]) -> Result<(), DatastoreError> {
+    /// Replaces startup with `records` and what it keeps inactive, atomically.
+    pub(crate) fn save_startup(
+        &self,
+        records: &[(String, String)],
+        inactive: &str,
+    ) -> Result<(), DatastoreError> {
         let old: Vec<sled::IVec> = self.startup.iter().keys().collect::<Result<_, _>>()?;
         let result = (&self.startup, &self.meta).transaction(|(startup, meta)| -> TxResult {
             for key in &old {
@@ -228,6 +267,7 @@ impl Store {
                 startup.insert(key.as_bytes(), value.as_bytes())?;
             }
             meta.insert(STARTUP_SAVED, b"1")?;
+            meta.insert(STARTUP_INACTIVE, inactive.as_bytes())?;
             Ok(())
         });
         result.map_err(|e| DatastoreError::Storage(format!("save: {e:?}")))?;

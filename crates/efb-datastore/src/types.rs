@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use efb_model::Config;
 use efb_yang::diff::{self, Change};
+use efb_yang::inactive::Inactive;
 use efb_yang::input::{self, Limit};
 use efb_yang::validate::Scope;
 use efb_yang::{DataPath, DataTree, Problem, Schema, Value};
@@ -45,11 +46,17 @@ impl OpenOptions {
 /// The running configuration, with its typed view.
 #[derive(Clone, Debug)]
 pub struct Running {
+    /// What is applied: validated, on the chip, served over gNMI.
     pub tree: DataTree,
+    /// What is kept but not applied (`deactivate`).
+    pub inactive: Inactive,
     pub config: Arc<Config>,
     /// The commit that made it.
     pub commit_id: u64,
 }
+
+/// A configuration as written: the tree applied, and what it keeps inactive.
+pub type Written = (DataTree, Inactive);
 
 /// One edit of a candidate.
 #[derive(Clone, Debug)]

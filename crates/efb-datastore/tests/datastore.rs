@@ -796,3 +796,51 @@ fn is_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").unwrap().uid() == 0
 }
+
+/// What `deactivate` keeps aside is committed, stored, kept through a restart and a new
+/// boot (from startup), and follows a rollback; a commit that only changes what is
+/// inactive is a commit.
+#[test]
+fn inactive_nodes_are_committed_stored_and_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ds = site_datastore(dir.path());
+    let flow = "ecofilter-balancer flow bgp-to";
+    let s = ds.open_session("alice");
+    ds.edit_lines(s, &format!("deactivate {flow}")).unwrap();
+    assert!(ds.has_changes(s).unwrap());
+    let deactivated = ds.commit(s, CommitRequest::default()).unwrap();
+    let inactive_now = |ds: &Datastore| {
+        ds.running()
+            .inactive
+            .deactivate_lines(ds.schema())
+            .join("\n")
+    };
+    assert_eq!(inactive_now(&ds), format!("deactivate {flow}"));
+    assert!(!ds.running().config.flows.contains_key("bgp-to"));
+    ds.save().unwrap();
+
+    // Only the inactive node changes: still a commit, in history.
+    ds.edit_lines(s, &format!("set {flow} description aside"))
+        .unwrap();
+    assert!(ds.has_changes(s).unwrap());
+    let described = ds.commit(s, CommitRequest::default()).unwrap();
+    assert_eq!(described.commit_id, deactivated.commit_id.map(|id| id + 1));
+    ds.close_session(s);
+    drop(ds);
+
+    // A restart in the same boot keeps running; rollback 2 is before the deactivate.
+    let mut ds = open(dir.path(), "boot-1");
+    assert_eq!(inactive_now(&ds), format!("deactivate {flow}"));
+    let s = ds.open_session("bob");
+    ds.rollback(s, 2).unwrap();
+    ds.commit(s, CommitRequest::default()).unwrap();
+    assert_eq!(inactive_now(&ds), "");
+    assert!(ds.running().config.flows.contains_key("bgp-to"));
+    ds.close_session(s);
+    drop(ds);
+
+    // A new boot loads startup, saved while the flow was inactive.
+    let ds = open(dir.path(), "boot-2");
+    assert_eq!(inactive_now(&ds), format!("deactivate {flow}"));
+    assert!(!ds.running().config.flows.contains_key("bgp-to"));
+}

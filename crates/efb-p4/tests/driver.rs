@@ -52,6 +52,7 @@ fn config(lines: &str) -> Arc<Config> {
 fn running(config: &Arc<Config>) -> Running {
     Running {
         tree: DataTree::new(),
+        inactive: Default::default(),
         config: config.clone(),
         commit_id: 1,
     }

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod diff;
 mod error;
 pub mod explain;
+pub mod inactive;
 pub mod input;
 pub mod json;
 mod json_syntax;

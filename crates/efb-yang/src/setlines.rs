@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diff::{self, Change};
+use crate::inactive::Inactive;
 use crate::path::{DataPath, Segment};
 use crate::schema::{NodeKind, Schema, SchemaId};
 use crate::text::excerpt;
@@ -21,6 +22,17 @@ use crate::{Error, Problem, Value};
 pub enum Verb {
     Set,
     Delete,
+    /// Keep the node, but not applied (Junos's `deactivate`): see [`crate::inactive`].
+    Deactivate,
+    /// Apply a deactivated node again.
+    Activate,
+}
+
+impl Verb {
+    /// Whether the words name nodes only (values after a leaf are not needed).
+    fn names_only(self) -> bool {
+        self != Verb::Set
+    }
 }
 
 /// One parsed line: the verb, and each node it names with the value given for it.
@@ -315,16 +327,18 @@ pub fn split_words(line: &str) -> Result<Vec<String>, UnterminatedQuote> {
     Ok(words)
 }
 
-/// Parses one `set` or `delete` line (the verb included).
+/// Parses one `set`, `delete`, `deactivate` or `activate` line (the verb included).
 pub fn parse_line(schema: &Schema, line: &str) -> Result<Line, Error> {
     let fail = |message: String| Error::Invalid(vec![Problem::new("", message)]);
     let words = split_words(line).map_err(|e| fail(e.to_string()))?;
     let (verb, rest) = match words.split_first() {
         Some((v, rest)) if v == "set" => (Verb::Set, rest),
         Some((v, rest)) if v == "delete" => (Verb::Delete, rest),
+        Some((v, rest)) if v == "deactivate" => (Verb::Deactivate, rest),
+        Some((v, rest)) if v == "activate" => (Verb::Activate, rest),
         Some((v, _)) => {
             return Err(fail(format!(
-                "unknown command \"{}\"; expected set or delete",
+                "unknown command \"{}\"; expected set, delete, deactivate or activate",
                 excerpt(v)
             )));
         }
@@ -588,7 +602,7 @@ impl<'a> WordParser<'a> {
                     });
                     return Ok(keys);
                 }
-                if self.verb == Verb::Delete && keys.is_empty() {
+                if self.verb.names_only() && keys.is_empty() {
                     // `delete ... flow` removes every entry.
                     return Ok(keys);
                 }
@@ -626,7 +640,7 @@ impl<'a> WordParser<'a> {
                 });
                 return Ok(None);
             }
-            if self.verb == Verb::Delete {
+            if self.verb.names_only() {
                 return Ok(None);
             }
             return Err(self.fail(format!("{} needs a value: {}", node.name, node.accepts())));
@@ -644,12 +658,25 @@ fn verb_word(verb: Verb) -> &'static str {
     match verb {
         Verb::Set => "set",
         Verb::Delete => "delete",
+        Verb::Deactivate => "deactivate",
+        Verb::Activate => "activate",
     }
 }
 
 /// Applies `set` / `delete` lines to a tree, stopping at the first line in error (the error
 /// says which line, when there are several). Blank lines and `#` comments are skipped.
 pub fn apply_lines(schema: &Schema, tree: &mut DataTree, text: &str) -> Result<usize, Error> {
+    apply_lines_keeping(schema, tree, &mut Inactive::default(), text)
+}
+
+/// [`apply_lines`], keeping what `deactivate` lines take out of the tree in `inactive`
+/// (and editing what is inactive there).
+pub fn apply_lines_keeping(
+    schema: &Schema,
+    tree: &mut DataTree,
+    inactive: &mut Inactive,
+    text: &str,
+) -> Result<usize, Error> {
     let mut applied = 0;
     let several = text.lines().nth(1).is_some();
     for (number, raw) in text.lines().enumerate() {
@@ -669,18 +696,28 @@ pub fn apply_lines(schema: &Schema, tree: &mut DataTree, text: &str) -> Result<u
             )
         };
         let parsed = parse_line(schema, line).map_err(at_line)?;
-        apply_line(schema, tree, &parsed).map_err(at_line)?;
+        apply_line(schema, tree, inactive, &parsed).map_err(at_line)?;
         applied += 1;
     }
     Ok(applied)
 }
 
 /// Applies one parsed line.
-pub fn apply_line(schema: &Schema, tree: &mut DataTree, line: &Line) -> Result<(), Error> {
+pub fn apply_line(
+    schema: &Schema,
+    tree: &mut DataTree,
+    inactive: &mut Inactive,
+    line: &Line,
+) -> Result<(), Error> {
     for (path, value) in &line.targets {
         match line.verb {
-            Verb::Set => tree.set(schema, path, value.clone())?,
-            Verb::Delete => tree.delete(schema, path)?,
+            Verb::Set => {
+                tree.set(schema, path, value.clone())?;
+                inactive.absorb(schema, tree);
+            }
+            Verb::Delete => inactive.delete(schema, tree, path)?,
+            Verb::Deactivate => inactive.deactivate(schema, tree, path)?,
+            Verb::Activate => inactive.activate(schema, tree, path)?,
         }
     }
     Ok(())

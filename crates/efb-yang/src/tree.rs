@@ -162,6 +162,26 @@ impl List {
         true
     }
 
+    fn place_after(&mut self, keys: &[Value], after: Option<&[Value]>) -> bool {
+        let Some(order) = &mut self.order else {
+            return false;
+        };
+        let order = Arc::make_mut(order);
+        let Some(at) = order.iter().position(|k| &k[..] == keys) else {
+            return false;
+        };
+        let moved = order.remove(at);
+        let to = match after {
+            None => 0,
+            Some(a) => order
+                .iter()
+                .position(|k| &k[..] == a)
+                .map_or(order.len(), |i| i + 1),
+        };
+        order.insert(to, moved);
+        true
+    }
+
     /// Inserts or replaces an entry, keeping its position if it exists.
     pub(crate) fn put(&mut self, keys: Keys, inner: Inner) {
         if !self.entries.contains_key(&keys)
@@ -542,6 +562,22 @@ impl DataTree {
         Ok(())
     }
 
+    /// Moves the entry `path` names, in a list the user orders, right after the entry with
+    /// keys `after` (first when `after` is None; last when that entry is gone). False when
+    /// there is no such entry in such a list.
+    pub fn place_after(&mut self, path: &DataPath, after: Option<&[Value]>) -> bool {
+        let Some((last, parents)) = path.segments.split_last() else {
+            return false;
+        };
+        let Some(parent) = inner_at_mut(&mut self.root, parents) else {
+            return false;
+        };
+        match parent.child_mut(last.node) {
+            Some(Child::List(list)) => list.place_after(&last.keys, after),
+            _ => false,
+        }
+    }
+
     /// A tree holding only the node at `path` (with its ancestors and their keys). A list
     /// step without keys keeps every entry; a leaf-list step without value every item.
     pub fn subtree(&self, path: &DataPath) -> DataTree {
@@ -682,6 +718,19 @@ fn remove_at(inner: &mut Inner, segments: &[Segment]) -> bool {
         inner.prune(seg.node);
     }
     removed
+}
+
+/// The container or list entry `segments` name, to change it.
+fn inner_at_mut<'t>(inner: &'t mut Inner, segments: &[Segment]) -> Option<&'t mut Inner> {
+    let Some((seg, rest)) = segments.split_first() else {
+        return Some(inner);
+    };
+    let next = match inner.child_mut(seg.node)? {
+        Child::Container(c) => c,
+        Child::List(l) if !seg.keys.is_empty() => l.entry_mut(&seg.keys, false)?,
+        _ => return None,
+    };
+    inner_at_mut(next, rest)
 }
 
 fn subtree_at(inner: &Inner, segments: &[Segment]) -> Option<Inner> {

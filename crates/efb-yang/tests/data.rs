@@ -258,7 +258,7 @@ fn set_line_errors_say_what_would_be_accepted() {
             "set ecofilter-balancer flow f match src-ipv4 10.0.0.300/8",
             "IPv4 prefix",
         ),
-        ("sett ports", "expected set or delete"),
+        ("sett ports", "expected set, delete, deactivate or activate"),
     ];
     for (line, expected) in cases {
         let err = setlines::apply_lines(&schema, &mut tree, line)

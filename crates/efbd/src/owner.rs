@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use efb_balancing::{BypassMode, LiveState};
 use efb_datastore::{
     CommitInfo, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, EditOutcome, Holder,
-    LoadMode, LoadOutcome, Opener, Running, SessionId, SessionInfo, SessionLimits,
+    LoadMode, LoadOutcome, Opener, Running, SessionId, SessionInfo, SessionLimits, Written,
 };
 use efb_liveness::PairState;
 use efb_model::Config;
@@ -232,8 +232,22 @@ impl OwnerState {
         session: SessionId,
         rollback: Option<usize>,
         compared: Option<usize>,
-    ) -> Result<(DataTree, DataTree), DatastoreError> {
+    ) -> Result<(Written, Written), DatastoreError> {
         self.datastore.compared(session, rollback, compared)
+    }
+
+    /// The candidate as written: the tree, and what it keeps inactive.
+    pub fn candidate_written(&self, session: SessionId) -> Result<Written, DatastoreError> {
+        Ok((
+            self.datastore.candidate(session)?.clone(),
+            self.datastore.candidate_inactive(session)?.clone(),
+        ))
+    }
+
+    /// Running as written.
+    pub fn running_written(&self) -> Written {
+        let running = self.datastore.running();
+        (running.tree.clone(), running.inactive.clone())
     }
 
     pub fn candidate(&self, session: SessionId) -> Result<DataTree, DatastoreError> {

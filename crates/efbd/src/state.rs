@@ -392,6 +392,7 @@ mod tests {
             .expect("a valid site");
         Running {
             tree,
+            inactive: Default::default(),
             config: Arc::new(config),
             commit_id: 1,
         }

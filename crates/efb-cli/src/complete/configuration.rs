@@ -33,9 +33,10 @@ impl Completer<'_> {
         };
         match command {
             ConfigCommand::Set => self.paths(Verb::Set, &[place, rest].concat()),
-            ConfigCommand::Delete | ConfigCommand::Show => {
-                self.paths(Verb::Delete, &[place, rest].concat())
-            }
+            ConfigCommand::Delete
+            | ConfigCommand::Show
+            | ConfigCommand::Deactivate
+            | ConfigCommand::Activate => self.paths(Verb::Delete, &[place, rest].concat()),
             ConfigCommand::Edit
             | ConfigCommand::Top
             | ConfigCommand::Up

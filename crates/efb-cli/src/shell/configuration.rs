@@ -32,12 +32,20 @@ impl Shell {
                 _ => return fail("show takes one path"),
             }
         };
-        let text = self.client().get(datastore, &path, Format::Json, false)?;
-        let mut doc: Json = serde_json::from_str(&text)
+        let reply = self.client().get_written(datastore, &path)?;
+        let mut doc: Json = serde_json::from_str(&reply.text)
             .map_err(|e| ShellError(format!("efbd sent bad JSON: {e}")))?;
         view::natural_order(self.schema, &mut doc);
-        let lines = view::curly(self.schema, &doc);
-        Ok(Output::data(lines, doc))
+        let inactive: Vec<String> = reply
+            .inactive
+            .iter()
+            .filter_map(|p| efb_yang::DataPath::parse(self.schema, p).ok())
+            .map(|p| setlines::words(self.schema, &p))
+            .collect();
+        let lines = view::curly(self.schema, &doc, &inactive);
+        let mut output = Output::data(lines, doc);
+        output.inactive = inactive;
+        Ok(output)
     }
 
     pub(super) fn configuration(&mut self, words: &[String], line: &str) -> Result<(Output, Flow)> {
@@ -52,8 +60,18 @@ impl Shell {
         let rest = &words[1..];
         let below_top = !self.place.is_top();
         let output = match command {
-            ConfigCommand::Set | ConfigCommand::Delete if below_top => return self.relative(words),
-            ConfigCommand::Set | ConfigCommand::Delete => self.edit_lines(line)?,
+            ConfigCommand::Set
+            | ConfigCommand::Delete
+            | ConfigCommand::Deactivate
+            | ConfigCommand::Activate
+                if below_top =>
+            {
+                return self.relative(words);
+            }
+            ConfigCommand::Set
+            | ConfigCommand::Delete
+            | ConfigCommand::Deactivate
+            | ConfigCommand::Activate => self.edit_lines(line)?,
             ConfigCommand::Show if below_top => self.show_here(rest)?,
             ConfigCommand::Show => self.show_tree(Datastore::Candidate, rest)?,
             ConfigCommand::Edit => self.edit(rest)?,
@@ -104,8 +122,8 @@ impl Shell {
         )]))
     }
 
-    /// `set` and `delete` at the top: the line as typed (efbd reads it as it reads files:
-    /// `match ip-proto tcp` included).
+    /// `set`, `delete`, `deactivate` and `activate` at the top: the line as typed (efbd
+    /// reads it as it reads files: `match ip-proto tcp` included).
     fn edit_lines(&mut self, line: &str) -> Result<Output> {
         let reply = self.client().edit_lines(line.trim())?;
         Ok(Output::lines(broken_references(&reply.broken)))

@@ -168,7 +168,11 @@ pub(super) fn apply_pipes(schema: &Schema, output: Output, pipes: &[Pipe]) -> Re
                 None => return fail("display json: this command has no data to display"),
             },
             Pipe::DisplaySet => match &output.data {
-                Some(data) if output.config => set_lines(schema, data)?,
+                Some(data) if output.config => {
+                    let mut lines = set_lines(schema, data)?;
+                    lines.extend(output.inactive.iter().map(|w| format!("deactivate {w}")));
+                    lines
+                }
                 Some(_) => {
                     return fail(
                         "display set: this command shows no configuration (display json shows its data)",

@@ -12,6 +12,18 @@ impl Datastore {
         self.configuration_before(index)
     }
 
+    /// [`Self::configuration_at`] with what that configuration kept inactive.
+    pub fn written_at(&self, index: usize) -> Result<Written, DatastoreError> {
+        let tree = self.configuration_at(index)?;
+        let mut inactive = self.running.inactive.clone();
+        for entry in self.store.history()?.iter().take(index) {
+            if let Some(change) = &entry.inactive {
+                inactive = Inactive::from_json(self.schema(), &change.before)?;
+            }
+        }
+        Ok((tree, inactive))
+    }
+
     /// Refuses a commit number history does not list, saying which it does.
     pub(super) fn in_history(&self, index: usize) -> Result<(), DatastoreError> {
         let held = self.history.len();

@@ -2,7 +2,7 @@
 //! operational tree off the owner's thread, and list keys and changes as the API answers
 //! them.
 
-use efb_datastore::SessionId;
+use efb_datastore::{SessionId, Written};
 use efb_mgmt_proto::v1::*;
 use efb_yang::{DataPath, DataTree, NodeRef, Schema, setlines};
 use tonic::Status;
@@ -28,6 +28,25 @@ impl Service {
         tokio::task::spawn_blocking(move || inputs.tree(&schema, &wanted))
             .await
             .map_err(|e| Status::internal(format!("reading the counters: {e}")))
+    }
+
+    /// Running or a candidate as written: the tree and what it keeps inactive (any other
+    /// datastore keeps nothing inactive).
+    pub(super) async fn written(
+        &self,
+        reader: Reader<'_>,
+        method: &'static str,
+        which: Which,
+    ) -> Result<Written, Status> {
+        let session = reader.1;
+        match which {
+            Which::Running => self.read(reader, method, |s| Ok(s.running_written())).await,
+            Which::Candidate => {
+                self.read(reader, method, move |s| ds(s.candidate_written(session)))
+                    .await
+            }
+            _ => Ok((self.tree(reader, method, which).await?, Default::default())),
+        }
     }
 
     /// A datastore's tree; the operational one without counters.

@@ -7,8 +7,9 @@ use efb_mgmt_proto::v1::*;
 use efb_northbound::access::Operation;
 use efb_northbound::budget::Spend;
 use efb_northbound::request::{CommitAsk, Counters, Request as Asked};
+use efb_yang::inactive::Inactive;
 use efb_yang::json::{self, PrintOptions};
-use efb_yang::setlines;
+use efb_yang::{DataPath, setlines};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
@@ -255,19 +256,44 @@ impl Management for Service {
                 "compared names a commit to compare with the one rollback names; rollback is missing",
             ));
         }
-        let (base, candidate) = self
+        let ((base, base_inactive), (candidate, inactive)) = self
             .run_in(&caller, "Compare", session, move |s| {
                 ds(s.compared(session, rollback, compared))
             })
             .await?;
         let schema = &self.schema;
+        // The configurations as written, inactive nodes in place; then what changed state.
+        let (base, candidate) = (
+            base_inactive.whole(schema, &base),
+            inactive.whole(schema, &candidate),
+        );
         let changes = || efb_yang::diff::diff(schema, &base, &candidate);
-        let lines = match format {
+        let (deactivated, activated) = Inactive::changes(&base_inactive, &inactive);
+        let activated: Vec<&DataPath> = activated
+            .into_iter()
+            .filter(|p| candidate.contains(schema, p))
+            .collect();
+        // (the verb that makes it, the words of the node), deactivated first.
+        let marked = deactivated
+            .iter()
+            .map(|p| ("deactivate", setlines::words(schema, p)))
+            .chain(
+                activated
+                    .iter()
+                    .map(|p| ("activate", setlines::words(schema, p))),
+            );
+        let mut lines = match format {
             Format::Hierarchy => efb_yang::compare::hierarchical(schema, &base, &candidate),
             Format::Paths => changes().iter().map(|c| c.describe(schema)).collect(),
             Format::Json => changes().iter().map(|c| change_json(schema, c)).collect(),
             Format::Set => setlines::render_changes(schema, &changes()),
         };
+        lines.extend(marked.map(|(verb, words)| match format {
+            Format::Hierarchy if verb == "deactivate" => format!("! inactive: {words}"),
+            Format::Hierarchy => format!("! active: {words}"),
+            Format::Json => serde_json::json!({ verb: words }).to_string(),
+            _ => format!("{verb} {words}"),
+        }));
         ok(Lines { lines })
     }
 
@@ -367,15 +393,30 @@ impl Management for Service {
         )?;
         let format = known("format", request.format, &GET_FORMATS, Format::as_str_name)?;
         let with_defaults = request.with_defaults;
-        let tree = if datastore == Which::Operational {
+        let as_written = request.inactive && matches!(datastore, Which::Running | Which::Candidate);
+        let (tree, inactive) = if datastore == Which::Operational {
             let wanted = self.counter_lists.under(&path);
-            self.operational((&caller, session), "Get", wanted).await?
+            let tree = self.operational((&caller, session), "Get", wanted).await?;
+            (tree, Inactive::default())
+        } else if as_written {
+            self.written((&caller, session), "Get", datastore).await?
         } else {
-            self.tree((&caller, session), "Get", datastore).await?
+            let tree = self.tree((&caller, session), "Get", datastore).await?;
+            (tree, Inactive::default())
         };
-        let part = tree.subtree(&path);
+        let inactive_here: Vec<&DataPath> = inactive.paths().filter(|p| path.contains(p)).collect();
+        let part = inactive.whole(&schema, &tree).subtree(&path);
         let text = match format {
-            Format::Set => setlines::render_tree(&schema, &part).join("\n"),
+            Format::Set => {
+                let deactivated = inactive_here
+                    .iter()
+                    .map(|p| format!("deactivate {}", setlines::words(&schema, p)));
+                let lines: Vec<String> = setlines::render_tree(&schema, &part)
+                    .into_iter()
+                    .chain(deactivated)
+                    .collect();
+                lines.join("\n")
+            }
             _ => json::to_json(
                 &schema,
                 &part,
@@ -391,7 +432,8 @@ impl Management for Service {
         if let Some(spend) = spend {
             spend.take(text.len())?;
         }
-        ok(GetReply { text })
+        let inactive = inactive_here.iter().map(|p| p.display(&schema)).collect();
+        ok(GetReply { text, inactive })
     }
 
     async fn list_keys(
