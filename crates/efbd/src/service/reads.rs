@@ -4,6 +4,7 @@
 
 use efb_datastore::{SessionId, Written};
 use efb_mgmt_proto::v1::*;
+use efb_yang::inactive::Inactive;
 use efb_yang::{DataPath, DataTree, NodeRef, Schema, setlines};
 use tonic::Status;
 
@@ -154,6 +155,52 @@ pub(super) fn change_json(schema: &Schema, change: &efb_yang::Change) -> String 
         }
     }
     object.to_string()
+}
+
+/// What `show | compare` adds for the nodes whose state changed between `old` and `new`
+/// inactive nodes: `! inactive: PATH` / `! active: PATH` in the hierarchical form, the
+/// `deactivate` / `activate` lines otherwise (one object each in JSON). A node no longer
+/// inactive because it was deleted is the diff's delete, not an activation.
+pub(super) fn marked_lines(
+    schema: &Schema,
+    format: Format,
+    (old, new): (&Inactive, &Inactive),
+    written: &DataTree,
+) -> Vec<String> {
+    let (deactivated, activated) = Inactive::changes(old, new);
+    let activated = activated
+        .into_iter()
+        .filter(|p| written.contains(schema, p));
+    let marked = deactivated
+        .into_iter()
+        .map(|p| ("deactivate", p))
+        .chain(activated.map(|p| ("activate", p)));
+    marked
+        .map(|(verb, path)| {
+            let words = setlines::words(schema, path);
+            match format {
+                Format::Hierarchy if verb == "deactivate" => format!("! inactive: {words}"),
+                Format::Hierarchy => format!("! active: {words}"),
+                Format::Json => serde_json::json!({ verb: words }).to_string(),
+                _ => format!("{verb} {words}"),
+            }
+        })
+        .collect()
+}
+
+/// The set lines of `part` as written, then a `deactivate` line for each inactive node.
+pub(super) fn written_lines(
+    schema: &Schema,
+    part: &DataTree,
+    inactive: &[&DataPath],
+) -> Vec<String> {
+    let deactivated = inactive
+        .iter()
+        .map(|p| format!("deactivate {}", setlines::words(schema, p)));
+    setlines::render_tree(schema, part)
+        .into_iter()
+        .chain(deactivated)
+        .collect()
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use super::accepted::{
     COMPARE_FORMATS, DATASTORES, GET_FORMATS, LOAD_FORMATS, LOAD_MODES, ProtoLoadMode, Which, known,
 };
 use super::logs::{audit_record, log_event};
-use super::reads::{change_json, list_keys, parse_path};
+use super::reads::{change_json, list_keys, marked_lines, parse_path, written_lines};
 use super::sessions::{dropped, session_record};
 use super::{Service, ds, ok, problem, unix_ms};
 use crate::errors::{bounded, status};
@@ -268,32 +268,18 @@ impl Management for Service {
             inactive.whole(schema, &candidate),
         );
         let changes = || efb_yang::diff::diff(schema, &base, &candidate);
-        let (deactivated, activated) = Inactive::changes(&base_inactive, &inactive);
-        let activated: Vec<&DataPath> = activated
-            .into_iter()
-            .filter(|p| candidate.contains(schema, p))
-            .collect();
-        // (the verb that makes it, the words of the node), deactivated first.
-        let marked = deactivated
-            .iter()
-            .map(|p| ("deactivate", setlines::words(schema, p)))
-            .chain(
-                activated
-                    .iter()
-                    .map(|p| ("activate", setlines::words(schema, p))),
-            );
         let mut lines = match format {
             Format::Hierarchy => efb_yang::compare::hierarchical(schema, &base, &candidate),
             Format::Paths => changes().iter().map(|c| c.describe(schema)).collect(),
             Format::Json => changes().iter().map(|c| change_json(schema, c)).collect(),
             Format::Set => setlines::render_changes(schema, &changes()),
         };
-        lines.extend(marked.map(|(verb, words)| match format {
-            Format::Hierarchy if verb == "deactivate" => format!("! inactive: {words}"),
-            Format::Hierarchy => format!("! active: {words}"),
-            Format::Json => serde_json::json!({ verb: words }).to_string(),
-            _ => format!("{verb} {words}"),
-        }));
+        lines.extend(marked_lines(
+            schema,
+            format,
+            (&base_inactive, &inactive),
+            &candidate,
+        ));
         ok(Lines { lines })
     }
 
@@ -407,16 +393,7 @@ impl Management for Service {
         let inactive_here: Vec<&DataPath> = inactive.paths().filter(|p| path.contains(p)).collect();
         let part = inactive.whole(&schema, &tree).subtree(&path);
         let text = match format {
-            Format::Set => {
-                let deactivated = inactive_here
-                    .iter()
-                    .map(|p| format!("deactivate {}", setlines::words(&schema, p)));
-                let lines: Vec<String> = setlines::render_tree(&schema, &part)
-                    .into_iter()
-                    .chain(deactivated)
-                    .collect();
-                lines.join("\n")
-            }
+            Format::Set => written_lines(&schema, &part, &inactive_here).join("\n"),
             _ => json::to_json(
                 &schema,
                 &part,
