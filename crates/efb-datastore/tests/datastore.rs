@@ -844,3 +844,27 @@ fn inactive_nodes_are_committed_stored_and_rolled_back() {
     assert_eq!(inactive_now(&ds), format!("deactivate {flow}"));
     assert!(!ds.running().config.flows.contains_key("bgp-to"));
 }
+
+/// A `commit confirmed` that deactivated a node and was not confirmed is rolled back to the
+/// node applied again.
+#[test]
+fn an_unconfirmed_deactivate_is_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ds = site_datastore(dir.path());
+    let s = ds.open_session("alice");
+    ds.edit_lines(s, "deactivate ecofilter-balancer flow bgp-to")
+        .unwrap();
+    ds.commit(
+        s,
+        CommitRequest {
+            confirm_timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(!ds.running().inactive.is_empty());
+    let later = SystemTime::now() + Duration::from_secs(61);
+    ds.expire_pending_confirm(later).unwrap().unwrap();
+    assert!(ds.running().inactive.is_empty());
+    assert!(ds.running().config.flows.contains_key("bgp-to"));
+}

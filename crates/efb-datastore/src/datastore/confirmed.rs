@@ -83,9 +83,10 @@ impl Datastore {
             ));
         };
         let unconfirmed = (self.running.commit_id + 1).saturating_sub(pending.since_commit_id);
-        let previous = self.configuration_before(unconfirmed as usize)?;
+        let (previous, inactive) = self.written_before(unconfirmed as usize)?;
         let session = self.open_session("system");
         self.load_tree(session, previous)?;
+        self.session_mut(session)?.inactive = inactive;
         self.pending = None;
         let outcome = self.commit_as(
             session,

@@ -14,14 +14,8 @@ impl Datastore {
 
     /// [`Self::configuration_at`] with what that configuration kept inactive.
     pub fn written_at(&self, index: usize) -> Result<Written, DatastoreError> {
-        let tree = self.configuration_at(index)?;
-        let mut inactive = self.running.inactive.clone();
-        for entry in self.store.history()?.iter().take(index) {
-            if let Some(change) = &entry.inactive {
-                inactive = Inactive::from_json(self.schema(), &change.before)?;
-            }
-        }
-        Ok((tree, inactive))
+        self.in_history(index)?;
+        self.written_before(index)
     }
 
     /// Refuses a commit number history does not list, saying which it does.
@@ -46,6 +40,11 @@ impl Datastore {
     /// The configuration after reverting the `index` newest commits of history; `index`
     /// may be the whole history (the rollback of an unconfirmed first commit needs that).
     pub(super) fn configuration_before(&self, index: usize) -> Result<DataTree, DatastoreError> {
+        self.written_before(index).map(|(tree, _)| tree)
+    }
+
+    /// [`Self::configuration_before`] with what it kept inactive.
+    pub(super) fn written_before(&self, index: usize) -> Result<Written, DatastoreError> {
         if index > self.history.len() {
             return Err(DatastoreError::NotFound(format!(
                 "history holds {} commits, not {index}",
@@ -54,10 +53,14 @@ impl Datastore {
         }
         let schema = self.schema().clone();
         let mut tree = self.running.tree.clone();
+        let mut inactive = self.running.inactive.clone();
         for entry in self.store.history()?.iter().take(index) {
             revert(&schema, &mut tree, entry)?;
+            if let Some(change) = &entry.inactive {
+                inactive = Inactive::from_json(&schema, &change.before)?;
+            }
         }
-        Ok(tree)
+        Ok((tree, inactive))
     }
 
     /// The path-level changes commit `index` made.
