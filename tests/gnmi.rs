@@ -90,6 +90,20 @@ fn commit_confirmed_extension_with_grpcio() {
     let dir = tempfile::tempdir().unwrap();
     let daemon = site(dir.path(), &[]);
     clients(&daemon, "confirmed");
+    // The timer's rollback and the cancel each left their event, naming the commit undone.
+    let (_, log, _) = daemon.cli(&["-c", "show log commit"], "");
+    let event = |kind: &str| {
+        log.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(kind))
+            .unwrap_or_else(|| panic!("no {kind} event:\n{log}"))
+            .to_string()
+    };
+    assert!(event("confirm-timeout").contains("undone="), "{log}");
+    let cancel = event("rollback");
+    assert!(
+        cancel.contains("undone=") && cancel.contains("origin=gnmi"),
+        "{log}"
+    );
     assert!(daemon.stop());
 }
 

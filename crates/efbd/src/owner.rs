@@ -261,33 +261,54 @@ pub enum Candidate<'a> {
     Session(SessionId),
     /// Running with `edits`, in a session of the commit's own (a gNMI Set: all or nothing).
     Edits { user: &'a str, edits: &'a [Edit] },
+    /// The configuration before the first unconfirmed `commit confirmed` (gNMI's cancel,
+    /// or nobody confirmed in time): nothing when none is pending.
+    BeforeUnconfirmed,
 }
 
-/// Commits, from the shell and from gNMI.
+/// Commits: the shell's, gNMI's, and the rollbacks of an unconfirmed `commit confirmed`.
 impl OwnerState {
-    /// The one way into a commit or a check, whoever asks: the datastore validates the
-    /// candidate, has the chip written (the southbound plans and writes; a refusal leaves
-    /// everything as it was) and persists running; then, in [`Self::committed`], what
-    /// happened is published (counted, evented; the state and snapshot follow the job:
-    /// `publish_if_changed`). Warnings are told once.
+    /// A client's commit or check: see [`Self::funnel`]. Warnings are told once.
     pub fn commit(
         &mut self,
         origin: Origin,
         candidate: Candidate<'_>,
         request: CommitRequest,
     ) -> Result<CommitOutcome, DatastoreError> {
-        let counted = (!request.check_only).then(Instant::now);
-        let result = match candidate {
-            Candidate::Session(session) => self.datastore.commit(session, request),
-            Candidate::Edits { user, edits } => self.commit_edits(user, edits, request),
-        };
-        if let Some(started) = counted {
-            self.count_commit(origin, started, result.as_ref().err());
-        }
-        self.committed(&result, origin);
-        let mut outcome = result?;
+        let mut outcome = self.funnel(origin, candidate, request)?.ok_or_else(|| {
+            DatastoreError::NotFound("no commit confirmed is pending: nothing to roll back".into())
+        })?;
         outcome.earlier_warnings = self.tell_warnings_once(&mut outcome);
         Ok(outcome)
+    }
+
+    /// The one way into a commit or a check, whoever asks: the datastore validates the
+    /// candidate, has the chip written (the southbound plans and writes; a refusal leaves
+    /// everything as it was) and persists running; then, in [`Self::published`], what
+    /// happened is counted and evented (the state and snapshot follow the job:
+    /// `publish_if_changed`). None: nothing to roll back.
+    fn funnel(
+        &mut self,
+        origin: Origin,
+        candidate: Candidate<'_>,
+        request: CommitRequest,
+    ) -> Result<Option<CommitOutcome>, DatastoreError> {
+        let undone = self.pending_confirm().map(|p| p.commit_id);
+        let started = Instant::now();
+        let check_only = request.check_only;
+        let result = match candidate {
+            Candidate::Session(session) => self.datastore.commit(session, request).map(Some),
+            Candidate::Edits { user, edits } => self.commit_edits(user, edits, request).map(Some),
+            Candidate::BeforeUnconfirmed if origin == Origin::ConfirmTimeout => {
+                self.datastore.expire_pending_confirm(SystemTime::now())
+            }
+            Candidate::BeforeUnconfirmed => self.datastore.cancel_pending_confirm(),
+        };
+        if !check_only && !matches!(result, Ok(None)) {
+            self.count_commit(origin, started, result.as_ref().err());
+        }
+        self.published(&result, origin, undone.unwrap_or(0));
+        result
     }
 
     /// Running with `edits`, committed in a session of its own, closed after.
@@ -376,27 +397,32 @@ impl OwnerState {
         Ok(self.pending_confirm())
     }
 
-    /// Rolls the pending `commit confirmed` back now; returns the commit it undid.
+    /// Rolls the pending `commit confirmed` back now (gNMI's cancel); returns the commit it
+    /// undid.
     pub fn cancel_pending_confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
         let pending = self.pending_confirm().map(|p| p.commit_id);
-        let started = Instant::now();
-        let result = self.datastore.cancel_pending_confirm();
-        if !matches!(result, Ok(None)) {
-            self.count_commit(Origin::Cancel, started, result.as_ref().err());
+        let done = self.funnel(
+            Origin::Cancel,
+            Candidate::BeforeUnconfirmed,
+            CommitRequest::default(),
+        )?;
+        Ok(done.and(pending))
+    }
+
+    /// Rolls back a `commit confirmed` nobody confirmed in time (the owner's timer).
+    fn expire_confirmed_commit(&mut self) {
+        let result = self.funnel(
+            Origin::ConfirmTimeout,
+            Candidate::BeforeUnconfirmed,
+            CommitRequest::default(),
+        );
+        if let Err(e) = result {
+            // Retrying at once would fail again, in a loop: keep what is committed and say so.
+            error!(%e, "could not roll back an unconfirmed commit: the configuration stays as committed");
+            if let Err(e) = self.datastore.confirm() {
+                error!(%e, "could not clear the pending confirmation");
+            }
         }
-        self.chip_refused("rollback", &result);
-        if let (Ok(Some(outcome)), Some(undone)) = (&result, pending)
-            && let Some(commit) = self.commit_event(outcome, Origin::Gnmi)
-        {
-            self.events.emit(Event::Rollback(Rollback {
-                id: commit.id,
-                undone,
-                origin: Origin::Gnmi,
-                changes: commit.changes,
-                hash: commit.hash,
-            }));
-        }
-        result.map(|_| pending)
     }
 
     /// Running becomes the startup configuration.
@@ -413,13 +439,45 @@ impl OwnerState {
             .commit_finished(origin, error, started.elapsed());
     }
 
-    fn committed(&mut self, result: &Result<CommitOutcome, DatastoreError>, origin: Origin) {
-        self.chip_refused("commit", result);
-        if let Ok(outcome) = result
-            && let Some(commit) = self.commit_event(outcome, origin)
-        {
-            self.events.emit(Event::Commit(commit));
-        }
+    /// What a commit from `origin` did, told once for every origin: the chip's refusal,
+    /// or the new running configuration (a commit; for a rollback of the unconfirmed
+    /// commit `undone`, the rollback).
+    fn published(
+        &mut self,
+        result: &Result<Option<CommitOutcome>, DatastoreError>,
+        origin: Origin,
+        undone: u64,
+    ) {
+        let during = match origin {
+            Origin::Shell | Origin::Gnmi => "commit",
+            Origin::Cancel => "rollback",
+            Origin::ConfirmTimeout => "confirm timeout",
+        };
+        self.chip_refused(during, result);
+        let Ok(Some(outcome)) = result else {
+            return;
+        };
+        let Some(commit) = self.commit_event(outcome, origin) else {
+            return;
+        };
+        let event = match origin {
+            Origin::Shell | Origin::Gnmi => Event::Commit(commit),
+            // Only gNMI cancels.
+            Origin::Cancel => Event::Rollback(Rollback {
+                id: commit.id,
+                undone,
+                origin: Origin::Gnmi,
+                changes: commit.changes,
+                hash: commit.hash,
+            }),
+            Origin::ConfirmTimeout => Event::ConfirmTimeout(ConfirmTimeout {
+                id: commit.id,
+                undone,
+                changes: commit.changes,
+                hash: commit.hash,
+            }),
+        };
+        self.events.emit(event);
     }
 
     fn chip_refused<T>(&self, during: &str, result: &Result<T, DatastoreError>) {
@@ -609,7 +667,7 @@ fn run(mut state: OwnerState, jobs: mpsc::Receiver<Job>) {
         };
         match next {
             Ok(job) => job(&mut state),
-            Err(RecvTimeoutError::Timeout) => expire_confirmed_commit(&mut state),
+            Err(RecvTimeoutError::Timeout) => state.expire_confirmed_commit(),
             Err(RecvTimeoutError::Disconnected) => break,
         }
         state.publish_if_changed();
@@ -624,34 +682,4 @@ fn until_confirm_deadline(state: &OwnerState) -> Option<Duration> {
             .duration_since(SystemTime::now())
             .unwrap_or(Duration::ZERO),
     )
-}
-
-fn expire_confirmed_commit(state: &mut OwnerState) {
-    let undone = state.pending_confirm().map_or(0, |p| p.commit_id);
-    let started = Instant::now();
-    let result = state.datastore.expire_pending_confirm(SystemTime::now());
-    if !matches!(result, Ok(None)) {
-        state.count_commit(Origin::ConfirmTimeout, started, result.as_ref().err());
-    }
-    state.chip_refused("confirm timeout", &result);
-    match result {
-        Ok(Some(outcome)) => {
-            if let Some(commit) = state.commit_event(&outcome, Origin::ConfirmTimeout) {
-                state.events.emit(Event::ConfirmTimeout(ConfirmTimeout {
-                    id: commit.id,
-                    undone,
-                    changes: commit.changes,
-                    hash: commit.hash,
-                }));
-            }
-        }
-        Ok(None) => {}
-        Err(e) => {
-            // Retrying at once would fail again, in a loop: keep what is committed and say so.
-            error!(%e, "could not roll back an unconfirmed commit: the configuration stays as committed");
-            if let Err(e) = state.datastore.confirm() {
-                error!(%e, "could not clear the pending confirmation");
-            }
-        }
-    }
 }
