@@ -1,6 +1,10 @@
 //! efbd's side of the chip: starting the southbound driver, and what it tells about the chip
 //! (status, counters) for `show` and the state tree.
 
+pub mod board;
+pub mod links;
+pub mod liveness;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -11,7 +15,7 @@ use efb_p4::{Driver, DriverSettings, DriverStatus};
 use efb_p4info::{PortMap, PortName};
 use efb_yang::{DataPath, Schema, Segment};
 
-use crate::events::{ChipConnection, Event, Events};
+use crate::record::events::{ChipConnection, Event, Events};
 
 /// Starts the driver for `running` (inside the runtime): it connects, reconciles and keeps
 /// the chip in sync from then on.
@@ -232,7 +236,8 @@ pub fn counters(driver: &Driver, config: &Config, wanted: &CountersToRead) -> Co
     if !wanted.ports && !wanted.board {
         return out;
     }
-    let (Some(by_device), Some(map)) = (driver.port_counters(), crate::board::port_map()) else {
+    let (Some(by_device), Some(map)) = (driver.port_counters(), crate::chip::board::port_map())
+    else {
         return out;
     };
     // The board's lanes of configured ports show the ports' counts (cleared ones too):

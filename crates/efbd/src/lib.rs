@@ -1,33 +1,16 @@
-//! efbd, the EcoFilter Balancer daemon: it owns the datastore (one thread, see [`owner`])
-//! and serves the management API the shell uses ([`service`], on a Unix [`socket`], its
-//! callers identified by [`callers`]), the model's operations ([`rpcs`]) and gNMI
-//! ([`gnmi_server`]); changes and refusals go to the [`audit`] log. The owner imports none
-//! of the servers. What operators watch for (commits, liveness, the chip) are [`events`],
-//! logged as [`logging`] sets up and kept for `show log`.
+//! efbd, the EcoFilter Balancer daemon, in floors, each a folder: the doors clients come
+//! in by ([`northbound`]: the management API the shell uses on a Unix socket, the model's
+//! operations, gNMI and its OpenConfig interfaces); the one [`owner`] of the configuration
+//! (one thread holding the datastore, which none of the doors import); the [`chip`] below it
+//! (the southbound driver, the board, links and liveness); the operational [`state`] and
+//! metrics; what efbd tells ([`record`]: the audit, the events, the log); its [`settings`];
+//! and what it needs of the [`process`] and its files (the datastore directory, the
+//! open-file limit, systemd's readiness).
 
-pub mod admission;
-pub mod audit;
-pub mod baselines;
-pub mod board;
-pub mod callers;
 pub mod chip;
-pub mod errors;
-pub mod events;
-pub mod gnmi_backend;
-pub mod gnmi_server;
-pub mod held;
-pub mod instruments;
-pub mod links;
-pub mod liveness;
-pub mod logging;
-pub mod metrics;
-pub mod notify;
-pub mod open_files;
-pub mod openconfig;
+pub mod northbound;
 pub mod owner;
-pub mod rpcs;
-pub mod service;
+pub mod process;
+pub mod record;
 pub mod settings;
-pub mod socket;
 pub mod state;
-pub mod state_dir;

@@ -15,20 +15,20 @@ use efb_northbound::decoded::Methods;
 use efb_northbound::guard::{Door, Guard};
 use efb_northbound::listen;
 use efb_yang::Schema;
-use efbd::admission::ManagementJudge;
-use efbd::audit::AuditLog;
-use efbd::callers::{self, Callers};
+use efbd::chip::liveness::Liveness;
 use efbd::chip::{self, CounterLists};
-use efbd::events::Events;
-use efbd::gnmi_server as gnmi;
-use efbd::instruments::Instruments;
-use efbd::liveness::Liveness;
-use efbd::metrics;
+use efbd::northbound::admission::ManagementJudge;
+use efbd::northbound::callers::{self, Callers};
+use efbd::northbound::gnmi_server as gnmi;
+use efbd::northbound::service::Service;
+use efbd::northbound::socket;
 use efbd::owner::{Owner, OwnerState};
-use efbd::service::Service;
+use efbd::process::{notify, open_files, state_dir};
+use efbd::record::audit::AuditLog;
+use efbd::record::events::Events;
 use efbd::settings::{Flags, Settings};
-use efbd::socket;
-use efbd::{notify, open_files, state_dir};
+use efbd::state::instruments::Instruments;
+use efbd::state::metrics;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_stream::StreamExt;
@@ -55,7 +55,7 @@ fn main() -> ExitCode {
     if flags.hash_password {
         return gnmi::hash_password();
     }
-    if let Err(e) = efbd::logging::init(&settings.log) {
+    if let Err(e) = efbd::record::logging::init(&settings.log) {
         eprintln!("efbd: {e}");
         return ExitCode::from(2);
     }
@@ -137,7 +137,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     let (owner, owner_thread) = Owner::start(state).context("starting the configuration owner")?;
     let (stop, stopped) = watch::channel(false);
     if let Some(driver) = &driver {
-        efbd::links::watch(driver, owner.clone(), stopped.clone());
+        efbd::chip::links::watch(driver, owner.clone(), stopped.clone());
     }
     let probing = probing.map(|(task, driver)| {
         let owner = owner.clone();

@@ -24,13 +24,14 @@ use efb_yang::{DataTree, Problem, Schema};
 use tokio::sync::broadcast;
 use tracing::{error, info};
 
-use crate::baselines::Baselines;
+use crate::chip::liveness::{Liveness, Verdicts};
 use crate::chip::{self, CountersToRead};
-use crate::events::{self, ConfirmTimeout, Event, Events, Origin, Rollback};
-use crate::instruments::Instruments;
-use crate::liveness::{Liveness, Verdicts};
+use crate::owner::baselines::Baselines;
+use crate::record::events::{self, ConfirmTimeout, Event, Events, Origin, Rollback};
 use crate::state::StateInputs;
+use crate::state::instruments::Instruments;
 
+pub mod baselines;
 pub mod live;
 
 /// What the owner thread holds.
@@ -268,7 +269,7 @@ pub enum Candidate<'a> {
 
 /// Commits: the shell's, gNMI's, and the rollbacks of an unconfirmed `commit confirmed`.
 impl OwnerState {
-    /// A client's commit or check: see [`Self::funnel`]. Warnings are told once.
+    /// A client's commit or check, through `funnel`. Warnings are told once.
     pub fn commit(
         &mut self,
         origin: Origin,

@@ -16,11 +16,13 @@ use efb_p4info::PortName;
 use efb_yang::{DataPath, DataTree, Schema};
 use tracing::error;
 
-use crate::baselines::{self, Baselines, ClearError, Counted};
-use crate::board::{self, BoardPort};
+use crate::chip::board::{self, BoardPort};
+use crate::chip::liveness;
 use crate::chip::{self, Counters, CountersToRead};
-use crate::liveness;
+use crate::owner::baselines::{self, Baselines, ClearError, Counted};
 
+pub mod instruments;
+pub mod metrics;
 mod paths;
 
 use paths::{
@@ -195,9 +197,9 @@ fn port_states(inputs: &StateInputs, counters: Option<&Counters>) -> Option<BTre
     (!read.is_empty()).then_some(read)
 }
 
-/// Each link's status from its ports' oper-status (see [`crate::links`]).
+/// Each link's status from its ports' oper-status (see [`crate::chip::links`]).
 fn put_links(config: &Config, up: &BTreeMap<u32, bool>, leaves: &mut LeafWriter<'_>) {
-    for (link, state) in crate::links::link_states(config, up) {
+    for (link, state) in crate::chip::links::link_states(config, up) {
         let at = paths::link_state(&link);
         leaves.put(&at, LinkLeaf::Status, state.word());
         if !state.up {

@@ -12,8 +12,8 @@ use tracing::info;
 use efb_chip::ChipError;
 
 use super::OwnerState;
-use crate::events::{self, Event, LinkStatus};
-use crate::liveness::{self, Verdicts};
+use crate::chip::liveness::{self, Verdicts};
+use crate::record::events::{self, Event, LinkStatus};
 
 /// Why a bypass mode was not set; nothing changed.
 #[derive(Debug, thiserror::Error)]
@@ -111,8 +111,8 @@ impl OwnerState {
         // Both sides with the configuration running now: a commit is no link event, and a
         // link first heard of (efbd started) has nothing to compare with.
         let config = self.running_config();
-        let before = crate::links::link_states(&config, &self.ports_up);
-        for (link, state) in crate::links::link_states(&config, up) {
+        let before = crate::chip::links::link_states(&config, &self.ports_up);
+        for (link, state) in crate::chip::links::link_states(&config, up) {
             let Some(was) = before.get(&link).filter(|w| w.up != state.up) else {
                 continue;
             };

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use tracing_subscriber::EnvFilter;
 
 use super::SettingRefused;
-use crate::events::{DEFAULT_RECENT, MAX_RECENT};
+use crate::record::events::{DEFAULT_RECENT, MAX_RECENT};
 
 /// efbd's log, and the recent events `show log` reads.
 #[derive(Deserialize, serde::Serialize, Debug, Clone, PartialEq)]
@@ -104,7 +104,7 @@ mod tests {
             "info",
             "WARN",
             "efbd=debug,info",
-            "efbd::events=info,warn",
+            "efbd::record::events=info,warn",
             "off",
         ] {
             assert_eq!(log(good, "json").check(), Ok(()), "{good}");

@@ -18,11 +18,11 @@ use efb_p4::Driver;
 use tokio::net::TcpListener;
 use tracing::warn;
 
-use crate::instruments::Instruments;
-use crate::liveness;
+use crate::chip::liveness;
 use crate::owner::{Owner, Status};
 use crate::settings::Metrics as Settings;
 use crate::state::StateInputs;
+use crate::state::instruments::Instruments;
 
 /// The metrics listener, and how it serves.
 pub struct Endpoint {
@@ -272,7 +272,7 @@ fn links(out: &mut Values, config: &efb_model::Config, driver: &efb_p4::Driver) 
          the current one",
         "status",
         &["up", "down"],
-        crate::links::link_states(config, &up)
+        crate::chip::links::link_states(config, &up)
             .into_iter()
             .map(|(name, state)| (vec![("link", name)], state.word())),
     );

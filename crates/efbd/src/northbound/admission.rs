@@ -13,8 +13,8 @@ use efb_northbound::guard::{Admitted, Judge};
 use efb_northbound::request::Kind;
 use tonic::{Request, Status};
 
-use crate::callers::{Caller, Callers};
-use crate::errors::bounded;
+use crate::northbound::callers::{Caller, Callers};
+use crate::northbound::errors::bounded;
 
 /// Largest message of a request that carries no configuration (gRPC's own default): a
 /// shell's requests are a few hundred bytes.
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn every_method_of_the_api_has_its_role() {
-        let proto = include_str!("../../../proto/efb/mgmt/v1/mgmt.proto");
+        let proto = include_str!("../../../../proto/efb/mgmt/v1/mgmt.proto");
         let methods: Vec<&str> = proto
             .lines()
             .filter_map(|l| l.trim().strip_prefix("rpc "))

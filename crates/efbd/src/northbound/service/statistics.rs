@@ -5,8 +5,8 @@ use tonic::Status;
 
 use super::Service;
 use super::accepted::{COUNTED, known};
-use crate::baselines::{self, ClearError};
-use crate::errors::bounded;
+use crate::northbound::errors::bounded;
+use crate::owner::baselines::{self, ClearError};
 
 impl Service {
     /// Takes baselines of the counters now, off the owner's thread (it reads the chip).

@@ -21,13 +21,13 @@ use efb_yang::Schema;
 use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
 
-use crate::audit::AuditLog;
-use crate::callers::{Caller, Callers};
 use crate::chip::CounterLists;
-use crate::errors::{bounded, status};
-use crate::events::Events;
-use crate::held::HeldSessions;
+use crate::northbound::callers::{Caller, Callers};
+use crate::northbound::errors::{bounded, status};
+use crate::northbound::held::HeldSessions;
 use crate::owner::{Owner, OwnerState};
+use crate::record::audit::AuditLog;
+use crate::record::events::Events;
 
 mod accepted;
 mod calls;

@@ -4,8 +4,8 @@ use efb_mgmt_proto::v1::*;
 use tonic::Status;
 
 use super::Service;
-use crate::errors::bounded;
-use crate::rpcs;
+use crate::northbound::errors::bounded;
+use crate::northbound::rpcs;
 
 impl Service {
     /// Runs the operation on the owner; empty input is no input (JSON null).

@@ -21,10 +21,10 @@ use super::logs::{audit_record, log_event};
 use super::reads::{change_json, list_keys, marked_lines, parse_path, written_lines};
 use super::sessions::{dropped, session_record};
 use super::{Service, ds, ok, problem, unix_ms};
-use crate::errors::{bounded, status};
-use crate::events;
-use crate::held::{Ending, NoticeStream, stopped};
-use crate::rpcs;
+use crate::northbound::errors::{bounded, status};
+use crate::northbound::held::{Ending, NoticeStream, stopped};
+use crate::northbound::rpcs;
+use crate::record::events;
 
 /// Audit records `show system audit` returns when the request does not say.
 const DEFAULT_AUDIT_RECORDS: usize = 100;

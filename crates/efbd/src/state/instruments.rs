@@ -15,7 +15,7 @@ use efb_metrics::prometheus_client::metrics::counter::{ConstCounter, Counter};
 use efb_metrics::prometheus_client::metrics::histogram::Histogram;
 use efb_metrics::prometheus_client::registry::{Registry, Unit};
 
-use crate::events::Origin;
+use crate::record::events::Origin;
 
 /// An origin as a label value: Prometheus's convention is snake_case (`confirm_timeout`),
 /// the log's kebab-case (`confirm-timeout`).

@@ -6,7 +6,7 @@ use efb_yang::Problem;
 use efb_yang::rpc::{self, Input};
 use tonic::{Code, Status};
 
-use crate::errors;
+use crate::northbound::errors;
 use crate::owner::OwnerState;
 use crate::owner::live::BypassError;
 

@@ -9,8 +9,8 @@ use efb_model::Config;
 use efb_p4::Driver;
 use tokio::sync::watch;
 
-use crate::board;
 use crate::chip;
+use crate::chip::board;
 use crate::owner::Owner;
 
 /// A link's status now: `up`, or `down` with which ports are down.

@@ -10,9 +10,9 @@ use tonic::Status;
 
 use super::accepted::Which;
 use super::{Service, ds};
-use crate::callers::Caller;
 use crate::chip::CountersToRead;
-use crate::errors::bounded;
+use crate::northbound::callers::Caller;
+use crate::northbound::errors::bounded;
 use crate::owner::OwnerState;
 
 impl Service {

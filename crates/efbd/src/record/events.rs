@@ -1,7 +1,7 @@
 //! The events whoever runs a balancer looks for: commits, rollbacks, confirm timeouts,
 //! liveness and unit status changes, chip refusals and connection changes, links going
 //! down and up. Each is one
-//! tracing event (target `efbd::events`) with named fields and a stable `event` field, so
+//! tracing event (target `efbd::record::events`) with named fields and a stable `event` field, so
 //! the JSON log and the journal carry the same fields; the last ones are also kept in
 //! memory for `show log` ([`Events::recent`]). [`Events::emit`] does both, and is called at
 //! the one place each thing happens.

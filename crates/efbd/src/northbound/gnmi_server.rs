@@ -19,7 +19,7 @@ use tokio::sync::broadcast;
 use tracing::{info, warn};
 
 use crate::chip::CounterLists;
-use crate::gnmi_backend::GnmiBackend;
+use crate::northbound::gnmi_backend::GnmiBackend;
 use crate::owner::Owner;
 use crate::settings::Settings;
 
@@ -197,7 +197,7 @@ pub async fn prepare(
         connections: gnmi.connections.limits("gNMI", "gnmi.connections"),
         ..ServerConfig::default()
     };
-    let interfaces = crate::openconfig::BoxInterfaces::start(owner.clone(), &snapshots);
+    let interfaces = crate::northbound::openconfig::BoxInterfaces::start(owner.clone(), &snapshots);
     let backend = Arc::new(GnmiBackend {
         owner,
         schema,

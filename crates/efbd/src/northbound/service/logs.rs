@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use efb_mgmt_proto::v1::*;
 use efb_northbound::audit::{Kind, Record};
 
-use crate::events::Recorded;
+use crate::record::events::Recorded;
 
 pub(super) fn audit_record(r: Record) -> AuditRecord {
     let time = UNIX_EPOCH + Duration::from_millis(r.time_ms);

@@ -15,7 +15,7 @@ use efb_openconfig::{Interface, Source};
 use tokio::sync::{broadcast, watch};
 use tonic::Status;
 
-use crate::board::{self, Usage};
+use crate::chip::board::{self, Usage};
 use crate::owner::Owner;
 
 pub struct BoxInterfaces {

@@ -11,8 +11,8 @@ use efb_yang::Schema;
 use tokio::sync::broadcast;
 
 use crate::chip::CounterLists;
-use crate::events::Origin;
 use crate::owner::{Candidate, Owner, OwnerGone};
+use crate::record::events::Origin;
 use crate::state;
 
 pub struct GnmiBackend {
@@ -20,7 +20,7 @@ pub struct GnmiBackend {
     pub schema: Arc<Schema>,
     pub snapshots: broadcast::Sender<Arc<Snapshot>>,
     pub counter_lists: CounterLists,
-    pub interfaces: Arc<crate::openconfig::BoxInterfaces>,
+    pub interfaces: Arc<crate::northbound::openconfig::BoxInterfaces>,
 }
 
 /// The refusal keeps its kind: gNMI gives it the code the management API gives it

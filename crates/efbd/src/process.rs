@@ -1,0 +1,7 @@
+//! What efbd needs of its process and machine: the datastore directory it owns
+//! ([`state_dir`]), the open-file limit its connections need ([`open_files`]), and
+//! systemd's readiness protocol ([`notify`]).
+
+pub mod notify;
+pub mod open_files;
+pub mod state_dir;
