@@ -286,3 +286,64 @@ fn anchors_are_github_s() {
         want.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>()
     );
 }
+
+/// The source files a page names in code spans (`crates/efbd/src/owner.rs`), as paths from
+/// the repository's root: words that start with a top folder of the repository and end in
+/// a file's extension.
+fn named_files(text: &str) -> Vec<(usize, String)> {
+    const TOP: [&str; 9] = [
+        "crates/",
+        "tests/",
+        "yang/",
+        "proto/",
+        "p4/",
+        "cli-grammar/",
+        "examples/",
+        "packaging/",
+        "docs/",
+    ];
+    const EXTENSIONS: [&str; 9] = [
+        ".rs", ".toml", ".proto", ".p4", ".yang", ".py", ".sh", ".json", ".yaml",
+    ];
+    let mut named = Vec::new();
+    for (number, line) in (1..).zip(text.lines()) {
+        for span in line.split('`').skip(1).step_by(2) {
+            let word = span.split_whitespace().next().unwrap_or_default();
+            let word = word.trim_end_matches([',', ';', ')', ':']);
+            let is_file = TOP.iter().any(|t| word.starts_with(t))
+                && EXTENSIONS.iter().any(|e| word.ends_with(e))
+                && !word.contains('*');
+            if is_file {
+                named.push((number, word.to_string()));
+            }
+        }
+    }
+    named
+}
+
+/// "Where things go" and every other page name source files by their paths: a file moved
+/// or renamed without the page following fails here, naming the page and the line.
+#[test]
+fn every_source_file_a_page_names_is_there() {
+    let mut pages = markdown_under(&docs());
+    pages.push(repo().join("README.md"));
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for page in &pages {
+        for (number, file) in named_files(&read(page)) {
+            checked += 1;
+            if !repo().join(&file).exists() {
+                missing.push(format!("{}:{number}: {file}", page.display()));
+            }
+        }
+    }
+    assert!(
+        checked > 20,
+        "only {checked} file names found: the reader is broken"
+    );
+    assert!(
+        missing.is_empty(),
+        "files named but not there:\n{}",
+        missing.join("\n")
+    );
+}
