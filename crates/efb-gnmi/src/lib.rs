@@ -44,7 +44,7 @@ use tonic::codec::CompressionEncoding;
 
 pub use backend::Backend;
 pub use config::{Activity, ServerConfig};
-pub use service::{GnmiJudge, GnmiService};
+pub use service::{GnmiJudge, GnmiService, judge};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -90,7 +90,7 @@ pub fn service(
         .max_encoding_message_size(config.max_message_bytes)
         .accept_compressed(CompressionEncoding::Gzip)
         .send_compressed(CompressionEncoding::Gzip);
-    let judge = Arc::new(GnmiJudge::new(config.clone()));
+    let judge = Arc::new(judge(config.clone()));
     guard::Guard::new(server, judge, door.clone())
 }
 
@@ -129,7 +129,7 @@ pub async fn serve(
     let (reflection, reflection_alpha) = reflection()?;
     // Reflection tells only what the public protos tell, but its requests cost memory like
     // any other: behind the same login and budget.
-    let judge = Arc::new(GnmiJudge::new(config.clone()));
+    let judge = Arc::new(judge(config.clone()));
     let server = builder
         .add_service(service(gate.clone(), &config, stopped, &door))
         .add_service(guard::Guard::new(reflection, judge.clone(), door.clone()))

@@ -28,6 +28,7 @@ use crate::set_audit::{describe_set, record_set};
 use crate::subscribe::Subscriptions;
 use efb_northbound::auth::Caller;
 use efb_northbound::budget::Spend;
+use efb_northbound::judge::{Protocol, RoleJudge, SMALL_MESSAGE, Who};
 use efb_northbound::request::Kind;
 use prost::Message;
 
@@ -69,10 +70,6 @@ impl GnmiService {
     }
 }
 
-/// Largest message of a request that carries no configuration (Get, Subscribe,
-/// Capabilities): gRPC's own default.
-const SMALL_MESSAGE: usize = 4 * 1024 * 1024;
-
 /// Largest message of a server reflection request: a symbol's or a file's name.
 const REFLECTION_MESSAGE: usize = 64 * 1024;
 
@@ -89,66 +86,65 @@ fn kind(method: &str) -> (Kind, usize) {
     }
 }
 
-/// Judges gNMI requests from their heads ([`crate::guard`]): the user logged in (client
-/// certificate, or username and password), with a role that may call the method. A Set
-/// refused for its caller's role is audited here, as no body was read to describe it.
-pub struct GnmiJudge {
+/// gNMI as its judge sees it ([`efb_northbound::judge`], the management API's too): the
+/// user logged in (client certificate, or username and password), the methods' kinds above.
+pub struct Gnmi {
     config: ServerConfig,
 }
 
-impl GnmiJudge {
-    pub fn new(config: ServerConfig) -> GnmiJudge {
-        GnmiJudge { config }
-    }
+/// Judges gNMI requests from their heads ([`crate::guard`]): the user, with a role that may
+/// call the method; refusals audited.
+pub type GnmiJudge = RoleJudge<Gnmi>;
+
+/// The judge of a gNMI server.
+pub fn judge(config: ServerConfig) -> GnmiJudge {
+    let audit = config.audit.clone();
+    RoleJudge::new(Gnmi { config }, audit)
 }
 
 #[tonic::async_trait]
-impl efb_northbound::guard::Judge for GnmiJudge {
+impl Protocol for Gnmi {
     type Caller = Caller;
 
-    async fn judge(
-        &self,
-        head: &Request<()>,
-        method: &str,
-    ) -> Result<efb_northbound::guard::Admitted<Caller>, Status> {
-        let (kind, largest) = kind(method);
-        let caller = self
-            .config
+    fn method(&self, path: &str) -> Option<(Kind, usize)> {
+        let (kind, largest) = kind(path);
+        Some((kind, largest.min(self.config.max_message_bytes)))
+    }
+
+    async fn identify(&self, head: &Request<()>) -> Result<Caller, Status> {
+        self.config
             .users
             .identify(head)
             .await
-            .map_err(errors::bounded)?;
-        if let Err(denied) = efb_northbound::access::may(Some(caller.role), kind.operation()) {
-            let refused = denied.status(&caller.user);
-            if kind.operation().changes() {
-                let what = format!("{} (refused before its body was read)", kind.words());
-                record_set::<()>(&self.config.audit, &caller, what, &Err(refused.clone()));
-            }
-            return Err(refused);
-        }
-        Ok(efb_northbound::guard::Admitted {
-            admin: caller.role == efb_northbound::auth::Role::Admin,
-            account: caller.user.clone(),
-            max_message: largest.min(self.config.max_message_bytes),
-            caller,
-        })
+            .map_err(errors::bounded)
     }
 
-    async fn refused_unknown(&self, head: &Request<()>, method: &str) {
-        let from = match efb_northbound::listen::remote_addr(head) {
-            Some(peer) => format!("gNMI {peer}"),
-            None => "gNMI".to_string(),
-        };
-        self.config.audit.record(efb_northbound::audit::Record {
-            time_ms: efb_northbound::audit::now_ms(),
-            user: "(not logged in)".into(),
+    fn who(&self, caller: &Caller) -> Who {
+        Who {
+            name: caller.user.clone(),
+            role: Some(caller.role),
+            from: gnmi_from(caller.peer),
+        }
+    }
+
+    async fn known_without_login(&self, head: &Request<()>) -> Who {
+        Who {
+            name: "(not logged in)".into(),
             role: None,
-            from,
-            what: format!("call {method}"),
-            accepted: false,
-            result: "Unimplemented: gNMI has no such method".into(),
-            kind: efb_northbound::audit::Kind::Access,
-        });
+            from: gnmi_from(efb_northbound::listen::remote_addr(head)),
+        }
+    }
+
+    fn service(&self) -> &'static str {
+        "gNMI"
+    }
+}
+
+/// "gNMI 10.0.0.1:5000", as the audit says where a gNMI caller came from.
+pub(crate) fn gnmi_from(peer: Option<std::net::SocketAddr>) -> String {
+    match peer {
+        Some(peer) => format!("gNMI {peer}"),
+        None => "gNMI".to_string(),
     }
 }
 

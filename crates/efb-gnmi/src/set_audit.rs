@@ -10,10 +10,7 @@ use tonic::Status;
 
 /// Records a Set by `caller`: `what` from [`describe_set`], and how it ended.
 pub fn record_set<T>(audit: &Audit, caller: &Caller, what: String, result: &Result<T, Status>) {
-    let from = match caller.peer {
-        Some(peer) => format!("gNMI {peer}"),
-        None => "gNMI".to_string(),
-    };
+    let from = crate::service::gnmi_from(caller.peer);
     audit.record(Record {
         time_ms: now_ms(),
         user: caller.user.clone(),

@@ -24,6 +24,7 @@ pub mod auth;
 pub mod budget;
 pub mod decoded;
 pub mod guard;
+pub mod judge;
 pub mod listen;
 mod login;
 pub mod published;

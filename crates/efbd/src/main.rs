@@ -17,7 +17,7 @@ use efb_northbound::listen;
 use efb_yang::Schema;
 use efbd::chip::liveness::Liveness;
 use efbd::chip::{self, CounterLists};
-use efbd::northbound::admission::ManagementJudge;
+use efbd::northbound::admission::{self, ManagementJudge};
 use efbd::northbound::callers::{self, Callers};
 use efbd::northbound::gnmi_server as gnmi;
 use efbd::northbound::service::Service;
@@ -240,7 +240,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         .unwrap_or(usize::MAX)
         .saturating_add(1)
         .saturating_mul(1024 * 1024);
-    let judge = Arc::new(ManagementJudge::new(
+    let judge = Arc::new(admission::judge(
         callers.clone(),
         Audit::new(audit_log.clone()),
         max_message,

@@ -7,18 +7,13 @@
 
 use std::sync::Arc;
 
-use efb_northbound::access;
-use efb_northbound::audit::{self, Audit, Record};
-use efb_northbound::guard::{Admitted, Judge};
+use efb_northbound::audit::Audit;
+use efb_northbound::judge::{Protocol, RoleJudge, SMALL_MESSAGE, Who};
 use efb_northbound::request::Kind;
 use tonic::{Request, Status};
 
 use crate::northbound::callers::{Caller, Callers};
 use crate::northbound::errors::bounded;
-
-/// Largest message of a request that carries no configuration (gRPC's own default): a
-/// shell's requests are a few hundred bytes.
-const SMALL_MESSAGE: usize = 4 * 1024 * 1024;
 
 /// The request a method of the API (the gRPC path's last part) makes; None for a method
 /// the API does not have.
@@ -50,82 +45,74 @@ fn kind(method: &str) -> Option<Kind> {
     })
 }
 
-/// The management API's judge: the caller (the Unix account, or a user logging in over
-/// TCP), and whether its role may call the method. Refusals are audited.
-pub struct ManagementJudge {
+/// The management API as its judge sees it: callers are the Unix account on the socket,
+/// or a user logging in over TCP; the methods' kinds above.
+pub struct Management {
     callers: Arc<Callers>,
-    audit: Audit,
     /// The largest message of a request that carries configuration.
     max_message: usize,
 }
 
-impl ManagementJudge {
-    pub fn new(callers: Arc<Callers>, audit: Audit, max_message: usize) -> ManagementJudge {
-        ManagementJudge {
+/// The management API's judge: the caller, and whether its role may call the method;
+/// refusals audited ([`efb_northbound::judge`], gNMI's too).
+pub type ManagementJudge = RoleJudge<Management>;
+
+/// The judge of the management API.
+pub fn judge(callers: Arc<Callers>, audit: Audit, max_message: usize) -> ManagementJudge {
+    RoleJudge::new(
+        Management {
             callers,
-            audit,
             max_message,
-        }
-    }
+        },
+        audit,
+    )
 }
 
 #[tonic::async_trait]
-impl Judge for ManagementJudge {
+impl Protocol for Management {
     type Caller = Caller;
 
-    async fn judge(&self, head: &Request<()>, path: &str) -> Result<Admitted<Caller>, Status> {
-        let method = path.rsplit('/').next().unwrap_or_default();
-        // The guard refuses methods the API does not have before they get here.
-        let kind = kind(method).ok_or_else(|| Status::unimplemented("no such method"))?;
-        let caller = self.callers.identify(head).await.map_err(bounded)?;
-        if let Err(denied) = access::may(caller.role, kind.operation()) {
-            let message = denied.message(&caller.name) + &self.callers.hint(&caller);
-            let refused = Status::permission_denied(message);
-            self.audit.record(Record {
-                time_ms: audit::now_ms(),
-                user: caller.name.clone(),
-                role: caller.role,
-                from: caller.from.clone(),
-                what: format!("{} (refused before its body was read)", kind.words()),
-                accepted: false,
-                result: audit::refusal(&refused),
-                kind: audit::Kind::Access,
-            });
-            return Err(refused);
-        }
-        Ok(Admitted {
-            admin: caller.is_admin(),
-            account: caller.name.clone(),
-            max_message: if kind.large() {
-                self.max_message
-            } else {
-                SMALL_MESSAGE
-            },
-            caller,
-        })
+    fn method(&self, path: &str) -> Option<(Kind, usize)> {
+        let kind = kind(path.rsplit('/').next().unwrap_or_default())?;
+        let largest = if kind.large() {
+            self.max_message
+        } else {
+            SMALL_MESSAGE
+        };
+        Some((kind, largest))
     }
 
-    /// Audited as far as the head tells without a login: the Unix account, or the address.
-    async fn refused_unknown(&self, head: &Request<()>, method: &str) {
-        let (user, role, from) = match self.callers.known_without_login(head).await {
-            Some(caller) => (caller.name, caller.role, caller.from),
-            None => (
-                "(not logged in)".to_string(),
-                None,
-                efb_northbound::listen::remote_addr(head)
+    async fn identify(&self, head: &Request<()>) -> Result<Caller, Status> {
+        self.callers.identify(head).await.map_err(bounded)
+    }
+
+    fn who(&self, caller: &Caller) -> Who {
+        Who {
+            name: caller.name.clone(),
+            role: caller.role,
+            from: caller.from.clone(),
+        }
+    }
+
+    fn hint(&self, caller: &Caller) -> String {
+        self.callers.hint(caller)
+    }
+
+    /// The Unix account, or the address.
+    async fn known_without_login(&self, head: &Request<()>) -> Who {
+        match self.callers.known_without_login(head).await {
+            Some(caller) => self.who(&caller),
+            None => Who {
+                name: "(not logged in)".to_string(),
+                role: None,
+                from: efb_northbound::listen::remote_addr(head)
                     .map_or_else(|| "TCP".to_string(), |a| format!("TCP {a}")),
-            ),
-        };
-        self.audit.record(Record {
-            time_ms: audit::now_ms(),
-            user,
-            role,
-            from,
-            what: format!("call {}", efb_yang::text::logged(method)),
-            accepted: false,
-            result: "Unimplemented: the management API has no such method".into(),
-            kind: audit::Kind::Access,
-        });
+            },
+        }
+    }
+
+    fn service(&self) -> &'static str {
+        "the management API"
     }
 }
 
