@@ -26,9 +26,9 @@ use crate::path::{Pattern, to_gnmi};
 use crate::set::SetState;
 use crate::set_audit::{describe_set, record_set};
 use crate::subscribe::Subscriptions;
-use efb_northbound::auth::Caller;
 use efb_northbound::budget::Spend;
-use efb_northbound::judge::{Protocol, RoleJudge, SMALL_MESSAGE, Who};
+use efb_northbound::caller::Caller;
+use efb_northbound::judge::{Protocol, RoleJudge, SMALL_MESSAGE};
 use efb_northbound::request::Kind;
 use prost::Message;
 
@@ -62,10 +62,9 @@ impl GnmiService {
         if let Some(caller) = request.extensions().get::<Caller>() {
             return Ok(caller.clone());
         }
-        let caller = self.config.users.identify(request).await;
-        let caller = caller.map_err(errors::bounded)?;
-        let show = efb_northbound::access::may(Some(caller.role), Kind::Show.operation());
-        show.map_err(|denied| denied.status(&caller.user))?;
+        let caller = identify(&self.config, request).await?;
+        let show = efb_northbound::access::may(caller.role, Kind::Show.operation());
+        show.map_err(|denied| denied.status(&caller.name))?;
         Ok(caller)
     }
 }
@@ -104,40 +103,38 @@ pub fn judge(config: ServerConfig) -> GnmiJudge {
 
 #[tonic::async_trait]
 impl Protocol for Gnmi {
-    type Caller = Caller;
-
     fn method(&self, path: &str) -> Option<(Kind, usize)> {
         let (kind, largest) = kind(path);
         Some((kind, largest.min(self.config.max_message_bytes)))
     }
 
     async fn identify(&self, head: &Request<()>) -> Result<Caller, Status> {
-        self.config
-            .users
-            .identify(head)
-            .await
-            .map_err(errors::bounded)
+        identify(&self.config, head).await
     }
 
-    fn who(&self, caller: &Caller) -> Who {
-        Who {
-            name: caller.user.clone(),
-            role: Some(caller.role),
-            from: gnmi_from(caller.peer),
-        }
-    }
-
-    async fn known_without_login(&self, head: &Request<()>) -> Who {
-        Who {
-            name: "(not logged in)".into(),
-            role: None,
-            from: gnmi_from(efb_northbound::listen::remote_addr(head)),
-        }
+    async fn known_without_login(
+        &self,
+        head: &Request<()>,
+    ) -> (String, Option<efb_northbound::Role>, String) {
+        let from = gnmi_from(efb_northbound::listen::remote_addr(head));
+        ("(not logged in)".into(), None, from)
     }
 
     fn service(&self) -> &'static str {
         "gNMI"
     }
+}
+
+/// The user a gNMI request's head names (a login or a client certificate), as a caller
+/// from "gNMI 10.0.0.1:5000".
+async fn identify<T>(config: &ServerConfig, request: &Request<T>) -> Result<Caller, Status> {
+    let login = config
+        .users
+        .identify(request)
+        .await
+        .map_err(errors::bounded)?;
+    let from = gnmi_from(login.peer);
+    Ok(Caller::logged_in(login, from))
 }
 
 /// "gNMI 10.0.0.1:5000", as the audit says where a gNMI caller came from.
@@ -157,7 +154,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         request: Request<CapabilityRequest>,
     ) -> Result<Response<CapabilityResponse>, Status> {
         let caller = self.caller(&request).await?;
-        let span = info_span!("gnmi", rpc = "Capabilities", user = %caller.user);
+        let span = info_span!("gnmi", rpc = "Capabilities", user = %caller.name);
         let _entered = span.enter();
         let module = self.schema.module();
         let mut supported_models = vec![ModelData {
@@ -182,7 +179,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
 
     async fn get(&self, request: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
         let caller = self.caller(&request).await?;
-        let span = info_span!("gnmi", rpc = "Get", user = %caller.user);
+        let span = info_span!("gnmi", rpc = "Get", user = %caller.name);
         let reply = Reply::new(Spend::of(&request), self.config.max_message_bytes);
         self.get(request.into_inner(), reply)
             .instrument(span)
@@ -193,8 +190,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
 
     async fn set(&self, request: Request<SetRequest>) -> Result<Response<SetResponse>, Status> {
         let caller = self.caller(&request).await?;
-        let span =
-            info_span!("gnmi", rpc = "Set", user = %caller.user, role = caller.role.as_str());
+        let span = info_span!("gnmi", rpc = "Set", user = %caller.name, role = caller.role_name());
         let what = describe_set(request.get_ref());
         let result = match crate::openconfig::refuse_set(request.get_ref()) {
             Ok(()) => crate::set::set(&self.set, &caller, request.into_inner())
@@ -214,7 +210,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
         request: Request<Streaming<SubscribeRequest>>,
     ) -> Result<Response<Self::SubscribeStream>, Status> {
         let caller = self.caller(&request).await?;
-        let span = info_span!("gnmi", rpc = "Subscribe", user = %caller.user);
+        let span = info_span!("gnmi", rpc = "Subscribe", user = %caller.name);
         let spend = Spend::of(&request);
         let stream =
             crate::subscribe::start(&self.subscriptions, &caller, spend, request.into_inner())

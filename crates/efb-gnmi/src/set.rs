@@ -29,7 +29,7 @@ use crate::decode::fragment;
 use crate::errors;
 use crate::message::now_ns;
 use crate::path::{PathError, Pattern};
-use efb_northbound::auth::Caller;
+use efb_northbound::caller::Caller;
 
 /// What Set needs: the backend, and the commit confirmed made over gNMI that waits.
 pub(crate) struct SetState {
@@ -61,8 +61,8 @@ pub(crate) async fn set(
     caller: &Caller,
     request: SetRequest,
 ) -> Result<Response<SetResponse>, Status> {
-    let commit = efb_northbound::access::may(Some(caller.role), Kind::Set.operation());
-    commit.map_err(|denied| denied.status(&caller.user))?;
+    let commit = efb_northbound::access::may(caller.role, Kind::Set.operation());
+    commit.map_err(|denied| denied.status(&caller.name))?;
     if !request.union_replace.is_empty() {
         return Err(Status::unimplemented(
             "union_replace is not supported; use replace",
@@ -284,7 +284,7 @@ async fn plain(
     }
     state
         .backend
-        .commit_unless_pending(&caller.user, edits, None)
+        .commit_unless_pending(&caller.name, edits, None)
         .await
         .map_err(errors::backend)
 }
@@ -308,7 +308,7 @@ async fn confirmed(
             let wait = rollback_wait(request.rollback_duration)?;
             let outcome = state
                 .backend
-                .commit_unless_pending(&caller.user, edits, Some(wait))
+                .commit_unless_pending(&caller.name, edits, Some(wait))
                 .await
                 .map_err(errors::backend)?;
             if let Some(commit_id) = outcome.commit_id {

@@ -4,18 +4,17 @@
 use std::fmt::Write as _;
 
 use efb_northbound::audit::{Audit, Kind, Record, now_ms, refusal};
-use efb_northbound::auth::Caller;
+use efb_northbound::caller::Caller;
 use gnmi_proto::gnmi::{Path, SetRequest};
 use tonic::Status;
 
 /// Records a Set by `caller`: `what` from [`describe_set`], and how it ended.
 pub fn record_set<T>(audit: &Audit, caller: &Caller, what: String, result: &Result<T, Status>) {
-    let from = crate::service::gnmi_from(caller.peer);
     audit.record(Record {
         time_ms: now_ms(),
-        user: caller.user.clone(),
-        role: Some(caller.role),
-        from,
+        user: caller.name.clone(),
+        role: caller.role,
+        from: caller.from.clone(),
         what,
         accepted: result.is_ok(),
         result: match result {
@@ -122,16 +121,22 @@ mod tests {
         assert_eq!(describe_set(&SetRequest::default()), "Set: nothing");
     }
 
+    /// A user of the users file logged in to gNMI, as the service makes its caller.
+    fn gnmi_caller(user: &str, role: Role, peer: Option<std::net::SocketAddr>) -> Caller {
+        let login = efb_northbound::Login {
+            user: user.into(),
+            role,
+            peer,
+            certificate: false,
+        };
+        Caller::logged_in(login, crate::service::gnmi_from(peer))
+    }
+
     #[test]
     fn a_refused_set_is_recorded_as_from_gnmi_with_its_refusal() {
         let kept = Arc::new(Kept::default());
         let audit = Audit::new(kept.clone());
-        let caller = Caller {
-            user: "ada".into(),
-            role: Role::Viewer,
-            peer: Some("10.0.0.1:5000".parse().unwrap()),
-            certificate: false,
-        };
+        let caller = gnmi_caller("ada", Role::Viewer, Some("10.0.0.1:5000".parse().unwrap()));
         let refused: Result<(), Status> = Err(Status::permission_denied("no\nmore"));
         record_set(
             &audit,
@@ -152,12 +157,7 @@ mod tests {
     fn a_set_refused_for_what_it_asked_is_an_access_and_an_accepted_one_a_change() {
         let kept = Arc::new(Kept::default());
         let audit = Audit::new(kept.clone());
-        let caller = Caller {
-            user: "admin".into(),
-            role: Role::Admin,
-            peer: None,
-            certificate: false,
-        };
+        let caller = gnmi_caller("admin", Role::Admin, None);
         let invalid: Result<(), Status> = Err(Status::invalid_argument("no such leaf"));
         record_set(&audit, &caller, "Set: update /x".into(), &invalid);
         record_set(&audit, &caller, "Set: update /y".into(), &Ok(()));

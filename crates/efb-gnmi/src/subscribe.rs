@@ -29,8 +29,8 @@ use crate::backend::Backend;
 use crate::errors;
 use crate::message::{check_models, check_read_extensions, encoding, reflected_prefix};
 use crate::path::Pattern;
-use efb_northbound::auth::Caller;
 use efb_northbound::budget::Spend;
+use efb_northbound::caller::Caller;
 use futures::StreamExt;
 
 mod changes;
@@ -84,7 +84,7 @@ pub(crate) async fn start(
     spend: Option<Spend>,
     mut inbound: Streaming<SubscribeRequest>,
 ) -> Result<Responses, Status> {
-    let slot = state.count.admit(&caller.user)?;
+    let slot = state.count.admit(&caller.name)?;
     let first = inbound
         .message()
         .await?

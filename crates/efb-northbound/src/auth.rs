@@ -63,9 +63,10 @@ impl Role {
     }
 }
 
-/// The caller of one RPC, once authenticated.
+/// A user of the users file, logged in (a password or a client certificate): what a door
+/// makes its [`crate::caller::Caller`] from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Caller {
+pub struct Login {
     pub user: String,
     pub role: Role,
     /// The client's address, when known.
@@ -253,7 +254,7 @@ impl Users {
     /// The caller of `request`: the user its client certificate names (mTLS: the
     /// certificate's subject CN is a user of this file), else the user its `username` /
     /// `password` metadata log in as (see [`Users::authenticate`]).
-    pub async fn identify<T>(self: &Arc<Self>, request: &Request<T>) -> Result<Caller, Status> {
+    pub async fn identify<T>(self: &Arc<Self>, request: &Request<T>) -> Result<Login, Status> {
         let peer = crate::listen::remote_addr(request);
         let Some(cert) = crate::listen::client_certificate(request) else {
             let conn = crate::listen::conn_of(request.extensions());
@@ -280,7 +281,7 @@ impl Users {
                 shown(&claimed)
             )));
         }
-        Ok(Caller {
+        Ok(Login {
             user: name,
             role: user.role,
             peer,
@@ -301,7 +302,7 @@ impl Users {
         metadata: &MetadataMap,
         peer: Option<SocketAddr>,
         conn: Option<&ConnHandle>,
-    ) -> Result<Caller, Status> {
+    ) -> Result<Login, Status> {
         if self.users.is_empty() {
             return Err(Status::unauthenticated(
                 "no gNMI users are configured on this efbd (settings: gnmi.users); gNMI logins are refused",
@@ -309,7 +310,7 @@ impl Users {
         }
         let (user, password) = credentials(metadata)?;
         let digest = self.digest(&user, &password);
-        let caller = |user, role| Caller {
+        let caller = |user, role| Login {
             user,
             role,
             peer,

@@ -22,6 +22,7 @@ pub mod argon;
 pub mod audit;
 pub mod auth;
 pub mod budget;
+pub mod caller;
 pub mod decoded;
 pub mod guard;
 pub mod judge;
@@ -32,5 +33,6 @@ pub mod request;
 pub mod status;
 pub mod tls;
 
-pub use auth::{Caller, Role, Users};
+pub use auth::{Login, Role, Users};
+pub use caller::Caller;
 pub use tls::TlsIdentity;

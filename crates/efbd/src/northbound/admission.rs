@@ -7,12 +7,14 @@
 
 use std::sync::Arc;
 
+use efb_northbound::Role;
 use efb_northbound::audit::Audit;
-use efb_northbound::judge::{Protocol, RoleJudge, SMALL_MESSAGE, Who};
+use efb_northbound::caller::Caller;
+use efb_northbound::judge::{Protocol, RoleJudge, SMALL_MESSAGE};
 use efb_northbound::request::Kind;
 use tonic::{Request, Status};
 
-use crate::northbound::callers::{Caller, Callers};
+use crate::northbound::callers::Callers;
 use crate::northbound::errors::bounded;
 
 /// The request a method of the API (the gRPC path's last part) makes; None for a method
@@ -70,8 +72,6 @@ pub fn judge(callers: Arc<Callers>, audit: Audit, max_message: usize) -> Managem
 
 #[tonic::async_trait]
 impl Protocol for Management {
-    type Caller = Caller;
-
     fn method(&self, path: &str) -> Option<(Kind, usize)> {
         let kind = kind(path.rsplit('/').next().unwrap_or_default())?;
         let largest = if kind.large() {
@@ -86,28 +86,20 @@ impl Protocol for Management {
         self.callers.identify(head).await.map_err(bounded)
     }
 
-    fn who(&self, caller: &Caller) -> Who {
-        Who {
-            name: caller.name.clone(),
-            role: caller.role,
-            from: caller.from.clone(),
-        }
-    }
-
     fn hint(&self, caller: &Caller) -> String {
         self.callers.hint(caller)
     }
 
     /// The Unix account, or the address.
-    async fn known_without_login(&self, head: &Request<()>) -> Who {
+    async fn known_without_login(&self, head: &Request<()>) -> (String, Option<Role>, String) {
         match self.callers.known_without_login(head).await {
-            Some(caller) => self.who(&caller),
-            None => Who {
-                name: "(not logged in)".to_string(),
-                role: None,
-                from: efb_northbound::listen::remote_addr(head)
+            Some(caller) => (caller.name, caller.role, caller.from),
+            None => (
+                "(not logged in)".to_string(),
+                None,
+                efb_northbound::listen::remote_addr(head)
                     .map_or_else(|| "TCP".to_string(), |a| format!("TCP {a}")),
-            },
+            ),
         }
     }
 

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use efb_datastore::Holder;
 use efb_northbound::access::{self, Operation};
 use efb_northbound::audit::{self, Audit, Kind, Record};
+use efb_northbound::caller::Caller;
 use efb_northbound::listen::ConnInfo;
 use efb_northbound::{Role, Users};
 use nix::unistd::{Gid, Group, Uid, User, getgrouplist};
@@ -27,33 +28,6 @@ const REMEMBERED: Duration = Duration::from_secs(5);
 /// Accounts remembered at most (each entry is small; the bound keeps a flood of uids from
 /// growing it).
 const MAX_REMEMBERED: usize = 1024;
-
-/// The caller of one request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Caller {
-    /// The Unix account, or the user of the users file.
-    pub name: String,
-    /// None: an account in none of the groups.
-    pub role: Option<Role>,
-    /// "unix socket, uid 1001, pid 4242", or "TCP 10.0.0.1:5000 (password)".
-    pub from: String,
-    /// The Unix account's uid (the Unix socket), none over TCP.
-    pub uid: Option<u32>,
-    /// Who holds the sessions this caller opens: the Unix account by uid, or the user of
-    /// the users file.
-    pub holder: Holder,
-}
-
-impl Caller {
-    /// Identified by the kernel (the Unix socket).
-    pub fn unix(&self) -> bool {
-        self.uid.is_some()
-    }
-
-    pub fn is_admin(&self) -> bool {
-        self.role == Some(Role::Admin)
-    }
-}
 
 #[derive(Clone, Debug)]
 struct Account {
@@ -128,22 +102,16 @@ impl Callers {
         let users = self.users.as_ref().ok_or_else(|| {
             Status::unauthenticated("this connection is neither the Unix socket nor TCP with TLS")
         })?;
-        let caller = users.identify(request).await?;
-        let peer = caller
+        let login = users.identify(request).await?;
+        let peer = login
             .peer
             .map_or_else(|| "?".to_string(), |p| p.to_string());
-        let by = if caller.certificate {
+        let by = if login.certificate {
             "certificate"
         } else {
             "password"
         };
-        Ok(Caller {
-            holder: Holder::new(format!("user {}", caller.user)),
-            name: caller.user,
-            role: Some(caller.role),
-            from: format!("TCP {peer} ({by})"),
-            uid: None,
-        })
+        Ok(Caller::logged_in(login, format!("TCP {peer} ({by})")))
     }
 
     /// What a refusal adds for a Unix caller: where roles come from.

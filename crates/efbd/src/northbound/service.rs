@@ -22,12 +22,13 @@ use tonic::{Request, Response, Status};
 use tracing::{Instrument, info_span};
 
 use crate::chip::CounterLists;
-use crate::northbound::callers::{Caller, Callers};
+use crate::northbound::callers::Callers;
 use crate::northbound::errors::{bounded, status};
 use crate::northbound::held::HeldSessions;
 use crate::owner::{Owner, OwnerState};
 use crate::record::audit::AuditLog;
 use crate::record::events::Events;
+use efb_northbound::caller::Caller;
 
 mod accepted;
 mod calls;

@@ -12,9 +12,9 @@ use efb_yang::validate::Scope;
 use tonic::Status;
 
 use super::{Service, ds, problem, unix_ms};
-use crate::northbound::callers::Caller;
 use crate::owner::Candidate;
 use crate::record::events::Origin;
+use efb_northbound::caller::Caller;
 
 /// Change lines a commit reply carries at most (the count is always exact).
 pub(super) const MAX_CHANGE_LINES: usize = 1000;

@@ -11,9 +11,9 @@ use tonic::Status;
 use super::accepted::Which;
 use super::{Service, ds};
 use crate::chip::CountersToRead;
-use crate::northbound::callers::Caller;
 use crate::northbound::errors::bounded;
 use crate::owner::OwnerState;
+use efb_northbound::caller::Caller;
 
 impl Service {
     /// The operational tree with the counters `wanted` read from the chip, off the owner's

@@ -9,8 +9,8 @@ use efb_northbound::request::Request as Asked;
 use tonic::Status;
 
 use super::{Service, ds};
-use crate::northbound::callers::Caller;
 use crate::northbound::held::Ending;
+use efb_northbound::caller::Caller;
 
 impl Service {
     /// The name a new session records: the caller's own; another one (`efb-cli --user`)
