@@ -109,9 +109,15 @@ impl<'a> LeafWriter<'a> {
         }
     }
 
-    /// Writes `leaf` of the container `at`.
-    fn put<L: paths::Leaf>(&mut self, at: &paths::At<L>, leaf: L, text: &str) {
-        self.put_path(at.leaf(leaf), text);
+    /// Writes `leaf` of the container `at`: `value` as efbd knows it (a count, a time, a
+    /// word), in the form the leaf's type takes.
+    fn put<L: paths::Leaf, V: StateValue + ?Sized>(
+        &mut self,
+        at: &paths::At<L>,
+        leaf: L,
+        value: &V,
+    ) {
+        self.put_path(at.leaf(leaf), &value.state_text());
     }
 
     fn put_path(&mut self, path: String, text: &str) {
@@ -149,6 +155,41 @@ impl<'a> LeafWriter<'a> {
     }
 }
 
+/// A value a state leaf takes, in the text RFC 7951 and the schema give it (a 64-bit count
+/// as its digits, a time as RFC 3339 with milliseconds).
+trait StateValue {
+    fn state_text(&self) -> std::borrow::Cow<'_, str>;
+}
+
+impl StateValue for str {
+    fn state_text(&self) -> std::borrow::Cow<'_, str> {
+        self.into()
+    }
+}
+
+impl StateValue for String {
+    fn state_text(&self) -> std::borrow::Cow<'_, str> {
+        self.as_str().into()
+    }
+}
+
+macro_rules! counts {
+    ($($t:ty),*) => {$(
+        impl StateValue for $t {
+            fn state_text(&self) -> std::borrow::Cow<'_, str> {
+                self.to_string().into()
+            }
+        }
+    )*};
+}
+counts!(u8, u16, u32, u64, usize);
+
+impl StateValue for std::time::SystemTime {
+    fn state_text(&self) -> std::borrow::Cow<'_, str> {
+        humantime::format_rfc3339_millis(*self).to_string().into()
+    }
+}
+
 /// An operational tree with the chip's counters put in (a gNMI snapshot read with them).
 pub fn with_counters(schema: &Schema, tree: &DataTree, counters: &Counters) -> DataTree {
     let mut leaves = LeafWriter::new(schema, tree.clone());
@@ -174,7 +215,7 @@ fn put_state(inputs: &StateInputs, counters: Option<&Counters>, leaves: &mut Lea
         leaves.put(&state, UnitLeaf::BypassMode, live.mode(unit).as_str());
         let status = liveness::unit_status_name(*active);
         leaves.put(&state, UnitLeaf::Status, status);
-        leaves.put(&state, UnitLeaf::ActivePairs, &live_pairs.to_string());
+        leaves.put(&state, UnitLeaf::ActivePairs, live_pairs);
     }
     put_pairs(pairs, &statuses, leaves);
     leaves.merge(&board_tree(leaves.schema, &running.config));
@@ -217,26 +258,22 @@ fn put_pairs(
     for p in pairs {
         let state = paths::pair_state(&p.unit, &p.pair);
         leaves.put(&state, PairLeaf::Status, p.status.as_str());
-        leaves.put(&state, PairLeaf::ProbesLost, &p.probes_lost().to_string());
-        leaves.put(&state, PairLeaf::StatusChanges, &p.changes.to_string());
-        leaves.put(&state, PairLeaf::RoundsLost, &p.rounds_lost.to_string());
-        let in_a_row = p.lost_in_a_row.to_string();
-        leaves.put(&state, PairLeaf::RoundsLostInARow, &in_a_row);
+        leaves.put(&state, PairLeaf::ProbesLost, &p.probes_lost());
+        leaves.put(&state, PairLeaf::StatusChanges, &p.changes);
+        leaves.put(&state, PairLeaf::RoundsLost, &p.rounds_lost);
+        leaves.put(&state, PairLeaf::RoundsLostInARow, &p.lost_in_a_row);
         if let Some(reason) = &p.reason {
             leaves.put(&state, PairLeaf::Reason, reason);
         }
         // A keep-alive that left by the WAN port came back on the LAN side: "to LAN".
         let [out_of_lan, out_of_wan] = p.time_on_path_ns;
         if let Some(ns) = out_of_wan {
-            leaves.put(&state, PairLeaf::TimeOnPathToLanNs, &ns.to_string());
+            leaves.put(&state, PairLeaf::TimeOnPathToLanNs, &ns);
         }
         if let Some(ns) = out_of_lan {
-            leaves.put(&state, PairLeaf::TimeOnPathToWanNs, &ns.to_string());
+            leaves.put(&state, PairLeaf::TimeOnPathToWanNs, &ns);
         }
-        let since = p
-            .last_change
-            .map(|when| humantime::format_rfc3339_millis(when).to_string());
-        if let Some(since) = &since {
+        if let Some(since) = &p.last_change {
             leaves.put(&state, PairLeaf::LastChange, since);
         }
         let unit = paths::profile_unit(&p.unit);
@@ -247,13 +284,9 @@ fn put_pairs(
         }
         let pair = paths::profile_pair(&p.unit, &p.pair);
         leaves.put(&pair, ProfilePairLeaf::Status, p.status.as_str());
-        leaves.put(
-            &pair,
-            ProfilePairLeaf::RoundsLost,
-            &p.rounds_lost.to_string(),
-        );
-        leaves.put(&pair, ProfilePairLeaf::RoundsLostInARow, &in_a_row);
-        if let Some(since) = &since {
+        leaves.put(&pair, ProfilePairLeaf::RoundsLost, &p.rounds_lost);
+        leaves.put(&pair, ProfilePairLeaf::RoundsLostInARow, &p.lost_in_a_row);
+        if let Some(since) = &p.last_change {
             leaves.put(&pair, ProfilePairLeaf::LastChange, since);
         }
         if let Some(reason) = &p.reason {
@@ -262,13 +295,11 @@ fn put_pairs(
         for (side, sent_out_of, back_on) in [("lan", 0, 1), ("wan", 1, 0)] {
             let port = paths::profile_port(&p.unit, &p.pair, &p.ports[sent_out_of]);
             leaves.put(&port, ProfilePortLeaf::Side, side);
-            let sent = p.sent[sent_out_of].to_string();
-            leaves.put(&port, ProfilePortLeaf::ProbesSent, &sent);
-            let lost = p.lost[sent_out_of].to_string();
-            leaves.put(&port, ProfilePortLeaf::ProbesLost, &lost);
+            leaves.put(&port, ProfilePortLeaf::ProbesSent, &p.sent[sent_out_of]);
+            leaves.put(&port, ProfilePortLeaf::ProbesLost, &p.lost[sent_out_of]);
             // What came back on this port left by the other one.
             if let Some(ns) = p.time_on_path_ns[back_on] {
-                leaves.put(&port, ProfilePortLeaf::TimeOnPathNs, &ns.to_string());
+                leaves.put(&port, ProfilePortLeaf::TimeOnPathNs, &ns);
             }
         }
     }
@@ -305,8 +336,7 @@ fn put_board(ports: &[BoardPort], leaves: &mut LeafWriter<'_>) {
         leaves.put(&at, BoardPortLeaf::Usage, port.usage.as_str());
         for lane in &port.lanes {
             let at = paths::board_lane(port.number, lane.lane);
-            let device_port = lane.device_port.to_string();
-            leaves.put(&at, LaneLeaf::DevicePort, &device_port);
+            leaves.put(&at, LaneLeaf::DevicePort, &lane.device_port);
             if let Some(name) = &lane.port {
                 leaves.put(&at, LaneLeaf::Port, name);
             }
@@ -336,19 +366,19 @@ fn put_port_counters(
         (DevicePortLeaf::OutDiscards, c.out_discards),
         (DevicePortLeaf::OutErrors, c.out_errors),
     ] {
-        leaves.put(at, leaf, &value.to_string());
+        leaves.put(at, leaf, &value);
     }
 }
 
 fn put_counters(counters: &Counters, leaves: &mut LeafWriter<'_>) {
     for (flow, entries) in &counters.entries {
         let state = paths::flow_state(flow);
-        leaves.put(&state, FlowLeaf::Entries, &entries.to_string());
+        leaves.put(&state, FlowLeaf::Entries, entries);
         // Unread counters stay unknown; read ones of a flow no packet hit are zero.
         if let Some(flows) = &counters.flows {
             let (packets, bytes) = flows.get(flow).copied().unwrap_or_default();
-            leaves.put(&state, FlowLeaf::Packets, &packets.to_string());
-            leaves.put(&state, FlowLeaf::Bytes, &bytes.to_string());
+            leaves.put(&state, FlowLeaf::Packets, &packets);
+            leaves.put(&state, FlowLeaf::Bytes, &bytes);
         }
     }
     for (port, c) in &counters.ports {
