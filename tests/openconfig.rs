@@ -147,8 +147,8 @@ fn efbd_hears_port_state_over_gnmi_and_serves_the_ports_as_openconfig() {
     let web = frames::tcp4([10, 1, 2, 3], [8, 8, 8, 8], 40000, 443);
     chip.inject("p2", vec![web; 10]);
 
-    // Until the chip has told efbd its ports' status, a link's status is unknown, and a
-    // change from unknown is no event: wait for it.
+    // The link is up once the chip has told its ports' status (a change from unknown is no
+    // event); the first cable pulled after that is one.
     link_says(&daemon, "l2", "up", "-");
     // A cable pulled on the chip: efbd hears it from the chip's gNMI (ON_CHANGE), and the
     // shell says so.

@@ -61,15 +61,19 @@ pub fn link_states(config: &Config, ports_up: &BTreeMap<u32, bool>) -> BTreeMap<
 pub fn watch(driver: &Driver, owner: Owner, mut stopped: watch::Receiver<bool>) {
     let mut states = driver.watch_port_states();
     tokio::spawn(async move {
+        // What the chip said before this task began is handed on first: the owner compares
+        // each change with it (without it, the first cable pulled after a start made no
+        // event: the owner had nothing to compare with).
         loop {
+            let up = states.borrow_and_update().clone();
+            if let Some(up) = up
+                && owner.ports_changed((*up).clone()).is_err()
+            {
+                return; // the owner is gone: efbd is stopping
+            }
             tokio::select! {
                 _ = stopped.wait_for(|stop| *stop) => return,
                 changed = states.changed() => if changed.is_err() { return },
-            }
-            let up = states.borrow_and_update().clone();
-            let Some(up) = up else { continue };
-            if owner.ports_changed((*up).clone()).is_err() {
-                return; // the owner is gone: efbd is stopping
             }
         }
     });
