@@ -104,3 +104,116 @@ impl<P: Protocol> Judge for RoleJudge<P> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use efb_datastore::Holder;
+
+    use super::*;
+    use crate::audit::Sink;
+
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<Record>>);
+
+    impl Sink for Kept {
+        fn record(&self, record: &Record) {
+            self.0.lock().unwrap().push(record.clone());
+        }
+    }
+
+    /// A door whose only caller is a viewer, with two methods.
+    struct Door;
+
+    #[tonic::async_trait]
+    impl Protocol for Door {
+        fn method(&self, path: &str) -> Option<(Kind, usize)> {
+            match path {
+                "/door/Get" => Some((Kind::Show, SMALL_MESSAGE)),
+                "/door/Set" => Some((Kind::Set, 1 << 30)),
+                _ => None,
+            }
+        }
+
+        async fn identify(&self, _head: &Request<()>) -> Result<Caller, Status> {
+            Ok(Caller {
+                name: "vera".into(),
+                role: Some(Role::Viewer),
+                from: "door 10.0.0.1:5000".into(),
+                uid: None,
+                holder: Holder::new("user vera"),
+            })
+        }
+
+        fn hint(&self, _caller: &Caller) -> String {
+            " (ask an admin)".into()
+        }
+
+        async fn known_without_login(&self, _head: &Request<()>) -> (String, Option<Role>, String) {
+            ("(not logged in)".into(), None, "door".into())
+        }
+
+        fn service(&self) -> &'static str {
+            "the door"
+        }
+    }
+
+    fn judge() -> (RoleJudge<Door>, Arc<Kept>) {
+        let kept = Arc::new(Kept::default());
+        (RoleJudge::new(Door, Audit::new(kept.clone())), kept)
+    }
+
+    #[tokio::test]
+    async fn a_role_that_may_is_admitted_and_one_that_may_not_is_refused_and_audited() {
+        let (judge, kept) = judge();
+        let head = Request::new(());
+        let admitted = judge.judge(&head, "/door/Get").await.unwrap();
+        assert_eq!(
+            (
+                admitted.account.as_str(),
+                admitted.admin,
+                admitted.max_message
+            ),
+            ("vera", false, SMALL_MESSAGE)
+        );
+        assert!(
+            kept.0.lock().unwrap().is_empty(),
+            "an admission is not audited"
+        );
+        let Err(refused) = judge.judge(&head, "/door/Set").await else {
+            panic!("a viewer was admitted to Set");
+        };
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+        assert!(
+            refused
+                .message()
+                .ends_with("vera has the viewer role (ask an admin)")
+        );
+        let records = kept.0.lock().unwrap();
+        let r = &records[0];
+        assert_eq!(
+            (r.user.as_str(), r.from.as_str()),
+            ("vera", "door 10.0.0.1:5000")
+        );
+        assert!(!r.accepted && r.kind == audit::Kind::Access);
+        assert!(
+            r.what.ends_with("(refused before its body was read)"),
+            "{}",
+            r.what
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unknown_method_is_audited_escaped_with_the_service_s_name() {
+        let (judge, kept) = judge();
+        judge
+            .refused_unknown(&Request::new(()), "/door/Nope\u{1b}[2J")
+            .await;
+        let records = kept.0.lock().unwrap();
+        let r = &records[0];
+        assert_eq!(r.user, "(not logged in)");
+        assert_eq!(r.result, "Unimplemented: the door has no such method");
+        assert!(!r.what.contains('\u{1b}'), "{}", r.what);
+    }
+}
