@@ -91,29 +91,16 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Applies the edits in order, all or none, validates and commits, as `user`. With
     /// `confirm`, the commit rolls back by itself unless confirmed within that time.
+    /// Refused with `Precondition` (see [`pending_message`]) while a `commit confirmed` is
+    /// pending, checked in the same step as the commit: gNMI allows one pending commit at a
+    /// time, and a plain commit must not confirm it as a side effect (the datastore's
+    /// Junos-like rule for the shell).
     async fn commit(
         &self,
         user: &str,
         edits: Vec<Edit>,
         confirm: Option<Duration>,
     ) -> Result<Committed, BackendError>;
-
-    /// Like [`Backend::commit`], but refused with `Precondition` when a `commit confirmed`
-    /// is pending, checked in the same step as the commit. gNMI allows one pending commit
-    /// at a time, and a plain commit must not confirm it as a side effect (the datastore's
-    /// Junos-like rule for the shell). The default checks first and commits next, which
-    /// leaves a window; efbd does both in one job of its configuration owner.
-    async fn commit_unless_pending(
-        &self,
-        user: &str,
-        edits: Vec<Edit>,
-        confirm: Option<Duration>,
-    ) -> Result<Committed, BackendError> {
-        if let Some(pending) = self.pending().await? {
-            return Err(BackendError::Precondition(pending_message(&pending)));
-        }
-        self.commit(user, edits, confirm).await
-    }
 
     /// Confirms the pending `commit confirmed`; returns the commit it confirmed.
     async fn confirm(&self) -> Result<Option<u64>, BackendError>;

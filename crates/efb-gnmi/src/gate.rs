@@ -79,17 +79,6 @@ impl Backend for Gate {
         self.open()?.commit(user, edits, confirm).await
     }
 
-    async fn commit_unless_pending(
-        &self,
-        user: &str,
-        edits: Vec<Edit>,
-        confirm: Option<Duration>,
-    ) -> Result<Committed, BackendError> {
-        self.open()?
-            .commit_unless_pending(user, edits, confirm)
-            .await
-    }
-
     async fn confirm(&self) -> Result<Option<u64>, BackendError> {
         self.open()?.confirm().await
     }

@@ -284,7 +284,7 @@ async fn plain(
     }
     state
         .backend
-        .commit_unless_pending(&caller.name, edits, None)
+        .commit(&caller.name, edits, None)
         .await
         .map_err(errors::backend)
 }
@@ -308,7 +308,7 @@ async fn confirmed(
             let wait = rollback_wait(request.rollback_duration)?;
             let outcome = state
                 .backend
-                .commit_unless_pending(&caller.name, edits, Some(wait))
+                .commit(&caller.name, edits, Some(wait))
                 .await
                 .map_err(errors::backend)?;
             if let Some(commit_id) = outcome.commit_id {

@@ -33,41 +33,6 @@ fn gone(e: OwnerGone) -> BackendError {
     BackendError::Unavailable(e.to_string())
 }
 
-impl GnmiBackend {
-    /// One Set, in one job of the owner. `unless_pending`: refused while a `commit
-    /// confirmed` waits, checked in the same job as the commit, so that nothing can start
-    /// one in between.
-    async fn set(
-        &self,
-        user: &str,
-        edits: Vec<Edit>,
-        confirm: Option<Duration>,
-        unless_pending: bool,
-    ) -> Result<Committed, BackendError> {
-        let user = user.to_string();
-        self.owner
-            .call(move |s| {
-                if unless_pending && let Some(pending) = s.pending_confirm() {
-                    return Err(BackendError::Precondition(pending_message(&pending)));
-                }
-                let candidate = Candidate::Edits {
-                    user: &user,
-                    edits: &edits,
-                };
-                let request = CommitRequest {
-                    comment: Some("gNMI Set".to_string()),
-                    confirm_timeout: confirm,
-                    ..CommitRequest::default()
-                };
-                s.commit(Origin::Gnmi, candidate, request)
-                    .map(committed)
-                    .map_err(error)
-            })
-            .await
-            .map_err(gone)?
-    }
-}
-
 fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -138,16 +103,29 @@ impl Backend for GnmiBackend {
         edits: Vec<Edit>,
         confirm: Option<Duration>,
     ) -> Result<Committed, BackendError> {
-        self.set(user, edits, confirm, false).await
-    }
-
-    async fn commit_unless_pending(
-        &self,
-        user: &str,
-        edits: Vec<Edit>,
-        confirm: Option<Duration>,
-    ) -> Result<Committed, BackendError> {
-        self.set(user, edits, confirm, true).await
+        // One job of the owner: the pending check and the commit, so that nothing can start
+        // a `commit confirmed` in between.
+        let user = user.to_string();
+        self.owner
+            .call(move |s| {
+                if let Some(pending) = s.pending_confirm() {
+                    return Err(BackendError::Precondition(pending_message(&pending)));
+                }
+                let candidate = Candidate::Edits {
+                    user: &user,
+                    edits: &edits,
+                };
+                let request = CommitRequest {
+                    comment: Some("gNMI Set".to_string()),
+                    confirm_timeout: confirm,
+                    ..CommitRequest::default()
+                };
+                s.commit(Origin::Gnmi, candidate, request)
+                    .map(committed)
+                    .map_err(error)
+            })
+            .await
+            .map_err(gone)?
     }
 
     async fn confirm(&self) -> Result<Option<u64>, BackendError> {
