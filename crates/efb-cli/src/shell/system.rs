@@ -36,7 +36,8 @@ impl Shell {
         };
         if compare != "compare" {
             return Err(ShellError(format!(
-                "show system rollback {new}: expected compare M after the number, not \"{}\"",
+                "show system rollback {}: expected compare M after the number, not \"{}\"",
+                efb_yang::text::excerpt(new),
                 efb_yang::text::excerpt(compare)
             )));
         }
