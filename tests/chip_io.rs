@@ -46,6 +46,17 @@ impl Chip {
         Chip { rt, control }
     }
 
+    /// Pulls the cable of port `name` (`up` false) or puts it back.
+    pub fn set_port(&mut self, name: &str, up: bool) {
+        let request = pb::SetPortStateRequest {
+            port: port(name),
+            up,
+        };
+        self.rt
+            .block_on(self.control.set_port_state(request))
+            .expect("efb-target sets the port's state");
+    }
+
     pub fn inject(&mut self, on: &str, payloads: Vec<Vec<u8>>) {
         let frames = payloads
             .into_iter()

@@ -8,8 +8,7 @@
 use std::collections::BTreeSet;
 
 use efb_target::frames;
-use efb_target_proto as pb;
-use efb_tests::chip_io::{Chip, configure, daemon_with_demo_users, port};
+use efb_tests::chip_io::{Chip, configure, daemon_with_demo_users};
 use efb_tests::{Daemon, Target};
 
 /// What `command` prints, which must succeed.
@@ -34,16 +33,6 @@ fn row(table: &str, interface: &str) -> Vec<String> {
         .into_iter()
         .find(|r| r[0] == interface)
         .unwrap_or_else(|| panic!("no row {interface} in:\n{table}"))
-}
-
-fn set_port(chip: &mut Chip, name: &str, up: bool) {
-    let request = pb::SetPortStateRequest {
-        port: port(name),
-        up,
-    };
-    chip.rt
-        .block_on(chip.control.set_port_state(request))
-        .expect("efb-target sets the port's state");
 }
 
 fn arp() -> Vec<u8> {
@@ -111,9 +100,9 @@ fn every_port_of_the_board_is_listed_with_what_uses_it() {
     );
 
     // A name, a physical port's lanes, a pattern; the status as the chip has it.
-    set_port(&mut chip, "p2", false);
+    chip.set_port("p2", false);
     for lane in 0..4 {
-        set_port(&mut chip, &format!("p7-{lane}"), false);
+        chip.set_port(&format!("p7-{lane}"), false);
     }
     let some = show(&daemon, "show interfaces p2 p7 p12");
     let names: Vec<String> = rows(&some).into_iter().map(|r| r[0].clone()).collect();
@@ -122,7 +111,7 @@ fn every_port_of_the_board_is_listed_with_what_uses_it() {
     assert_eq!(row(&some, "p7")[4..6], ["down", "free"]);
     let (code, _, err) = daemon.cli(&["-c", "show interfaces p40"], "");
     assert!(code == 1 && err.contains("p40: no such interface"), "{err}");
-    set_port(&mut chip, "p2", true);
+    chip.set_port("p2", true);
 
     // Counters: the configured port's own, and a free port's lanes counted too.
     chip.inject("p2", vec![arp(); 3]);

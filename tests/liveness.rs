@@ -829,14 +829,7 @@ fn a_port_down_is_named_as_the_reason_and_the_views_say_since_when_and_why() {
     let mut site = Site::start("", &[]);
     let pair = site.pair_name(0);
     let (lan, _) = site.pair_ports(0);
-    let request = pb::SetPortStateRequest {
-        port: port(&lan),
-        up: false,
-    };
-    site.chip
-        .rt
-        .block_on(site.chip.control.set_port_state(request))
-        .unwrap();
+    site.chip.set_port(&lan, false);
     site.wait_pairs(|s| s[&pair] == "down", "the pair of the downed port down");
 
     // The chip is asked which ports are down beside the verdict, not before it (the bypass

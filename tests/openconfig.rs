@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use efb_p4::platform::Platform;
 use efb_p4info::PortMap;
 use efb_target::frames;
-use efb_target_proto as pb;
-use efb_tests::chip_io::{Chip, configure, daemon_with_demo_users, port};
+use efb_tests::chip_io::{Chip, configure, daemon_with_demo_users};
 use efb_tests::{Daemon, Target, python_scenario, repo, venv_tool};
 
 fn pygnmi(scenario: &str, gnmi: &str, extra: &[&str]) {
@@ -105,13 +104,7 @@ fn pygnmi_follows_a_link(daemon: &Daemon, chip: &mut Chip, link: &str, port_name
             "down" => true,
             _ => continue,
         };
-        let request = pb::SetPortStateRequest {
-            port: port(port_name),
-            up,
-        };
-        chip.rt
-            .block_on(chip.control.set_port_state(request))
-            .unwrap();
+        chip.set_port(port_name, up);
     }
     let out = python.wait_with_output().unwrap();
     println!("{said}");
@@ -152,19 +145,11 @@ fn efbd_hears_port_state_over_gnmi_and_serves_the_ports_as_openconfig() {
     link_says(&daemon, "l2", "up", "-");
     // A cable pulled on the chip: efbd hears it from the chip's gNMI (ON_CHANGE), and the
     // shell says so.
-    let pull = |up: bool| pb::SetPortStateRequest {
-        port: port("p3"),
-        up,
-    };
-    chip.rt
-        .block_on(chip.control.set_port_state(pull(false)))
-        .unwrap();
+    chip.set_port("p3", false);
     port_becomes(&daemon, "p3", true, "cable pulled");
     // The uplink it belongs to is down, says which port, and the change is an event.
     link_says(&daemon, "l2", "down", "p3 (WAN) down");
-    chip.rt
-        .block_on(chip.control.set_port_state(pull(true)))
-        .unwrap();
+    chip.set_port("p3", true);
     port_becomes(&daemon, "p3", false, "cable back");
     link_says(&daemon, "l2", "up", "-");
     // A collector hears it too: ON_CHANGE on the link's state, with pygnmi.
@@ -237,13 +222,7 @@ fn oc_config_validate(file: &str, gnmi: &str, target: &Target, flapped: &str, ex
     while tool.try_wait().unwrap().is_none() {
         std::thread::sleep(Duration::from_secs(1));
         up = !up;
-        let request = pb::SetPortStateRequest {
-            port: port(flapped),
-            up,
-        };
-        chip.rt
-            .block_on(chip.control.set_port_state(request))
-            .unwrap();
+        chip.set_port(flapped, up);
     }
     let out = tool.wait_with_output().unwrap();
     let text = std::fs::read_to_string(&results).unwrap_or_default();

@@ -250,10 +250,6 @@ impl OwnerState {
         let running = self.datastore.running();
         (running.tree.clone(), running.inactive.clone())
     }
-
-    pub fn candidate(&self, session: SessionId) -> Result<DataTree, DatastoreError> {
-        self.datastore.candidate(session).cloned()
-    }
 }
 
 /// Where a commit's candidate comes from.
@@ -507,10 +503,6 @@ impl OwnerState {
 
 /// Reading the configuration, its history and the daemon.
 impl OwnerState {
-    pub fn running_tree(&self) -> DataTree {
-        self.datastore.running().tree.clone()
-    }
-
     pub fn startup(&self) -> Result<Option<DataTree>, DatastoreError> {
         self.datastore.startup()
     }

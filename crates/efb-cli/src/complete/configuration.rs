@@ -73,9 +73,10 @@ impl Completer<'_> {
         }
     }
 
-    /// The numbers `rollback` takes, each with its commit's id, time, user and comment
+    /// The numbers `rollback` (and `show system rollback N compare M`) takes, each with its
+    /// commit's id, time, user and comment
     /// (as Junos's `rollback ?`).
-    fn rollback_numbers(&self) -> Vec<Candidate> {
+    pub(super) fn rollback_numbers(&self) -> Vec<Candidate> {
         match self.keys.history() {
             Some(mut commits) if !commits.is_empty() => {
                 commits.sort_by_key(|c| c.rollback);

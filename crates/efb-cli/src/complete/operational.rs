@@ -56,7 +56,9 @@ impl Completer<'_> {
             Some(Builtin::Rollback) if rest.len() == 1 => {
                 vec![Candidate::word("compare", "Compare with another commit")]
             }
-            Some(Builtin::Rollback) if rest.is_empty() || rest.len() == 2 => self.rollbacks(),
+            Some(Builtin::Rollback) if rest.is_empty() || rest.len() == 2 => {
+                self.rollback_numbers()
+            }
             Some(Builtin::ScreenLength) if rest.is_empty() => vec![Candidate::placeholder(
                 "<lines>",
                 "Lines a page holds; 0: no paging",
@@ -64,25 +66,6 @@ impl Completer<'_> {
             _ if rest.is_empty() => end(),
             _ => Vec::new(),
         }
-    }
-
-    /// The numbers `show system rollback N compare M` takes, newest first.
-    fn rollbacks(&self) -> Vec<Candidate> {
-        let Some(commits) = self.keys.history() else {
-            return vec![Candidate::placeholder(
-                "<rollback>",
-                "Commits back from running (0 is running)",
-            )];
-        };
-        commits
-            .into_iter()
-            .map(|c| {
-                Candidate::word(
-                    c.rollback.to_string(),
-                    format!("commit {}: {}", c.id, c.said),
-                )
-            })
-            .collect()
     }
 
     /// The ids `show system commit` takes, newest first, each with what it was.

@@ -274,7 +274,7 @@ impl Shell {
         }
         let moved = rekeyed(self.schema, &old, &from, &to)?;
         let lines = if which == ConfigCommand::Rename {
-            self.rename_lines(&from, moved)?
+            self.rename_lines(&from, &to, moved)?
         } else {
             moved
         };

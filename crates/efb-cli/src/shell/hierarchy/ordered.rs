@@ -91,6 +91,7 @@ impl Shell {
     pub(super) fn rename_lines(
         &mut self,
         from: &DataPath,
+        to: &DataPath,
         moved: Vec<String>,
     ) -> Result<Vec<String>> {
         let list = from.node().filter(|id| self.schema.node(*id).user_ordered);
@@ -100,17 +101,11 @@ impl Shell {
         }
         let (prefix, entries) = self.siblings(from)?;
         let old = last_key(from);
-        let new_key = moved
-            .first()
-            .and_then(|line| line.strip_prefix(&prefix))
-            .and_then(|rest| setlines::split_words(rest).ok())
-            .and_then(|w| w.into_iter().next())
-            .unwrap_or_default();
         let order: Vec<Entry> = entries
             .iter()
             .map(|(key, lines)| {
                 if key == old {
-                    (new_key.clone(), moved.clone())
+                    (last_key(to).to_string(), moved.clone())
                 } else {
                     (key.clone(), lines.clone())
                 }

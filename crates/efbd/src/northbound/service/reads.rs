@@ -31,8 +31,8 @@ impl Service {
             .map_err(|e| Status::internal(format!("reading the counters: {e}")))
     }
 
-    /// Running or a candidate as written: the tree and what it keeps inactive (any other
-    /// datastore keeps nothing inactive).
+    /// A datastore as written: its tree and what it keeps inactive (only running and a
+    /// candidate keep anything inactive; the operational tree comes without counters).
     pub(super) async fn written(
         &self,
         reader: Reader<'_>,
@@ -40,41 +40,37 @@ impl Service {
         which: Which,
     ) -> Result<Written, Status> {
         let session = reader.1;
-        match which {
-            Which::Running => self.read(reader, method, |s| Ok(s.running_written())).await,
-            Which::Candidate => {
-                self.read(reader, method, move |s| ds(s.candidate_written(session)))
-                    .await
+        let tree = match which {
+            Which::Running => {
+                return self.read(reader, method, |s| Ok(s.running_written())).await;
             }
-            _ => Ok((self.tree(reader, method, which).await?, Default::default())),
-        }
-    }
-
-    /// A datastore's tree; the operational one without counters.
-    pub(super) async fn tree(
-        &self,
-        reader: Reader<'_>,
-        method: &'static str,
-        which: Which,
-    ) -> Result<DataTree, Status> {
-        let session = reader.1;
-        match which {
+            Which::Candidate => {
+                return self
+                    .read(reader, method, move |s| ds(s.candidate_written(session)))
+                    .await;
+            }
             Which::Operational => {
                 self.operational(reader, method, CountersToRead::NOTHING)
-                    .await
-            }
-            Which::Running => self.read(reader, method, |s| Ok(s.running_tree())).await,
-            Which::Candidate => {
-                self.read(reader, method, move |s| ds(s.candidate(session)))
-                    .await
+                    .await?
             }
             Which::Startup => self
                 .read(reader, method, |s| ds(s.startup()))
                 .await?
                 .ok_or_else(|| {
                     Status::not_found("no startup configuration: nothing was saved yet")
-                }),
-        }
+                })?,
+        };
+        Ok((tree, Default::default()))
+    }
+
+    /// A datastore's tree (what is applied); the operational one without counters.
+    pub(super) async fn tree(
+        &self,
+        reader: Reader<'_>,
+        method: &'static str,
+        which: Which,
+    ) -> Result<DataTree, Status> {
+        Ok(self.written(reader, method, which).await?.0)
     }
 
     /// A read for `reader`: in its session when it names one (its own, or NOT_FOUND), which
