@@ -60,11 +60,15 @@ pub fn flows_overlap(a: &Flow, b: &Flow) -> bool {
                     .any(|x| b.directions().iter().any(|y| matches_overlap(x, y)))))
 }
 
+/// Whether every link `inner` is scoped to is one of `outer`'s (no links: every link).
+pub fn links_cover(outer: &Flow, inner: &Flow) -> bool {
+    outer.links.is_empty()
+        || (!inner.links.is_empty() && inner.links.iter().all(|l| outer.links.contains(l)))
+}
+
 /// True when every packet `inner` matches, `outer` matches too.
 pub fn covers(outer: &Flow, inner: &Flow) -> bool {
-    let links = outer.links.is_empty()
-        || (!inner.links.is_empty() && inner.links.iter().all(|l| outer.links.contains(l)));
-    links
+    links_cover(outer, inner)
         && inner
             .directions()
             .iter()

@@ -4,7 +4,7 @@
 
 use crate::paths;
 use crate::protocols::{PROTOCOLS, has_ports};
-use crate::regions::{flows_overlap, match_covers};
+use crate::regions::{flows_overlap, links_cover, match_covers};
 use crate::types::{Action, Direction, Flow, FlowMatch};
 
 use super::Findings;
@@ -316,11 +316,6 @@ fn mirrored_alike(ranked: &[&Flow], part: &Flow, flow: &Flow) -> bool {
                 && links_cover(k, part)
                 && k.directions().iter().any(|m| match_covers(m, &mirror))
         })
-}
-
-fn links_cover(outer: &Flow, inner: &Flow) -> bool {
-    outer.links.is_empty()
-        || (!inner.links.is_empty() && inner.links.iter().all(|l| outer.links.contains(l)))
 }
 
 /// Whether two actions split a session that meets one on the way out and the other on the
