@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use efb_tests::gnmi_io::authed;
-use efb_tests::{Daemon, repo, venv_tool};
+use efb_tests::{Daemon, output_within, repo, venv_tool};
 use gnmi_proto::gnmi::g_nmi_client::GNmiClient;
 use gnmi_proto::gnmi::{
     CapabilityRequest, Path as GnmiPath, PathElem, SubscribeRequest, Subscription,
@@ -597,13 +597,13 @@ fn readme_gnmi_examples_run_as_written() {
             );
         }
     }
-    let description = Command::new(dir.path().join(".venv/bin/pygnmicli"))
+    let mut command = Command::new(dir.path().join(".venv/bin/pygnmicli"));
+    command
         .current_dir(dir.path())
         .args(["-t", "localhost:9339", "-u", "viewer", "-p", "viewer"])
         .args(["-r", "datastore/gnmi-cert.pem", "-o", "get"])
-        .args(["-x", "ecofilter-balancer:ports/port[name=p1]/description"])
-        .output()
-        .unwrap();
+        .args(["-x", "ecofilter-balancer:ports/port[name=p1]/description"]);
+    let description = output_within(command, Duration::from_secs(60));
     let printed = String::from_utf8_lossy(&description.stdout);
     assert!(printed.contains("set over gNMI"), "{printed}");
 }

@@ -9,7 +9,7 @@ pub mod gnmi_io;
 pub mod mgmt_io;
 pub mod terminal;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -101,15 +101,73 @@ pub fn binary(name: &str) -> PathBuf {
 
 /// Runs a Python client scenario that prints a line per check and `done` at its end: its
 /// lines are the report, and a failed check fails the test.
-pub fn python_scenario(mut command: Command, scenario: &str) {
-    let out = command.output().expect("python runs");
+pub fn python_scenario(command: Command, scenario: &str) {
+    let out = output_within(command, SCENARIO_LIMIT);
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
     assert!(
-        out.status.success() && stdout.contains("\ndone"),
-        "{scenario} failed:\n{stdout}\n{}",
+        out.status.is_some_and(|s| s.success()) && stdout.contains("\ndone"),
+        "{scenario} failed{}:\n{stdout}\n{}",
+        match out.status {
+            Some(_) => String::new(),
+            None => format!(" (killed after {} s)", SCENARIO_LIMIT.as_secs()),
+        },
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The longest a client scenario may run: the slowest (oc-config-validate's) takes about a
+/// minute; a hung client must fail its test, not hold CI until its own limit.
+const SCENARIO_LIMIT: Duration = Duration::from_secs(300);
+
+/// What a process printed, and how it ended (None: killed at the limit).
+pub struct Bounded {
+    pub status: Option<std::process::ExitStatus>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Runs `command` to its end or for `limit`, whichever comes first, keeping what it printed.
+/// It runs in a process group of its own, killed whole at the limit: what it started would
+/// otherwise hold its output open.
+pub fn output_within(mut command: Command, limit: Duration) -> Bounded {
+    use std::os::unix::process::CommandExt;
+    let mut child = command
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    let collect = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = collect(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = collect(child.stderr.take().map(|p| Box::new(p) as _));
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let group = format!("-{}", child.id());
+                let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    Bounded {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
 }
 
 /// A real efbd on a temporary (or given) datastore, its management API on the Unix socket
@@ -409,4 +467,36 @@ pub fn http_get(address: &str, path: &str) -> Option<(u16, String)> {
     let (head, body) = answer.split_once("\r\n\r\n")?;
     let status = head.split(' ').nth(1)?.parse().ok()?;
     Some((status, body.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_past_its_limit_is_killed_with_what_it_printed() {
+        let started = std::time::Instant::now();
+        let mut command = Command::new("sh");
+        // The sleep is a child of the shell and holds its output open: killing the shell
+        // alone would leave the readers waiting for it.
+        command.args(["-c", "echo started; sleep 30; echo never"]);
+        let out = output_within(command, Duration::from_millis(300));
+        assert!(out.status.is_none(), "killed at the limit");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_command_within_its_limit_ends_with_its_status() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let out = output_within(command, Duration::from_secs(30));
+        assert_eq!(out.status.and_then(|s| s.code()), Some(3));
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+    }
 }

@@ -15,11 +15,12 @@ value is given as JSON text, json.dumps("uplink A"), as the gNMI specification a
 import argparse
 import json
 import subprocess
-import sys
 import threading
 import time
 
 import grpc
+
+from ending import finish
 
 # pygnmi and gnmi-pb each register a gnmi_ext.proto of their own in protobuf's default
 # pool: a process uses one or the other, so pygnmi is imported only where it is used.
@@ -31,7 +32,7 @@ MODULE = "ecofilter-balancer"
 def check(condition, what, detail=""):
     if not condition:
         print(f"FAIL {what}: {detail}", flush=True)
-        sys.exit(1)
+        finish(1)
     print(f"ok   {what}", flush=True)
 
 
@@ -63,7 +64,7 @@ def shell(lines):
     )
     if out.returncode != 0:
         print(f"FAIL shell {lines}: {out.stdout} {out.stderr}", flush=True)
-        sys.exit(1)
+        finish(1)
 
 
 def values(response):
@@ -498,9 +499,11 @@ class Raw:
                                      delete=[self.path(p) for p in delete], extension=list(extension))
         return self.stub.Set(request, metadata=self.md, timeout=10)
 
-    def subscribe(self, paths, mode, encoding=None, prefix=None, poll=None, **sub):
+    def subscribe(self, paths, mode, encoding=None, prefix=None, poll=None, timeout=60, **sub):
         """The responses of a subscription: all of ONCE; for POLL and STREAM an iterator
-        (requests after the list come from `poll`, an iterator of further messages).
+        (requests after the list come from `poll`, an iterator of further messages), ended
+        by the client after `timeout` seconds (a check waiting for an answer that never
+        comes fails with DEADLINE_EXCEEDED instead of waiting for ever).
         `sub` sets the Subscription's fields (its mode as `sub_mode`)."""
         if "sub_mode" in sub:
             sub["mode"] = sub.pop("sub_mode")
@@ -513,7 +516,7 @@ class Raw:
             yield first
             for message in poll or []:
                 yield message
-        return self.stub.Subscribe(requests(), metadata=self.md)
+        return self.stub.Subscribe(requests(), metadata=self.md, timeout=timeout)
 
 
 def typed(val):
@@ -745,7 +748,8 @@ def conformance():
     for path, prefix in (("/ports", None), ("/interfaces/interface[name=p1]/state", pb.Path(origin="openconfig"))):
         for mode in (pb.TARGET_DEFINED, pb.ON_CHANGE):
             code, details = status_of(lambda: next(iter(raw.subscribe(
-                [path], pb.SubscriptionList.STREAM, prefix=prefix, sub_mode=mode, sample_interval=10**9))))
+                [path], pb.SubscriptionList.STREAM, prefix=prefix, sub_mode=mode, sample_interval=10**9,
+                timeout=10))))
             check(code == grpc.StatusCode.INVALID_ARGUMENT and "sample_interval" in details,
                   f"{pb.SubscriptionMode.Name(mode)} with a sample_interval on {path}: INVALID_ARGUMENT",
                   f"{code} {details}")
@@ -927,6 +931,7 @@ def main():
     ARGS = parser.parse_args()
     globals()[ARGS.scenario]()
     print("done", flush=True)
+    finish(0)
 
 
 main()

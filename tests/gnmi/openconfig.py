@@ -11,10 +11,11 @@ back when "down" is printed.)
 """
 
 import argparse
-import sys
 import time
 
 from pygnmi.client import gNMIclient
+
+from ending import finish
 
 ARGS = None
 
@@ -22,8 +23,9 @@ ARGS = None
 def check(condition, what, detail=""):
     if not condition:
         print(f"FAIL {what}: {detail}", flush=True)
-        sys.exit(1)
+        finish(1)
     print(f"ok   {what}", flush=True)
+
 
 
 def flatten(path, value, out):
@@ -228,3 +230,4 @@ if __name__ == "__main__":
     parser.add_argument("--link")
     ARGS = parser.parse_args()
     {"chip": chip, "box": box, "link": link}[ARGS.scenario]()
+    finish(0)

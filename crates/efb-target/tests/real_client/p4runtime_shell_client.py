@@ -7,6 +7,7 @@ Usage: python p4runtime_shell_client.py HOST:PORT
 """
 
 import json
+import os
 import sys
 
 import p4runtime_sh.shell as sh
@@ -51,3 +52,7 @@ def main(addr):
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    # grpcio's daemon threads may be stopped at interpreter exit holding a call's lock, and
+    # the exit's garbage collection then waits for it for ever: end here, output flushed.
+    sys.stdout.flush()
+    os._exit(0)
