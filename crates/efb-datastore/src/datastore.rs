@@ -65,7 +65,7 @@ impl Datastore {
     pub fn open(schema: Arc<Schema>, options: OpenOptions) -> Result<Datastore, DatastoreError> {
         let validator =
             Validator::new(schema).map_err(|e| DatastoreError::Storage(e.to_string()))?;
-        let store = Store::open(&options.dir)?;
+        let store = Store::open(&options.dir, options.commit_batch_records)?;
         let boot_id = options.boot_id.clone().unwrap_or_else(current_boot_id);
         let schema = validator.schema().clone();
         let tree = store.running_tree(&schema)?;

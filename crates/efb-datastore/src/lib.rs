@@ -26,8 +26,8 @@ pub use limits::{
 };
 pub use sessions::{Holder, Opener, SessionId, SessionInfo, SessionLimits};
 pub use southbound::{NoChip, Southbound};
-pub use store::CommitKind;
+pub use store::{COMMIT_BATCH_RECORDS, CommitKind};
 pub use types::{
-    CommitInfo, CommitOutcome, CommitRequest, Edit, EditOutcome, LoadMode, LoadOutcome,
-    OpenOptions, Running, Written,
+    CommitInfo, CommitOutcome, CommitRequest, DIGEST_LINES, Edit, EditOutcome, LoadMode,
+    LoadOutcome, OpenOptions, Running, Written,
 };

@@ -11,7 +11,13 @@
 //!
 //! A commit writes its records, its history entry and the meta keys in one sled
 //! transaction, then flushes: killed at any point, the database holds the old or the new
-//! configuration, never a mix.
+//! configuration, never a mix. A commit of more records than a batch holds (sled keeps
+//! every version of the nodes a transaction rewrites until it ends: 100 000 records at
+//! once held about 500 MiB) writes its history entry first, with an `applying` mark that
+//! names it; the entry is then the commit's redo log: its records are written batch by
+//! batch, and the meta keys and the mark's removal end it. Opening a database whose mark
+//! is set finishes that commit from its entry: killed after the entry was flushed, the
+//! database holds the new configuration.
 
 use std::path::Path;
 
@@ -21,7 +27,8 @@ use efb_yang::json;
 use efb_yang::{DataTree, Schema};
 use serde::{Deserialize, Serialize};
 use sled::Transactional;
-use sled::transaction::ConflictableTransactionError;
+use sled::transaction::{ConflictableTransactionError, TransactionalTree};
+use tracing::warn;
 
 use crate::error::DatastoreError;
 
@@ -32,6 +39,10 @@ const STARTUP_SAVED: &str = "startup-saved";
 const MODEL: &str = "model-revision";
 const INACTIVE: &str = "inactive";
 const STARTUP_INACTIVE: &str = "startup-inactive";
+const APPLYING: &str = "applying";
+
+/// The records a commit writes in one sled transaction, and a larger one per batch.
+pub const COMMIT_BATCH_RECORDS: usize = 2048;
 
 /// What kind of event made a commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,12 +105,56 @@ pub(crate) struct Store {
     startup: sled::Tree,
     history: sled::Tree,
     meta: sled::Tree,
+    batch: usize,
 }
 
 type TxResult = Result<(), ConflictableTransactionError<()>>;
 
+/// What ends a commit once its records are written: the meta keys, and the history entries
+/// it pushes out. Kept under the `applying` mark while a large commit is written.
+#[derive(Debug, Serialize, Deserialize)]
+struct Ending {
+    id: u64,
+    pending: Option<PendingConfirm>,
+    /// History entries before this commit id are dropped.
+    keep_from: u64,
+    revision: String,
+    /// The inactive nodes after the commit, when it changed them.
+    inactive: Option<String>,
+}
+
+impl Ending {
+    fn write(
+        &self,
+        history: &TransactionalTree,
+        meta: &TransactionalTree,
+        stale: &[sled::IVec],
+    ) -> TxResult {
+        for key in stale {
+            history.remove(key)?;
+        }
+        meta.insert(LAST_COMMIT, &self.id.to_be_bytes())?;
+        if let Some(after) = &self.inactive {
+            meta.insert(INACTIVE, after.as_bytes())?;
+        }
+        meta.insert(MODEL, self.revision.as_bytes())?;
+        match &self.pending {
+            Some(p) => meta.insert(PENDING, encode(p).map_err(|_| abort())?)?,
+            None => meta.remove(PENDING)?,
+        };
+        meta.remove(APPLYING)?;
+        Ok(())
+    }
+}
+
+fn abort() -> ConflictableTransactionError<()> {
+    ConflictableTransactionError::Abort(())
+}
+
 impl Store {
-    pub(crate) fn open(dir: &Path) -> Result<Store, DatastoreError> {
+    /// Opens the database under `dir`; a commit of more than `batch` records is written
+    /// in batches. A commit cut short is finished first.
+    pub(crate) fn open(dir: &Path, batch: usize) -> Result<Store, DatastoreError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| DatastoreError::Storage(format!("{}: {e}", dir.display())))?;
         let path = dir.join("db");
@@ -124,13 +179,42 @@ impl Store {
                 }
                 other => DatastoreError::Storage(format!("{}: {other}", path.display())),
             })?;
-        Ok(Store {
+        let store = Store {
             running: db.open_tree("running")?,
             startup: db.open_tree("startup")?,
             history: db.open_tree("history")?,
             meta: db.open_tree("meta")?,
             db,
-        })
+            batch: batch.max(1),
+        };
+        store.finish_cut_short()?;
+        Ok(store)
+    }
+
+    /// A commit whose history entry was written but not all its records: written now from
+    /// the entry, as if it had not been stopped.
+    fn finish_cut_short(&self) -> Result<(), DatastoreError> {
+        let Some(mark) = self.meta.get(APPLYING)? else {
+            return Ok(());
+        };
+        let ending: Ending = serde_json::from_slice(&mark)
+            .map_err(|e| DatastoreError::Storage(format!("{APPLYING}: {e}")))?;
+        let entry = self.history.get(ending.id.to_be_bytes())?.ok_or_else(|| {
+            DatastoreError::Storage(format!(
+                "{APPLYING}: commit {} has no history entry",
+                ending.id
+            ))
+        })?;
+        let entry: HistoryEntry = serde_json::from_slice(&entry)
+            .map_err(|e| DatastoreError::Storage(format!("history entry {}: {e}", ending.id)))?;
+        warn!(
+            id = ending.id,
+            records = entry.records.len(),
+            "finishing a commit that was stopped while its records were written"
+        );
+        self.write_records_and_end(&entry.records, &ending)?;
+        self.db.flush()?;
+        Ok(())
     }
 
     pub(crate) fn last_commit(&self) -> Result<Option<u64>, DatastoreError> {
@@ -208,7 +292,8 @@ impl Store {
     }
 
     /// Writes a commit: changed records, its history entry (dropping entries older than
-    /// `keep_from`), the last commit id and the pending confirmation, atomically.
+    /// `keep_from`), the last commit id and the pending confirmation, atomically (see the
+    /// module's comment for a commit of more records than a batch).
     pub(crate) fn write_commit(
         &self,
         entry: &HistoryEntry,
@@ -217,39 +302,76 @@ impl Store {
         revision: &str,
     ) -> Result<(), DatastoreError> {
         let entry_bytes = encode(entry)?;
-        let pending_bytes = pending.map(encode).transpose()?;
-        let stale: Vec<sled::IVec> = self
+        let ending = Ending {
+            id: entry.id,
+            pending: pending.cloned(),
+            keep_from,
+            revision: revision.to_string(),
+            inactive: entry.inactive.as_ref().map(|c| c.after.clone()),
+        };
+        let failed = |e| DatastoreError::Storage(format!("commit {}: {e:?}", entry.id));
+        if entry.records.len() <= self.batch {
+            let stale = self.stale_history(keep_from)?;
+            (&self.running, &self.history, &self.meta)
+                .transaction(|(running, history, meta)| -> TxResult {
+                    for record in &entry.records {
+                        write_record(running, record)?;
+                    }
+                    history.insert(&entry.id.to_be_bytes(), entry_bytes.as_slice())?;
+                    ending.write(history, meta, &stale)
+                })
+                .map_err(failed)?;
+        } else {
+            self.begin_large(&entry_bytes, &ending)?;
+            self.write_records_and_end(&entry.records, &ending)?;
+        }
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// A large commit's history entry and the mark naming it, flushed: from here the
+    /// commit is done whatever happens, the entry redoes it.
+    fn begin_large(&self, entry_bytes: &[u8], ending: &Ending) -> Result<(), DatastoreError> {
+        let mark = encode(ending)?;
+        (&self.history, &self.meta)
+            .transaction(|(history, meta)| -> TxResult {
+                history.insert(&ending.id.to_be_bytes(), entry_bytes)?;
+                meta.insert(APPLYING, mark.as_slice())?;
+                Ok(())
+            })
+            .map_err(|e| DatastoreError::Storage(format!("commit {}: {e:?}", ending.id)))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// The records of a large commit, batch by batch, then its ending.
+    fn write_records_and_end(
+        &self,
+        records: &[RecordChange],
+        ending: &Ending,
+    ) -> Result<(), DatastoreError> {
+        for chunk in records.chunks(self.batch) {
+            let mut batch = sled::Batch::default();
+            for record in chunk {
+                match &record.after {
+                    Some(value) => batch.insert(record.key.as_bytes(), value.as_bytes()),
+                    None => batch.remove(record.key.as_bytes()),
+                }
+            }
+            self.running.apply_batch(batch)?;
+        }
+        let stale = self.stale_history(ending.keep_from)?;
+        (&self.history, &self.meta)
+            .transaction(|(history, meta)| ending.write(history, meta, &stale))
+            .map_err(|e| DatastoreError::Storage(format!("commit {}: {e:?}", ending.id)))
+    }
+
+    fn stale_history(&self, keep_from: u64) -> Result<Vec<sled::IVec>, DatastoreError> {
+        Ok(self
             .history
             .range(..keep_from.to_be_bytes())
             .keys()
-            .collect::<Result<_, _>>()?;
-        let result = (&self.running, &self.history, &self.meta).transaction(
-            |(running, history, meta)| -> TxResult {
-                for record in &entry.records {
-                    match &record.after {
-                        Some(value) => running.insert(record.key.as_bytes(), value.as_bytes())?,
-                        None => running.remove(record.key.as_bytes())?,
-                    };
-                }
-                history.insert(&entry.id.to_be_bytes(), entry_bytes.as_slice())?;
-                for key in &stale {
-                    history.remove(key)?;
-                }
-                meta.insert(LAST_COMMIT, &entry.id.to_be_bytes())?;
-                if let Some(change) = &entry.inactive {
-                    meta.insert(INACTIVE, change.after.as_bytes())?;
-                }
-                meta.insert(MODEL, revision.as_bytes())?;
-                match &pending_bytes {
-                    Some(p) => meta.insert(PENDING, p.as_slice())?,
-                    None => meta.remove(PENDING)?,
-                };
-                Ok(())
-            },
-        );
-        result.map_err(|e| DatastoreError::Storage(format!("commit {}: {e:?}", entry.id)))?;
-        self.db.flush()?;
-        Ok(())
+            .collect::<Result<_, _>>()?)
     }
 
     /// Replaces startup with `records` and what it keeps inactive, atomically.
@@ -288,6 +410,14 @@ impl Store {
     }
 }
 
+fn write_record(running: &TransactionalTree, record: &RecordChange) -> TxResult {
+    match &record.after {
+        Some(value) => running.insert(record.key.as_bytes(), value.as_bytes())?,
+        None => running.remove(record.key.as_bytes())?,
+    };
+    Ok(())
+}
+
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, DatastoreError> {
     serde_json::to_vec(value).map_err(|e| DatastoreError::Storage(e.to_string()))
 }
@@ -321,4 +451,80 @@ pub(crate) fn encode_records(schema: &Schema, tree: &DataTree) -> Vec<(String, S
 
 pub(crate) fn record_json(schema: &Schema, data: &DataTree) -> String {
     json::to_json(schema, data, json::PrintOptions::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: u64, records: usize) -> HistoryEntry {
+        HistoryEntry {
+            id,
+            time: "2026-12-06T12:00:00Z".into(),
+            user: "admin".into(),
+            comment: None,
+            kind: CommitKind::Commit,
+            confirm_timeout_s: None,
+            records: (0..records)
+                .map(|i| RecordChange {
+                    key: format!("flow/f{i}"),
+                    before: None,
+                    after: Some(format!("{{\"name\":\"f{i}\"}}")),
+                })
+                .collect(),
+            inactive: None,
+        }
+    }
+
+    fn ending(id: u64) -> Ending {
+        Ending {
+            id,
+            pending: None,
+            keep_from: 0,
+            revision: "2026-01-01".into(),
+            inactive: None,
+        }
+    }
+
+    #[test]
+    fn a_large_commit_stopped_after_its_entry_is_finished_when_the_database_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = entry(1, 5);
+        {
+            let store = Store::open(dir.path(), 2).unwrap();
+            // Stopped before its first batch: only the entry and its mark are written.
+            store
+                .begin_large(&encode(&entry).unwrap(), &ending(1))
+                .unwrap();
+            assert_eq!(store.running.len(), 0);
+            assert_eq!(store.last_commit().unwrap(), None);
+        }
+        let store = Store::open(dir.path(), 2).unwrap();
+        assert_eq!(store.running.len(), 5, "every record written");
+        assert_eq!(store.last_commit().unwrap(), Some(1));
+        assert!(
+            store.meta.get(APPLYING).unwrap().is_none(),
+            "the mark is gone"
+        );
+        assert_eq!(store.history().unwrap(), vec![entry]);
+    }
+
+    #[test]
+    fn a_large_commit_writes_in_batches_what_a_small_one_writes_at_once() {
+        let (small, large) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let entry = entry(1, 7);
+        for (dir, batch) in [(&small, 100), (&large, 3)] {
+            let store = Store::open(dir.path(), batch).unwrap();
+            store.write_commit(&entry, None, 0, "2026-01-01").unwrap();
+        }
+        let small = Store::open(small.path(), 100).unwrap();
+        let large = Store::open(large.path(), 3).unwrap();
+        let contents = |store: &Store| -> Vec<(sled::IVec, sled::IVec)> {
+            store.running.iter().collect::<Result<_, _>>().unwrap()
+        };
+        assert_eq!(contents(&small).len(), 7);
+        assert_eq!(contents(&small), contents(&large));
+        assert_eq!(large.last_commit().unwrap(), Some(1));
+        assert_eq!(large.history().unwrap(), small.history().unwrap());
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use efb_model::Config;
-use efb_yang::diff::{self, Change};
+use efb_yang::digest::{self, Digest};
 use efb_yang::inactive::Inactive;
 use efb_yang::input::{self, Limit};
 use efb_yang::validate::Scope;
@@ -30,6 +30,9 @@ pub struct OpenOptions {
     pub boot_id: Option<String>,
     /// The largest configuration read: the factory default file, a load's content.
     pub max_input: Limit,
+    /// A commit of more records than this is written in batches of this size
+    /// ([`crate::COMMIT_BATCH_RECORDS`]; the crash test makes it small).
+    pub commit_batch_records: usize,
 }
 
 impl OpenOptions {
@@ -39,6 +42,7 @@ impl OpenOptions {
             factory_default: None,
             boot_id: None,
             max_input: Limit::mib(input::DEFAULT_MAX_INPUT_MIB, "max_input_mib"),
+            commit_batch_records: crate::store::COMMIT_BATCH_RECORDS,
         }
     }
 }
@@ -141,9 +145,12 @@ pub struct CommitOutcome {
     schema: Arc<Schema>,
     /// The typed configurations before and after, once the candidate was found valid.
     configs: Option<(Arc<Config>, Arc<Config>)>,
-    /// The path-level changes, once asked for (the reply and the event both need them).
-    changes: std::sync::OnceLock<Vec<Change>>,
+    /// The changes in brief, once asked for (the reply and the event both need them).
+    digest: std::sync::OnceLock<Digest>,
 }
+
+/// Change lines a commit's digest keeps (its count is always exact).
+pub const DIGEST_LINES: usize = 1000;
 
 impl CommitOutcome {
     pub(crate) fn new(
@@ -164,7 +171,7 @@ impl CommitOutcome {
             after,
             schema,
             configs: None,
-            changes: std::sync::OnceLock::new(),
+            digest: std::sync::OnceLock::new(),
         }
     }
 
@@ -178,16 +185,17 @@ impl CommitOutcome {
         self.configs.as_ref().map(|(b, a)| (&**b, &**a))
     }
 
-    /// The path-level changes, worked out when first asked for: a commit of 100 000 new
-    /// flows need not list 700 000 changes nobody reads.
-    pub fn changes(&self) -> &[Change] {
-        self.changes
-            .get_or_init(|| diff::diff(&self.schema, &self.before, &self.after))
+    /// The changes in brief (count, summary, first [`DIGEST_LINES`] lines), worked out
+    /// when first asked for, in one walk: a commit of 100 000 new flows need not list
+    /// 700 000 changes nobody reads.
+    pub fn digest(&self) -> &Digest {
+        self.digest
+            .get_or_init(|| digest::digest(&self.schema, &self.before, &self.after, DIGEST_LINES))
     }
 
     /// How many changes: the `set` / `delete` lines `show | compare` lists for them.
     pub fn change_count(&self) -> usize {
-        efb_yang::setlines::change_count(self.changes())
+        self.digest().count
     }
 
     pub fn has_changes(&self) -> bool {

@@ -16,6 +16,11 @@ use rand::{Rng, SeedableRng};
 
 const CHILD_ENV: &str = "EFB_CRASH_CHILD_DIR";
 const START_ENV: &str = "EFB_CRASH_CHILD_START";
+const BATCH_ENV: &str = "EFB_CRASH_CHILD_BATCH";
+/// Every other child writes its commits (100 to 300 records) in batches of this many
+/// records: killed between its history entry and its last batch, the database must still
+/// open with one configuration or the other.
+const SMALL_BATCH: usize = 32;
 const KILLS: usize = 200;
 /// Starts the child's reports: the test harness may print on the same line before them.
 const MARK: &str = "efb-crash: ";
@@ -54,9 +59,10 @@ fn expected(schema: &Schema, i: u64) -> String {
     json::to_json(schema, &tree, PrintOptions::default())
 }
 
-fn open(dir: &str) -> Datastore {
+fn open(dir: &str, batch: usize) -> Datastore {
     let mut options = OpenOptions::new(dir);
     options.boot_id = Some("crash-test-boot".into());
+    options.commit_batch_records = batch;
     Datastore::open(Arc::new(Schema::load().unwrap()), options).unwrap()
 }
 
@@ -69,7 +75,8 @@ fn crash_child() {
         return;
     };
     let start: u64 = std::env::var(START_ENV).unwrap().parse().unwrap();
-    let mut ds = open(&dir);
+    let batch: usize = std::env::var(BATCH_ENV).unwrap().parse().unwrap();
+    let mut ds = open(&dir, batch);
     let s = ds.open_session("crash");
     say(&format!("{MARK}open"));
     for i in start.. {
@@ -102,6 +109,11 @@ fn kill_at_random_points_of_commits() {
     let mut torn_commits = 0;
     let mut during_commit = 0;
     for kill in 0..KILLS {
+        let batch = if kill % 2 == 0 {
+            SMALL_BATCH
+        } else {
+            efb_datastore::COMMIT_BATCH_RECORDS
+        };
         let mut child = Command::new(&exe)
             .args([
                 "--ignored",
@@ -112,6 +124,7 @@ fn kill_at_random_points_of_commits() {
             ])
             .env(CHILD_ENV, &dir_text)
             .env(START_ENV, (state + 1).to_string())
+            .env(BATCH_ENV, batch.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -145,7 +158,7 @@ fn kill_at_random_points_of_commits() {
             report(line);
         }
         let before = done.unwrap_or(state);
-        let ds = open(&dir_text);
+        let ds = open(&dir_text, batch);
         let running = json::to_json(&schema, &ds.running().tree, PrintOptions::default());
         let under_way = begun.filter(|b| Some(*b) != done);
         during_commit += usize::from(under_way.is_some());

@@ -144,7 +144,7 @@ fn check_validates_without_committing_and_errors_change_nothing() {
         )
         .unwrap();
     assert_eq!(check.commit_id, None);
-    assert!(!check.changes().is_empty());
+    assert!(check.change_count() > 0, "{:?}", check.digest());
     assert_eq!(text(&ds, &ds.running().tree), running);
 
     ds.edit_lines(s, "set ecofilter-balancer link l9 lan-port p2 wan-port p1")

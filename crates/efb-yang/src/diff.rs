@@ -81,17 +81,26 @@ pub fn diff_as_written(schema: &Schema, old: &DataTree, new: &DataTree) -> Vec<C
 }
 
 fn walk(schema: &Schema, old: &DataTree, new: &DataTree, in_force: bool) -> Vec<Change> {
-    let mut walk = Walk {
-        schema,
-        in_force,
-        path: DataPath::root(),
-        deletes: Vec::new(),
-        sets: Vec::new(),
-    };
+    let mut walk = Walk::new(schema, in_force, Collected::default());
     walk.inner(old.root(), new.root());
-    let mut changes = walk.deletes;
-    changes.extend(walk.sets);
-    changes
+    let Collected { mut deletes, sets } = walk.out;
+    deletes.extend(sets);
+    deletes
+}
+
+/// How many lines `show | compare` would list from `old` to `new`
+/// ([`crate::setlines::change_count`] of the [`diff`]), without listing them: a commit of
+/// 100 000 new flows is 700 000 changes, 140 MiB as a list.
+pub fn change_count(schema: &Schema, old: &DataTree, new: &DataTree) -> usize {
+    walk_into(schema, old, new, Counted::default()).total()
+}
+
+/// Walks from `old` to `new` as [`diff`] does, telling `out` each change in the order
+/// `diff` lists the creates and sets (deletes are listed first).
+pub(crate) fn walk_into<O: Out>(schema: &Schema, old: &DataTree, new: &DataTree, out: O) -> O {
+    let mut walk = Walk::new(schema, true, out);
+    walk.inner(old.root(), new.root());
+    walk.out
 }
 
 /// Whether a leaf's value is its default: written or not, the same value is in force.
@@ -99,30 +108,108 @@ pub(crate) fn holds_default(schema: &Schema, id: SchemaId, value: &Value) -> boo
     schema.node(id).default.as_deref() == Some(value.as_str())
 }
 
-/// Walks two trees side by side. The current path is one stack, pushed and popped as the
-/// walk goes, and copied only into the changes it reports.
-struct Walk<'a> {
-    schema: &'a Schema,
-    /// Compare what is in force: a leaf written with its default value is no change.
-    in_force: bool,
-    path: DataPath,
+/// Where a walk's changes go: a list of them, their count, a digest.
+pub(crate) trait Out {
+    fn delete(&mut self, path: &DataPath);
+    fn create(&mut self, path: &DataPath);
+    fn set(&mut self, path: &DataPath, old: Option<&Value>, new: &Value);
+}
+
+/// The changes, deletes apart: they come first.
+#[derive(Default)]
+struct Collected {
     deletes: Vec<Change>,
     sets: Vec<Change>,
 }
 
-impl Walk<'_> {
-    fn here(&self) -> DataPath {
-        self.path.clone()
-    }
-
-    fn delete_here(&mut self) {
-        let path = self.here();
+impl Out for Collected {
+    fn delete(&mut self, path: &DataPath) {
+        let path = path.clone();
         self.deletes.push(Change::Delete { path });
     }
 
-    fn set_here(&mut self, old: Option<Value>, new: Value) {
-        let path = self.here();
+    fn create(&mut self, path: &DataPath) {
+        let path = path.clone();
+        self.sets.push(Change::Create { path });
+    }
+
+    fn set(&mut self, path: &DataPath, old: Option<&Value>, new: &Value) {
+        let path = path.clone();
+        let (old, new) = (old.cloned(), new.clone());
         self.sets.push(Change::Set { path, old, new });
+    }
+}
+
+/// The count of lines: an entry created with content is created by the content's lines
+/// (the rule of [`crate::setlines::change_count`], which looks at the next change among
+/// the creates and sets: the last entry created is kept until it comes).
+#[derive(Default)]
+pub(crate) struct Counted {
+    lines: usize,
+    created: Option<DataPath>,
+}
+
+impl Counted {
+    /// The lines counted so far whose count the changes to come cannot change.
+    pub(crate) fn settled(&self) -> usize {
+        self.lines
+    }
+
+    fn next_in_sets(&mut self, path: &DataPath) {
+        if let Some(entry) = self.created.take()
+            && !(entry.contains(path) && entry != *path)
+        {
+            self.lines += 1;
+        }
+    }
+
+    pub(crate) fn total(self) -> usize {
+        self.lines + usize::from(self.created.is_some())
+    }
+}
+
+impl Out for Counted {
+    fn delete(&mut self, _: &DataPath) {
+        self.lines += 1;
+    }
+
+    fn create(&mut self, path: &DataPath) {
+        self.next_in_sets(path);
+        self.created = Some(path.clone());
+    }
+
+    fn set(&mut self, path: &DataPath, _: Option<&Value>, _: &Value) {
+        self.next_in_sets(path);
+        self.lines += 1;
+    }
+}
+
+/// Walks two trees side by side. The current path is one stack, pushed and popped as the
+/// walk goes, and copied only into the changes it reports.
+struct Walk<'a, O> {
+    schema: &'a Schema,
+    /// Compare what is in force: a leaf written with its default value is no change.
+    in_force: bool,
+    path: DataPath,
+    out: O,
+}
+
+impl<'a, O: Out> Walk<'a, O> {
+    fn new(schema: &'a Schema, in_force: bool, out: O) -> Self {
+        Walk {
+            schema,
+            in_force,
+            path: DataPath::root(),
+            out,
+        }
+    }
+
+    fn delete_here(&mut self) {
+        self.out.delete(&self.path);
+    }
+
+    fn set_here(&mut self, old: Option<&Value>, new: &Value) {
+        self.out.set(&self.path, old, new);
     }
 
     /// Runs `f` with the last path step set to `keys` (a list entry or a leaf-list item).
@@ -164,7 +251,7 @@ impl Walk<'_> {
         match (old, new) {
             (Child::Leaf(a), Child::Leaf(b)) => {
                 if a != b {
-                    self.set_here(Some(a.clone()), b.clone());
+                    self.set_here(Some(a), b);
                 }
             }
             (Child::LeafList(a), Child::LeafList(b)) => self.leaf_list(a, b),
@@ -180,10 +267,10 @@ impl Walk<'_> {
 
     fn created(&mut self, child: &Child) {
         match child {
-            Child::Leaf(v) => self.set_here(None, v.clone()),
+            Child::Leaf(v) => self.set_here(None, v),
             Child::LeafList(items) => {
                 for v in self.items_in_order(items) {
-                    self.at_keys(std::slice::from_ref(v), |w| w.set_here(None, v.clone()));
+                    self.at_keys(std::slice::from_ref(v), |w| w.set_here(None, v));
                 }
             }
             Child::Container(c) => self.inner(&Inner::default(), c),
@@ -201,8 +288,7 @@ impl Walk<'_> {
 
     fn created_entry(&mut self, keys: &Keys, entry: &Inner) {
         self.at_keys(keys, |w| {
-            let path = w.here();
-            w.sets.push(Change::Create { path });
+            w.out.create(&w.path);
             w.inner(&Inner::default(), entry);
         });
     }
@@ -231,7 +317,7 @@ impl Walk<'_> {
         }
         for v in self.items_in_order(new) {
             if reordered || !old.iter().any(|o| o == v) {
-                self.at_keys(std::slice::from_ref(v), |w| w.set_here(None, v.clone()));
+                self.at_keys(std::slice::from_ref(v), |w| w.set_here(None, v));
             }
         }
     }

@@ -11,6 +11,7 @@
 
 pub mod compare;
 pub mod diff;
+pub mod digest;
 mod error;
 pub mod explain;
 pub mod inactive;

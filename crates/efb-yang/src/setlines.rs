@@ -7,8 +7,6 @@
 //! value (none for `empty` leaves). After a leaf, the next word may name a sibling, or a
 //! node higher up to the nearest list entry, so one line can set several leaves.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use crate::diff::{self, Change};
 use crate::inactive::Inactive;
 use crate::path::{DataPath, Segment};
@@ -83,72 +81,6 @@ fn created_by_its_content(changes: &[Change], i: usize) -> bool {
     changes
         .get(i + 1)
         .is_some_and(|next| path.contains(next.path()) && next.path() != path)
-}
-
-/// Changes summarised by list and by leaf outside lists, for a change too long to read line
-/// by line: `ecofilter-balancer flow: 2 033 entries (1 added, 2 032 changed)`.
-pub fn summarise(schema: &Schema, changes: &[Change]) -> Vec<String> {
-    #[derive(Default)]
-    struct Entries {
-        added: BTreeSet<Vec<Value>>,
-        deleted: BTreeSet<Vec<Value>>,
-        changed: BTreeSet<Vec<Value>>,
-    }
-    let mut groups: BTreeMap<String, Entries> = BTreeMap::new();
-    for change in changes {
-        let path = change.path();
-        let list_at = path
-            .segments
-            .iter()
-            .position(|s| schema.node(s.node).kind == NodeKind::List && !s.keys.is_empty());
-        let Some(at) = list_at else {
-            groups.entry(words(schema, path)).or_default();
-            continue;
-        };
-        let list = DataPath {
-            segments: path.segments[..=at].to_vec(),
-        };
-        let keys = list.segments[at].keys.clone();
-        let mut name = list.clone();
-        name.segments[at].keys.clear();
-        let group = groups.entry(words(schema, &name)).or_default();
-        let whole_entry = path.segments.len() == at + 1;
-        match change {
-            Change::Create { .. } if whole_entry => group.added.insert(keys),
-            Change::Delete { .. } if whole_entry => group.deleted.insert(keys),
-            _ => group.changed.insert(keys),
-        };
-    }
-    groups
-        .into_iter()
-        .map(|(name, e)| {
-            let changed: BTreeSet<_> = e
-                .changed
-                .difference(&e.added)
-                .filter(|k| !e.deleted.contains(*k))
-                .collect();
-            let counts = [
-                (e.added.len(), "added"),
-                (changed.len(), "changed"),
-                (e.deleted.len(), "deleted"),
-            ];
-            let total: usize = counts.iter().map(|(n, _)| n).sum();
-            if total == 0 {
-                return format!("{name}: changed");
-            }
-            let parts: Vec<String> = counts
-                .iter()
-                .filter(|(n, _)| *n > 0)
-                .map(|(n, what)| format!("{} {what}", crate::text::grouped(*n)))
-                .collect();
-            format!(
-                "{name}: {} entr{} ({})",
-                crate::text::grouped(total),
-                if total == 1 { "y" } else { "ies" },
-                parts.join(", ")
-            )
-        })
-        .collect()
 }
 
 /// A whole tree as `set` lines.

@@ -10,10 +10,11 @@
 
 use efb_fuzz::json::{mutate, mutations};
 use efb_fuzz::{MESSAGE_BOUND, config, model, schema};
+use efb_yang::digest::{self, Digest};
 use efb_yang::input::{self, Limit, check_json};
 use efb_yang::json::{self, Check, PrintOptions};
 use efb_yang::setlines::{self, Verb};
-use efb_yang::{DataPath, DataTree, Error, rpc};
+use efb_yang::{DataPath, DataTree, Error, diff, rpc};
 use proptest::prelude::*;
 
 fn compact(tree: &DataTree) -> String {
@@ -121,6 +122,23 @@ proptest! {
         let applied = setlines::apply_lines(schema, &mut read, &lines.join("\n"));
         prop_assert!(applied.is_ok(), "{lines:#?}: {applied:?}");
         prop_assert_eq!(compact(&read), compact(&tree), "{:#?}", lines);
+    }
+
+    /// A change's count and digest, worked out without listing the changes, say what the
+    /// listed changes say: the count of lines `show | compare` lists, the summary, and the
+    /// first lines, between any two configurations.
+    #[test]
+    fn counted_and_digested_changes_are_the_listed_ones(old in model::tree(6), new in model::tree(6), max_lines in 0usize..12) {
+        let schema = schema();
+        for (a, b) in [(&old, &new), (&new, &old), (&DataTree::new(), &new), (&old, &DataTree::new())] {
+            let listed = diff::diff(schema, a, b);
+            let count = setlines::change_count(&listed);
+            prop_assert_eq!(diff::change_count(schema, a, b), count, "{:#?}", listed);
+            let mut lines = setlines::render_changes(schema, &listed);
+            lines.truncate(max_lines);
+            let expected = Digest { count, summary: digest::summarise(schema, &listed), lines };
+            prop_assert_eq!(digest::digest(schema, a, b, max_lines), expected, "{:#?}", listed);
+        }
     }
 
     /// The lines of a configuration, mutated: each parses or is refused properly.

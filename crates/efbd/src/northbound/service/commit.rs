@@ -7,7 +7,6 @@ use efb_chip::ChipWrites;
 use efb_datastore::CommitRequest as DsCommit;
 use efb_mgmt_proto::v1 as proto;
 use efb_mgmt_proto::v1::*;
-use efb_yang::setlines;
 use efb_yang::validate::Scope;
 use tonic::Status;
 
@@ -15,9 +14,6 @@ use super::{Service, ds, problem, unix_ms};
 use crate::owner::Candidate;
 use crate::record::events::Origin;
 use efb_northbound::caller::Caller;
-
-/// Change lines a commit reply carries at most (the count is always exact).
-pub(super) const MAX_CHANGE_LINES: usize = 1000;
 
 impl Service {
     pub(super) async fn commit_reply(
@@ -51,26 +47,22 @@ impl Service {
             .map(|(b, a)| efb_balancing::flow_consequences(b, a))
             .unwrap_or_default();
         let (config_hash_before, config_hash_after) = hashes;
-        let changes = outcome.changes();
-        let change_summary = setlines::summarise(&self.schema, changes);
-        let mut change_lines = setlines::render_changes(&self.schema, changes);
-        let change_lines_total = change_lines.len() as u64;
-        change_lines.truncate(MAX_CHANGE_LINES);
+        let digest = outcome.digest().clone();
         Ok(CommitReply {
             commit_id: outcome.commit_id.unwrap_or(0),
-            changes: outcome.change_count() as u64,
+            changes: digest.count as u64,
             consequences,
             earlier_warnings: outcome.earlier_warnings as u32,
             warnings: outcome.warnings.into_iter().map(problem).collect(),
-            change_lines,
-            change_lines_total,
+            change_lines: digest.lines,
+            change_lines_total: digest.count as u64,
             confirm_deadline_unix_ms: unix_ms(outcome.confirm_deadline),
             confirmed_commit_id: outcome.confirmed.unwrap_or(0),
             validation_scope: validation_scope(outcome.scope),
             chip_writes: Some(chip_writes(outcome.chip)),
             config_hash_before,
             config_hash_after,
-            change_summary,
+            change_summary: digest.summary,
             moves: moves
                 .into_iter()
                 .map(|m| BucketMoves {
