@@ -1,7 +1,8 @@
 //! Validation at libyang's own cost: `efb-config validate` and efbd's resident memory
 //! against `yanglint` (libyang's tool, Debian's libyang2-tools) on the same generated
 //! files, with the ratios from the same run. `cargo bench -p efb-tests --bench validate`
-//! (release); EFB_BENCH_FLOWS="10000,100000" picks the sizes.
+//! (release); EFB_BENCH_FLOWS="10000,100000" picks the sizes. Each size in two shapes: flows
+//! on links (a leafref each) and flows to ports (no link named).
 //!
 //! yanglint validates the file against the module (`-t config`: types, references,
 //! mandatory nodes); efb-config does that through the same libyang, then reads the typed
@@ -14,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use efb_tests::figures::{peak_resident_kib, resident_kib, site_with_flows};
+use efb_tests::figures::{FlowShape, peak_resident_kib, resident_kib, site_with_flows_shaped};
 use efb_tests::{Daemon, binary, repo};
 
 /// What one run of a command cost.
@@ -123,7 +124,7 @@ fn main() {
     let runs = if quick { 1 } else { 3 };
     println!("validation of one file: efb-config validate and efbd against yanglint");
     println!(
-        "{:>8}  {:>10} {:>9}  {:>10} {:>9}  {:>6} {:>6}  {:>11} {:>9} {:>6}  {:>9} {:>6}",
+        "{:>14}  {:>10} {:>9}  {:>10} {:>9}  {:>6} {:>6}  {:>11} {:>9} {:>6}  {:>9} {:>6}",
         "flows",
         "yanglint",
         "peak",
@@ -137,10 +138,14 @@ fn main() {
         "resident",
         "memory"
     );
-    for flows in sizes(quick) {
+    let shapes = [(FlowShape::OnLinks, "links"), (FlowShape::ToPorts, "ports")];
+    for (flows, (shape, shape_name)) in sizes(quick)
+        .into_iter()
+        .flat_map(|n| shapes.into_iter().map(move |s| (n, s)))
+    {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let file = dir.path().join(format!("site-{flows}.json"));
-        std::fs::write(&file, site_with_flows(flows)).expect("the file is written");
+        std::fs::write(&file, site_with_flows_shaped(flows, shape)).expect("the file is written");
         let best = |make: &dyn Fn() -> Command| {
             (0..runs)
                 .map(|_| measured(make()))
@@ -152,7 +157,8 @@ fn main() {
         let efbd = efbd_commit(dir.path(), &file);
         let of_theirs = |kib: u64| ratio(kib as f64, theirs.peak_kib as f64);
         println!(
-            "{flows:>8}  {:>10} {:>9}  {:>10} {:>9}  {:>6} {:>6}  {:>11} {:>9} {:>6}  {:>9} {:>6}",
+            "{:>14}  {:>10} {:>9}  {:>10} {:>9}  {:>6} {:>6}  {:>11} {:>9} {:>6}  {:>9} {:>6}",
+            format!("{flows} {shape_name}"),
             millis(theirs.time),
             mib(theirs.peak_kib),
             millis(ours.time),

@@ -5,6 +5,21 @@ use std::time::Duration;
 /// The one-filter example site plus `flows` flows `sub0`, `sub1`... (one /32 each, to the
 /// unit, alternating between the two links), as RFC 7951 JSON.
 pub fn site_with_flows(flows: usize) -> String {
+    site_with_flows_shaped(flows, FlowShape::OnLinks)
+}
+
+/// What each generated flow matches besides its /32 destination.
+#[derive(Clone, Copy, Debug)]
+pub enum FlowShape {
+    /// TCP, on one of the two links (a leafref per flow for libyang to check).
+    OnLinks,
+    /// TCP to a port, on every link (no link named): as an operator's rule base loaded
+    /// from a central system looks.
+    ToPorts,
+}
+
+/// The one-filter example site plus `flows` flows of `shape`, as RFC 7951 JSON.
+pub fn site_with_flows_shaped(flows: usize, shape: FlowShape) -> String {
     let text = std::fs::read_to_string(crate::repo().join("examples/one-filter-site.json"))
         .expect("the example site");
     let mut site: serde_json::Value = serde_json::from_str(&text).expect("the site is JSON");
@@ -12,13 +27,20 @@ pub fn site_with_flows(flows: usize) -> String {
         panic!("the example site has flows");
     };
     for i in 0..flows {
-        list.push(serde_json::json!({
+        let destination = format!("10.{}.{}.{}/32", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+        let mut flow = serde_json::json!({
             "name": format!("sub{i}"),
             "priority": 1000 + i,
-            "links": [if i % 2 == 0 { "l1" } else { "l2" }],
-            "match": {"dst-ipv4": format!("10.{}.{}.{}/32", (i >> 16) & 255, (i >> 8) & 255, i & 255), "ip-proto": 6},
+            "match": {"dst-ipv4": destination, "ip-proto": 6},
             "action": {"to-ecofilter": {"ecofilter-unit": "ef1"}}
-        }));
+        });
+        match shape {
+            FlowShape::OnLinks => {
+                flow["links"] = serde_json::json!([if i % 2 == 0 { "l1" } else { "l2" }]);
+            }
+            FlowShape::ToPorts => flow["match"]["dst-port"] = serde_json::json!(1 + i % 65535),
+        }
+        list.push(flow);
     }
     site.to_string()
 }

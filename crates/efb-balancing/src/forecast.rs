@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use efb_model::protocols::PROTOCOLS;
 use efb_model::regions::{covers, flows_overlap};
-use efb_model::rules::{ranked, reverse_elsewhere};
+use efb_model::rules::reverse_elsewhere;
 use efb_model::{Action, Config, Direction, Flow, FlowMatch, MacMatch, PortRange, Unit};
 use efb_text_table::grouped;
 use imbl::ordmap::DiffItem;
@@ -178,11 +178,10 @@ fn split(after: &Config, changes: &[Change<'_>]) -> Option<String> {
     if told.is_empty() {
         return None;
     }
-    // Ranked once for every flow told: a sort of 100 000 flows costs milliseconds.
-    let ranked = ranked(after.flows.values().map(Arc::as_ref));
+    let flows: Vec<&Flow> = after.flows.values().map(Arc::as_ref).collect();
     let split: Vec<(&str, String)> = told
         .into_iter()
-        .filter_map(|f| reverse_elsewhere(&ranked, f).map(|goes| (f.name.as_str(), goes)))
+        .filter_map(|f| reverse_elsewhere(&flows, f).map(|goes| (f.name.as_str(), goes)))
         .collect();
     match split.as_slice() {
         [] => None,

@@ -157,13 +157,14 @@ impl Datastore {
         }
         let config = match validated.config {
             Some(config) => config,
-            None => self
-                .validator
-                .read(&tree)
-                .map_err(|e| DatastoreError::Storage(format!("running configuration: {e}")))?,
+            None => Arc::new(
+                self.validator
+                    .read(&tree)
+                    .map_err(|e| DatastoreError::Storage(format!("running configuration: {e}")))?,
+            ),
         };
         self.running.tree = tree;
-        self.running.config = Arc::new(config);
+        self.running.config = config;
         Ok(())
     }
 
@@ -540,7 +541,7 @@ impl Datastore {
         let next = Running {
             tree: candidate,
             inactive,
-            config: Arc::new(config),
+            config,
             commit_id: self.running.commit_id + 1,
         };
         outcome.set_configs(self.running.config.clone(), next.config.clone());

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use efb_yang::diff;
 use efb_yang::json;
-use efb_yang::validate::{self, Affected, Scope};
+use efb_yang::validate::{self, Affected, Entries, Scope};
 use efb_yang::{DataTree, Problem, Schema};
 
 use crate::read::{self, ModelIds, ReadError};
@@ -28,11 +28,12 @@ impl Report {
     }
 }
 
-/// A report, and the typed configuration when the data could be read as one.
+/// A report, and the typed configuration when the data could be read as one (shared: a
+/// load's verdict kept for its commit costs no copy of 100 000 flows).
 #[derive(Clone, Debug)]
 pub struct Validated {
     pub report: Report,
-    pub config: Option<Config>,
+    pub config: Option<Arc<Config>>,
 }
 
 /// Validates configurations of one schema.
@@ -106,18 +107,21 @@ impl Validator {
             Err(problems) => (problems, Scope::Full),
         };
         let read = read::update_config(&self.schema, &self.ids, base, candidate, &changed);
-        let names = self.flows_to_check(&affected);
+        let checked = self.flow_names(affected.with_referrers(false));
+        let written = self.flow_names(affected.touched.clone());
         let flows = match scope {
-            Scope::Entries(_) => FlowScope::Only(&names),
+            Scope::Entries(_) => FlowScope::Only {
+                checked: &checked,
+                written: &written,
+            },
             Scope::Full => FlowScope::All,
         };
         conclude(errors, read, scope, flows)
     }
 
-    /// Names of the flows a change touched, and of those naming an entry it changed.
-    fn flows_to_check(&self, affected: &Affected) -> Vec<String> {
-        affected
-            .with_referrers(false)
+    /// Names of the flows among `entries`.
+    fn flow_names(&self, mut entries: Entries) -> Vec<String> {
+        entries
             .remove(&self.ids.flow_list())
             .into_iter()
             .flatten()
@@ -136,7 +140,7 @@ fn conclude(
     flows: FlowScope<'_>,
 ) -> Validated {
     let config = match read {
-        Ok(config) => Some(config),
+        Ok(config) => Some(Arc::new(config)),
         Err(e) => {
             if errors.is_empty() {
                 errors.push(Problem::new(e.path, e.message));

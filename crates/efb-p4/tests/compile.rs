@@ -72,7 +72,7 @@ impl Fixture {
             "{:?}",
             validated.report.errors
         );
-        validated.config.unwrap()
+        Config::clone(&validated.config.unwrap())
     }
 
     fn compile(&self, config: &Config, previous: &Compiled) -> Compiled {

@@ -46,7 +46,7 @@ fn config(lines: &str) -> Arc<Config> {
         "{:?}",
         validated.report.errors
     );
-    Arc::new(validated.config.unwrap())
+    validated.config.unwrap()
 }
 
 fn running(config: &Arc<Config>) -> Running {

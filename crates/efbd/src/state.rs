@@ -425,7 +425,7 @@ mod tests {
         Running {
             tree,
             inactive: Default::default(),
-            config: Arc::new(config),
+            config,
             commit_id: 1,
         }
     }

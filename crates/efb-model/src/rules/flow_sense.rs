@@ -5,7 +5,7 @@
 use crate::paths;
 use crate::protocols::{PROTOCOLS, has_ports};
 use crate::regions::{flows_overlap, links_cover, match_covers};
-use crate::types::{Action, Direction, Flow, FlowMatch};
+use crate::types::{Action, Direction, Flow, FlowMatch, Prefix};
 
 use super::Findings;
 
@@ -109,38 +109,37 @@ pub const MAX_SYMMETRY_COMPARISONS: usize = 4_000_000;
 /// the sessions of a flow it did not touch: removing the flow that took their reverse);
 /// past it, only the changed flows, and past that none (with a warning).
 pub fn check_symmetry<'a>(flows: &[&'a Flow], selected: &[&'a Flow], f: &mut Findings) {
+    let most = MAX_SYMMETRY_COMPARISONS / flows.len().max(1);
+    // Counted only as far as the budget: a commit of one flow among 100 000 one-direction
+    // ones need not look at them all to know they are too many.
     let one_way = |candidates: &[&'a Flow]| -> Vec<&'a Flow> {
         candidates
             .iter()
             .copied()
             .filter(|fl| can_split(fl))
+            .take(most + 1)
             .collect()
     };
-    let fits = |n: usize| n.saturating_mul(flows.len()) <= MAX_SYMMETRY_COMPARISONS;
     let mut checked = one_way(flows);
-    if !fits(checked.len()) {
+    if checked.len() > most {
         checked = one_way(selected);
     }
-    if !fits(checked.len()) {
+    if checked.len() > most {
+        let count = selected.iter().filter(|fl| can_split(fl)).count();
         f.warning(
             paths::flows(),
             format!(
-                "{} one-direction flows among {} are too many to check that each session's two \
-                 directions meet the same filter (more than {MAX_SYMMETRY_COMPARISONS} comparisons); \
-                 `direction both` makes a flow symmetric by construction",
-                checked.len(),
+                "{count} one-direction flows among {} are too many to check that each session's \
+                 two directions meet the same filter (more than {MAX_SYMMETRY_COMPARISONS} \
+                 comparisons); `direction both` makes a flow symmetric by construction",
                 flows.len()
             ),
         );
         return;
     }
-    if checked.is_empty() {
-        return;
-    }
-    let ranked = ranked(flows.iter().copied());
     let mut split = 0;
     for flow in checked {
-        if let Some(message) = split_sessions(&ranked, flow) {
+        if let Some(message) = split_sessions(flows, flow) {
             split += 1;
             if split <= super::MAX_OVERLAP_WARNINGS {
                 f.warning(paths::flow(&flow.name), message);
@@ -159,16 +158,27 @@ pub fn check_symmetry<'a>(flows: &[&'a Flow], selected: &[&'a Flow], f: &mut Fin
 }
 
 /// Traffic to a multicast or broadcast destination has no reverse: no packet comes from
-/// such an address.
+/// such an address. (Asked of every flow of a commit: the prefixes are not parsed again.)
 fn reverse_cannot_exist(m: &FlowMatch) -> bool {
-    let within = |outer: &str, inner: Option<crate::types::Prefix>| {
-        let outer = crate::types::Prefix::parse(outer);
-        matches!((outer, inner), (Some(o), Some(i)) if o.len <= i.len && o.contains(i.addr))
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    const NO_REVERSE_V4: [Prefix; 2] = [
+        Prefix {
+            addr: IpAddr::V4(Ipv4Addr::new(224, 0, 0, 0)),
+            len: 4,
+        },
+        Prefix {
+            addr: IpAddr::V4(Ipv4Addr::BROADCAST),
+            len: 32,
+        },
+    ];
+    const NO_REVERSE_V6: Prefix = Prefix {
+        addr: IpAddr::V6(Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0)),
+        len: 8,
     };
-    ["224.0.0.0/4", "255.255.255.255/32"]
-        .iter()
-        .any(|p| within(p, m.dst_ipv4))
-        || within("ff00::/8", m.dst_ipv6)
+    let within = |outer: &Prefix, inner: Option<Prefix>| {
+        inner.is_some_and(|i| outer.len <= i.len && outer.contains(i.addr))
+    };
+    NO_REVERSE_V4.iter().any(|p| within(p, m.dst_ipv4)) || within(&NO_REVERSE_V6, m.dst_ipv6)
 }
 
 /// Whether a flow's traffic can have a reverse that meets another flow: written for one
@@ -180,25 +190,23 @@ fn can_split(flow: &Flow) -> bool {
         && !reverse_cannot_exist(&flow.matches)
 }
 
-/// Flows in the order they win, best first (what [`reverse_elsewhere`] walks).
-pub fn ranked<'a>(flows: impl IntoIterator<Item = &'a Flow>) -> Vec<&'a Flow> {
+/// Flows in the order they win, best first.
+fn ranked<'a>(flows: impl IntoIterator<Item = &'a Flow>) -> Vec<&'a Flow> {
     let mut ranked: Vec<&Flow> = flows.into_iter().collect();
     ranked.sort_by(|a, b| b.rank().cmp(&a.rank()));
     ranked
 }
 
-/// Where the reverse of `flow`'s traffic goes among `ranked` (all flows, [`ranked`]), when
-/// that splits its sessions (the forecast says it): `the reverse (src-ipv4
+/// Where the reverse of `flow`'s traffic goes among `flows` (all flows, in any order),
+/// when that splits its sessions (the forecast says it): `the reverse (src-ipv4
 /// 192.0.2.0/24) goes to unit ef1 (flow all)`.
-pub fn reverse_elsewhere(ranked: &[&Flow], flow: &Flow) -> Option<String> {
-    can_split(flow)
-        .then(|| reverse_goes(ranked, flow))
-        .flatten()
+pub fn reverse_elsewhere(flows: &[&Flow], flow: &Flow) -> Option<String> {
+    can_split(flow).then(|| reverse_goes(flows, flow)).flatten()
 }
 
 /// The warning for a flow whose sessions are split.
-fn split_sessions(ranked: &[&Flow], flow: &Flow) -> Option<String> {
-    let goes = reverse_goes(ranked, flow)?;
+fn split_sessions(flows: &[&Flow], flow: &Flow) -> Option<String> {
+    let goes = reverse_goes(flows, flow)?;
     let (verb, why) = match &flow.action {
         Action::ToUnit(unit) => (
             format!("sends traffic to unit {unit}"),
@@ -222,12 +230,10 @@ fn split_sessions(ranked: &[&Flow], flow: &Flow) -> Option<String> {
 
 /// Where the reverse of `flow`'s traffic goes when that is not where `flow` sends it, in
 /// words: the flow that takes what is left of it (or the default bypass), and flows that
-/// take parts of it first.
-fn reverse_goes(ranked: &[&Flow], flow: &Flow) -> Option<String> {
-    let shadowed = ranked
-        .iter()
-        .take_while(|k| k.rank() > flow.rank())
-        .any(|k| crate::regions::covers(k, flow));
+/// take parts of it first. Only the flows that meet the reverse are ranked: one flow
+/// checked among 100 000 costs a pass over them, not a sort.
+fn reverse_goes(flows: &[&Flow], flow: &Flow) -> Option<String> {
+    let shadowed = outranking(flows, flow).any(|k| crate::regions::covers(k, flow));
     if shadowed {
         return None; // the flow never gets a packet: nothing of it is split
     }
@@ -235,13 +241,10 @@ fn reverse_goes(ranked: &[&Flow], flow: &Flow) -> Option<String> {
         matches: flow.matches.mirrored(),
         ..flow.clone()
     };
+    let meeting = ranked(flows.iter().copied().filter(|o| flows_overlap(&reverse, o)));
     let mut taker: Option<&Flow> = None;
     let mut parts: Vec<&Flow> = Vec::new();
-    for other in ranked
-        .iter()
-        .copied()
-        .filter(|o| flows_overlap(&reverse, o))
-    {
+    for other in meeting {
         if links_cover(other, flow)
             && other
                 .directions()
@@ -251,7 +254,7 @@ fn reverse_goes(ranked: &[&Flow], flow: &Flow) -> Option<String> {
             taker = Some(other);
             break;
         }
-        if splits(&flow.action, &other.action) && !mirrored_alike(ranked, other, flow) {
+        if splits(&flow.action, &other.action) && !mirrored_alike(flows, other, flow) {
             parts.push(other);
         }
     }
@@ -300,7 +303,12 @@ fn reverse_goes(ranked: &[&Flow], flow: &Flow) -> Option<String> {
 /// goes the same way before `flow` sees it: it outranks `flow` and a flow with its action
 /// (itself when symmetric) outranks `flow` too and takes its mirror; or its traffic has no
 /// reverse at all.
-fn mirrored_alike(ranked: &[&Flow], part: &Flow, flow: &Flow) -> bool {
+/// The flows that win over `flow` where both match.
+fn outranking<'a>(flows: &'a [&'a Flow], flow: &'a Flow) -> impl Iterator<Item = &'a Flow> {
+    flows.iter().copied().filter(|k| k.rank() > flow.rank())
+}
+
+fn mirrored_alike(flows: &[&Flow], part: &Flow, flow: &Flow) -> bool {
     if reverse_cannot_exist(&part.matches) {
         return true;
     }
@@ -308,14 +316,11 @@ fn mirrored_alike(ranked: &[&Flow], part: &Flow, flow: &Flow) -> bool {
         return false;
     }
     let mirror = part.matches.mirrored();
-    ranked
-        .iter()
-        .take_while(|k| k.rank() > flow.rank())
-        .any(|k| {
-            k.action == part.action
-                && links_cover(k, part)
-                && k.directions().iter().any(|m| match_covers(m, &mirror))
-        })
+    outranking(flows, flow).any(|k| {
+        k.action == part.action
+            && links_cover(k, part)
+            && k.directions().iter().any(|m| match_covers(m, &mirror))
+    })
 }
 
 /// Whether two actions split a session that meets one on the way out and the other on the

@@ -7,7 +7,7 @@ use efb_yang::Problem;
 
 mod flow_sense;
 
-pub use flow_sense::{MAX_SYMMETRY_COMPARISONS, never_matches, ranked, reverse_elsewhere};
+pub use flow_sense::{MAX_SYMMETRY_COMPARISONS, never_matches, reverse_elsewhere};
 
 use crate::paths;
 use crate::regions::flows_overlap;
@@ -45,12 +45,18 @@ impl Findings {
     }
 }
 
-/// Which flows get their own checks: all of them, or those a change touched (the others
-/// were checked when they were committed).
+/// Which flows get their own checks: all of them, or those a change touched or whose
+/// references it changed (the others were checked when they were committed).
 #[derive(Clone, Copy, Debug)]
 pub enum FlowScope<'a> {
     All,
-    Only(&'a [String]),
+    Only {
+        /// The flows to check.
+        checked: &'a [String],
+        /// Of those, the flows the change itself wrote: what a flow does to sessions
+        /// depends on flows alone, not on the links and units they name.
+        written: &'a [String],
+    },
 }
 
 /// Runs every rule.
@@ -360,20 +366,23 @@ fn check_mtu(config: &Config, f: &mut Findings) {
 }
 
 fn check_flows(config: &Config, scope: FlowScope<'_>, f: &mut Findings) {
-    let selected: Vec<&Flow> = match scope {
-        FlowScope::All => config.flows.values().map(|v| v.as_ref()).collect(),
-        FlowScope::Only(names) => names
+    let all: Vec<&Flow> = config.flows.values().map(|v| v.as_ref()).collect();
+    let named = |names: &[String]| -> Vec<&Flow> {
+        names
             .iter()
             .filter_map(|n| config.flows.get(n).map(|v| v.as_ref()))
-            .collect(),
+            .collect()
+    };
+    let (selected, written) = match scope {
+        FlowScope::All => (all.clone(), all.clone()),
+        FlowScope::Only { checked, written } => (named(checked), named(written)),
     };
     for flow in &selected {
         check_flow(config, flow, f);
         flow_sense::check_sense(flow, f);
     }
     check_overlaps(config, &selected, matches!(scope, FlowScope::All), f);
-    let all: Vec<&Flow> = config.flows.values().map(|v| v.as_ref()).collect();
-    flow_sense::check_symmetry(&all, &selected, f);
+    flow_sense::check_symmetry(&all, &written, f);
 }
 
 fn check_flow(config: &Config, flow: &Flow, f: &mut Findings) {
