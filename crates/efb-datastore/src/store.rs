@@ -145,6 +145,11 @@ impl Ending {
         meta.remove(APPLYING)?;
         Ok(())
     }
+
+    /// A transaction of this commit that sled refused.
+    fn failed(&self, e: impl std::fmt::Debug) -> DatastoreError {
+        DatastoreError::Storage(format!("commit {}: {e:?}", self.id))
+    }
 }
 
 fn abort() -> ConflictableTransactionError<()> {
@@ -309,7 +314,6 @@ impl Store {
             revision: revision.to_string(),
             inactive: entry.inactive.as_ref().map(|c| c.after.clone()),
         };
-        let failed = |e| DatastoreError::Storage(format!("commit {}: {e:?}", entry.id));
         if entry.records.len() <= self.batch {
             let stale = self.stale_history(keep_from)?;
             (&self.running, &self.history, &self.meta)
@@ -320,7 +324,7 @@ impl Store {
                     history.insert(&entry.id.to_be_bytes(), entry_bytes.as_slice())?;
                     ending.write(history, meta, &stale)
                 })
-                .map_err(failed)?;
+                .map_err(|e| ending.failed(e))?;
         } else {
             self.begin_large(&entry_bytes, &ending)?;
             self.write_records_and_end(&entry.records, &ending)?;
@@ -339,7 +343,7 @@ impl Store {
                 meta.insert(APPLYING, mark.as_slice())?;
                 Ok(())
             })
-            .map_err(|e| DatastoreError::Storage(format!("commit {}: {e:?}", ending.id)))?;
+            .map_err(|e| ending.failed(e))?;
         self.db.flush()?;
         Ok(())
     }
@@ -363,7 +367,7 @@ impl Store {
         let stale = self.stale_history(ending.keep_from)?;
         (&self.history, &self.meta)
             .transaction(|(history, meta)| ending.write(history, meta, &stale))
-            .map_err(|e| DatastoreError::Storage(format!("commit {}: {e:?}", ending.id)))
+            .map_err(|e| ending.failed(e))
     }
 
     fn stale_history(&self, keep_from: u64) -> Result<Vec<sled::IVec>, DatastoreError> {

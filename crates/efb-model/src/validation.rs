@@ -107,8 +107,8 @@ impl Validator {
             Err(problems) => (problems, Scope::Full),
         };
         let read = read::update_config(&self.schema, &self.ids, base, candidate, &changed);
-        let checked = self.flow_names(affected.with_referrers(false));
-        let written = self.flow_names(affected.touched.clone());
+        let checked = self.flow_names(&affected.with_referrers(false));
+        let written = self.flow_names(&affected.touched);
         let flows = match scope {
             Scope::Entries(_) => FlowScope::Only {
                 checked: &checked,
@@ -120,9 +120,9 @@ impl Validator {
     }
 
     /// Names of the flows among `entries`.
-    fn flow_names(&self, mut entries: Entries) -> Vec<String> {
+    fn flow_names(&self, entries: &Entries) -> Vec<String> {
         entries
-            .remove(&self.ids.flow_list())
+            .get(&self.ids.flow_list())
             .into_iter()
             .flatten()
             .filter_map(|keys| keys.first().map(|k| k.as_str().to_string()))

@@ -88,13 +88,6 @@ fn walk(schema: &Schema, old: &DataTree, new: &DataTree, in_force: bool) -> Vec<
     deletes
 }
 
-/// How many lines `show | compare` would list from `old` to `new`
-/// ([`crate::setlines::change_count`] of the [`diff`]), without listing them: a commit of
-/// 100 000 new flows is 700 000 changes, 140 MiB as a list.
-pub fn change_count(schema: &Schema, old: &DataTree, new: &DataTree) -> usize {
-    walk_into(schema, old, new, Counted::default()).total()
-}
-
 /// Walks from `old` to `new` as [`diff`] does, telling `out` each change in the order
 /// `diff` lists the creates and sets (deletes are listed first).
 pub(crate) fn walk_into<O: Out>(schema: &Schema, old: &DataTree, new: &DataTree, out: O) -> O {

@@ -124,16 +124,15 @@ proptest! {
         prop_assert_eq!(compact(&read), compact(&tree), "{:#?}", lines);
     }
 
-    /// A change's count and digest, worked out without listing the changes, say what the
-    /// listed changes say: the count of lines `show | compare` lists, the summary, and the
-    /// first lines, between any two configurations.
+    /// A change's digest, worked out without listing the changes, says what the listed
+    /// changes say: the count of lines `show | compare` lists, the summary, and the first
+    /// lines, between any two configurations.
     #[test]
-    fn counted_and_digested_changes_are_the_listed_ones(old in model::tree(6), new in model::tree(6), max_lines in 0usize..12) {
+    fn digested_changes_are_the_listed_ones(old in model::tree(6), new in model::tree(6), max_lines in 0usize..12) {
         let schema = schema();
         for (a, b) in [(&old, &new), (&new, &old), (&DataTree::new(), &new), (&old, &DataTree::new())] {
             let listed = diff::diff(schema, a, b);
             let count = setlines::change_count(&listed);
-            prop_assert_eq!(diff::change_count(schema, a, b), count, "{:#?}", listed);
             let mut lines = setlines::render_changes(schema, &listed);
             lines.truncate(max_lines);
             let expected = Digest { count, summary: digest::summarise(schema, &listed), lines };

@@ -373,16 +373,17 @@ fn check_flows(config: &Config, scope: FlowScope<'_>, f: &mut Findings) {
             .filter_map(|n| config.flows.get(n).map(|v| v.as_ref()))
             .collect()
     };
-    let (selected, written) = match scope {
-        FlowScope::All => (all.clone(), all.clone()),
-        FlowScope::Only { checked, written } => (named(checked), named(written)),
+    let (checked, written) = match scope {
+        FlowScope::All => (None, None),
+        FlowScope::Only { checked, written } => (Some(named(checked)), Some(named(written))),
     };
-    for flow in &selected {
+    let selected = checked.as_deref().unwrap_or(&all);
+    for flow in selected {
         check_flow(config, flow, f);
         flow_sense::check_sense(flow, f);
     }
-    check_overlaps(config, &selected, matches!(scope, FlowScope::All), f);
-    flow_sense::check_symmetry(&all, &written, f);
+    check_overlaps(config, selected, matches!(scope, FlowScope::All), f);
+    flow_sense::check_symmetry(&all, written.as_deref().unwrap_or(&all), f);
 }
 
 fn check_flow(config: &Config, flow: &Flow, f: &mut Findings) {
