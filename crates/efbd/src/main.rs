@@ -22,7 +22,7 @@ use efbd::northbound::callers::{self, Callers};
 use efbd::northbound::gnmi_server as gnmi;
 use efbd::northbound::service::Service;
 use efbd::northbound::socket;
-use efbd::owner::{Owner, OwnerState};
+use efbd::owner::{Owner, OwnerState, Request};
 use efbd::process::{notify, open_files, state_dir};
 use efbd::record::audit::AuditLog;
 use efbd::record::events::Events;
@@ -143,7 +143,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         let owner = owner.clone();
         // The owner gone, efbd is stopping: the changes do not matter any more.
         let to_owner = move |changes| {
-            let _ = owner.liveness_changed(changes);
+            let _ = owner.tell(Request::LivenessChanged(changes));
         };
         task.spawn(
             driver,

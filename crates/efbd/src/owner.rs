@@ -1,10 +1,10 @@
-//! The one owner of the configuration: a thread holding the datastore, running the jobs
-//! clients send it one after the other, and rolling back a `commit confirmed` when its time
-//! is up. Requests never share the data; commits are serialized without locks.
+//! The one owner of the configuration: a thread holding the datastore, handling the
+//! requests clients send it one after the other, and rolling back a `commit confirmed`
+//! when its time is up. Requests never share the data; commits are serialized without
+//! locks.
 //!
-//! The servers (management API, gNMI, the model's operations) see [`OwnerState`] only
-//! through its methods, named after what a client asks for; this module imports none of
-//! them.
+//! The servers (management API, gNMI, the metrics) reach [`OwnerState`] only through a
+//! [`Request`] (`request.rs`, a closed set of values); this module imports none of them.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -14,17 +14,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use efb_balancing::{BypassMode, LiveState};
 use efb_datastore::{
-    CommitInfo, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, EditOutcome, Holder,
-    LoadMode, LoadOutcome, Opener, Running, SessionId, SessionInfo, SessionLimits, Written,
+    CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, Running, SessionId, SessionInfo,
+    SessionLimits, Written,
 };
 use efb_liveness::PairState;
 use efb_model::Config;
 use efb_northbound::published::{Pending, Snapshot};
-use efb_yang::{DataTree, Problem, Schema};
+use efb_yang::{Problem, Schema};
 use tokio::sync::broadcast;
 use tracing::{error, info};
 
-use crate::chip::liveness::{Liveness, Verdicts};
+use crate::chip::liveness::Liveness;
 use crate::chip::{self, CountersToRead};
 use crate::owner::baselines::Baselines;
 use crate::record::events::{self, ConfirmTimeout, Event, Events, Origin, Rollback};
@@ -33,6 +33,9 @@ use crate::state::instruments::Instruments;
 
 pub mod baselines;
 pub mod live;
+pub mod request;
+
+pub use request::{Answer, Client, Commit, CommitRefused, Committed, Entered, Request};
 
 /// What the owner thread holds.
 pub struct OwnerState {
@@ -161,84 +164,10 @@ impl OwnerState {
     }
 }
 
-/// Sessions and their candidates (the shell's configuration mode).
+/// The candidates and running as written (the shell's configuration mode).
 impl OwnerState {
-    pub fn schema(&self) -> &Arc<Schema> {
-        self.datastore.schema()
-    }
-
-    /// Closes the sessions idle for too long; what they were.
-    pub fn expire_idle_sessions(&mut self) -> Vec<SessionInfo> {
-        self.datastore.expire_idle_sessions()
-    }
-
-    /// A request of `holder` names `session`: refused as unknown unless `holder` holds it.
-    pub fn enter_session(
-        &mut self,
-        session: SessionId,
-        holder: &Holder,
-    ) -> Result<(), DatastoreError> {
-        self.datastore.enter_session(session, holder)
-    }
-
-    pub fn open_session(&mut self, opener: &Opener) -> Result<SessionId, DatastoreError> {
-        self.datastore.open_client_session(opener)
-    }
-
-    /// Closes `session`, whoever holds it; what it was, if it was open.
-    pub fn close_session(&mut self, session: SessionId) -> Option<SessionInfo> {
-        self.datastore.close_session(session)
-    }
-
-    pub fn edit_lines(
-        &mut self,
-        session: SessionId,
-        lines: &str,
-    ) -> Result<EditOutcome, DatastoreError> {
-        self.datastore.edit_lines(session, lines)
-    }
-
-    pub fn load_lines(
-        &mut self,
-        session: SessionId,
-        mode: LoadMode,
-        text: &str,
-    ) -> Result<usize, DatastoreError> {
-        self.datastore.load_lines(session, mode, text)
-    }
-
-    pub fn load_json(
-        &mut self,
-        session: SessionId,
-        mode: LoadMode,
-        text: &str,
-    ) -> Result<LoadOutcome, DatastoreError> {
-        self.datastore.load_json(session, mode, text)
-    }
-
-    pub fn discard(&mut self, session: SessionId) -> Result<(), DatastoreError> {
-        self.datastore.discard(session)
-    }
-
-    /// The session's candidate becomes the configuration of `index` commits ago.
-    pub fn rollback(&mut self, session: SessionId, index: usize) -> Result<(), DatastoreError> {
-        self.datastore.rollback(session, index)
-    }
-
-    /// The two configurations `show | compare` compares: what the session's candidate
-    /// started from (or, with `rollback`, that commit of history) and the candidate (or,
-    /// with `compared`, that commit of history).
-    pub fn compared(
-        &self,
-        session: SessionId,
-        rollback: Option<usize>,
-        compared: Option<usize>,
-    ) -> Result<(Written, Written), DatastoreError> {
-        self.datastore.compared(session, rollback, compared)
-    }
-
     /// The candidate as written: the tree, and what it keeps inactive.
-    pub fn candidate_written(&self, session: SessionId) -> Result<Written, DatastoreError> {
+    fn candidate_written(&self, session: SessionId) -> Result<Written, DatastoreError> {
         Ok((
             self.datastore.candidate(session)?.clone(),
             self.datastore.candidate_inactive(session)?.clone(),
@@ -246,18 +175,18 @@ impl OwnerState {
     }
 
     /// Running as written.
-    pub fn running_written(&self) -> Written {
+    fn running_written(&self) -> Written {
         let running = self.datastore.running();
         (running.tree.clone(), running.inactive.clone())
     }
 }
 
 /// Where a commit's candidate comes from.
-pub enum Candidate<'a> {
+pub enum Candidate {
     /// A session's candidate (the shell, the management API).
     Session(SessionId),
     /// Running with `edits`, in a session of the commit's own (a gNMI Set: all or nothing).
-    Edits { user: &'a str, edits: &'a [Edit] },
+    Edits { user: String, edits: Vec<Edit> },
     /// The configuration before the first unconfirmed `commit confirmed` (gNMI's cancel,
     /// or nobody confirmed in time): nothing when none is pending.
     BeforeUnconfirmed,
@@ -266,10 +195,10 @@ pub enum Candidate<'a> {
 /// Commits: the shell's, gNMI's, and the rollbacks of an unconfirmed `commit confirmed`.
 impl OwnerState {
     /// A client's commit or check, through `funnel`. Warnings are told once.
-    pub fn commit(
+    fn commit_once(
         &mut self,
         origin: Origin,
-        candidate: Candidate<'_>,
+        candidate: Candidate,
         request: CommitRequest,
     ) -> Result<CommitOutcome, DatastoreError> {
         let mut outcome = self.funnel(origin, candidate, request)?.ok_or_else(|| {
@@ -287,7 +216,7 @@ impl OwnerState {
     fn funnel(
         &mut self,
         origin: Origin,
-        candidate: Candidate<'_>,
+        candidate: Candidate,
         request: CommitRequest,
     ) -> Result<Option<CommitOutcome>, DatastoreError> {
         let undone = self.pending_confirm().map(|p| p.commit_id);
@@ -295,7 +224,7 @@ impl OwnerState {
         let check_only = request.check_only;
         let result = match candidate {
             Candidate::Session(session) => self.datastore.commit(session, request).map(Some),
-            Candidate::Edits { user, edits } => self.commit_edits(user, edits, request).map(Some),
+            Candidate::Edits { user, edits } => self.commit_edits(&user, &edits, request).map(Some),
             Candidate::BeforeUnconfirmed if origin == Origin::ConfirmTimeout => {
                 self.datastore.expire_pending_confirm(SystemTime::now())
             }
@@ -339,7 +268,7 @@ impl OwnerState {
     }
 
     /// What a commit (or a check) does to the sessions flowing now, with today's liveness.
-    pub fn bucket_moves(&self, outcome: &CommitOutcome) -> Vec<efb_balancing::UnitMoves> {
+    fn bucket_moves(&self, outcome: &CommitOutcome) -> Vec<efb_balancing::UnitMoves> {
         outcome
             .configs()
             .map(|(before, after)| efb_balancing::bucket_moves(before, after, &self.live))
@@ -348,7 +277,7 @@ impl OwnerState {
 
     /// The running configuration's balancing hash, worked out again only when running
     /// changed (a new commit id).
-    pub fn running_hash(&mut self) -> String {
+    fn running_hash(&mut self) -> String {
         let running = self.datastore.running();
         if self.running_hash.commit_id != running.commit_id {
             self.running_hash = RunningHash::of(running);
@@ -359,7 +288,7 @@ impl OwnerState {
     /// The balancing hashes of the configurations before and after a commit or check (none
     /// for a commit of nothing): `before` is running's, taken before it; after a commit, the
     /// new running one's is the owner's own; a check's candidate is hashed here.
-    pub fn config_hashes(&mut self, before: String, outcome: &CommitOutcome) -> (String, String) {
+    fn config_hashes(&mut self, before: String, outcome: &CommitOutcome) -> (String, String) {
         let Some((_, after)) = outcome.configs() else {
             return (String::new(), String::new());
         };
@@ -370,13 +299,8 @@ impl OwnerState {
         (before, after)
     }
 
-    /// Confirms the pending `commit confirmed`; returns the commit it confirmed.
-    pub fn confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
-        self.datastore.confirm()
-    }
-
     /// The pending `commit confirmed`, if any.
-    pub fn pending_confirm(&self) -> Option<Pending> {
+    fn pending_confirm(&self) -> Option<Pending> {
         self.datastore
             .pending_confirm_deadline()
             .map(|deadline| Pending {
@@ -386,7 +310,7 @@ impl OwnerState {
     }
 
     /// The pending `commit confirmed` now waits `timeout` from now; returns it.
-    pub fn set_confirm_timeout(
+    fn set_confirm_timeout(
         &mut self,
         timeout: Duration,
     ) -> Result<Option<Pending>, DatastoreError> {
@@ -396,7 +320,7 @@ impl OwnerState {
 
     /// Rolls the pending `commit confirmed` back now (gNMI's cancel); returns the commit it
     /// undid.
-    pub fn cancel_pending_confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
+    fn cancel_pending_confirm(&mut self) -> Result<Option<u64>, DatastoreError> {
         let pending = self.pending_confirm().map(|p| p.commit_id);
         let done = self.funnel(
             Origin::Cancel,
@@ -420,11 +344,6 @@ impl OwnerState {
                 error!(%e, "could not clear the pending confirmation");
             }
         }
-    }
-
-    /// Running becomes the startup configuration.
-    pub fn save(&mut self) -> Result<(), DatastoreError> {
-        self.datastore.save()
     }
 }
 
@@ -503,20 +422,7 @@ impl OwnerState {
 
 /// Reading the configuration, its history and the daemon.
 impl OwnerState {
-    pub fn startup(&self) -> Result<Option<DataTree>, DatastoreError> {
-        self.datastore.startup()
-    }
-
-    pub fn history(&self) -> Vec<CommitInfo> {
-        self.datastore.history()
-    }
-
-    /// What the commit `index` commits ago changed.
-    pub fn commit_changes(&self, index: usize) -> Result<Vec<efb_yang::Change>, DatastoreError> {
-        self.datastore.commit_changes(index)
-    }
-
-    pub fn status(&self) -> Status {
+    fn status(&self) -> Status {
         Status {
             uptime: self.started.elapsed(),
             running_commit_id: self.datastore.running().commit_id,
@@ -537,14 +443,9 @@ impl OwnerState {
         }
     }
 
-    /// The last snapshot published to gNMI.
-    pub fn latest_snapshot(&self) -> Arc<Snapshot> {
-        self.latest.clone()
-    }
-
     /// What the operational tree is built from now (with or without the chip's counters),
     /// off this thread.
-    pub fn state_inputs(&mut self) -> StateInputs {
+    fn state_inputs(&mut self) -> StateInputs {
         StateInputs {
             config_hash: self.running_hash(),
             running: self.datastore.running().clone(),
@@ -578,7 +479,8 @@ impl OwnerState {
             liveness.config_changed(self.running_config());
         }
         let inputs = self.state_inputs();
-        let next = Arc::new(snapshot(self.schema(), &inputs, self.state_version));
+        let schema = self.datastore.schema();
+        let next = Arc::new(snapshot(schema, &inputs, self.state_version));
         self.latest = next.clone();
         // No subscriber is not an error.
         let _ = self.snapshots.send(next);
@@ -599,12 +501,10 @@ fn snapshot(schema: &Schema, inputs: &StateInputs, state_version: u64) -> Snapsh
     }
 }
 
-type Job = Box<dyn FnOnce(&mut OwnerState) + Send>;
-
-/// A handle for sending the owner jobs; cheap to clone.
+/// A handle for asking the owner; cheap to clone.
 #[derive(Clone)]
 pub struct Owner {
-    queue: mpsc::Sender<Job>,
+    queue: mpsc::Sender<Request>,
 }
 
 /// The owner thread has stopped (the daemon is shutting down).
@@ -615,51 +515,59 @@ pub struct OwnerGone;
 impl Owner {
     /// Starts the owner thread. It stops when every handle is dropped.
     pub fn start(state: OwnerState) -> std::io::Result<(Owner, JoinHandle<()>)> {
-        let (queue, jobs) = mpsc::channel::<Job>();
+        let (queue, requests) = mpsc::channel::<Request>();
         let thread = std::thread::Builder::new()
             .name("configuration".into())
-            .spawn(move || run(state, jobs))?;
+            .spawn(move || run(state, requests))?;
         Ok((Owner { queue }, thread))
     }
 
-    /// Runs `job` on the owner and returns its result.
-    pub async fn call<R, F>(&self, job: F) -> Result<R, OwnerGone>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut OwnerState) -> R + Send + 'static,
-    {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |state| {
-            // The caller may have gone (client disconnected): nothing to do then.
-            let _ = reply.send(job(state));
-        });
-        self.queue.send(job).map_err(|_| OwnerGone)?;
+    /// Asks the owner what `asked` makes of the answer's way back (a variant of
+    /// [`Request`]: `owner.ask(Request::History)`), and waits for the answer.
+    pub async fn ask<T>(&self, asked: impl FnOnce(Answer<T>) -> Request) -> Result<T, OwnerGone> {
+        let (to, answer) = tokio::sync::oneshot::channel();
+        self.tell(asked(to))?;
         answer.await.map_err(|_| OwnerGone)
     }
 
-    /// Hands the chip's port states to the owner without waiting for it (links that went
-    /// down or up are told).
-    pub fn ports_changed(&self, up: BTreeMap<u32, bool>) -> Result<(), OwnerGone> {
-        let job: Job = Box::new(move |state| state.ports_changed(&up));
-        self.queue.send(job).map_err(|_| OwnerGone)
+    /// [`Owner::ask`] for a client of the management API ([`Request::Client`]): the
+    /// sessions closed for being idle, then the answer, or why the client's session did
+    /// not let the request in.
+    pub async fn ask_for<T>(
+        &self,
+        client: Client,
+        asked: impl FnOnce(Answer<T>) -> Request,
+    ) -> Result<(Vec<SessionInfo>, Result<T, DatastoreError>), OwnerGone> {
+        let (to, answer) = tokio::sync::oneshot::channel();
+        let then = Box::new(asked(to));
+        let Entered { expired, result } = self
+            .ask(|entered| Request::Client {
+                client,
+                entered,
+                then,
+            })
+            .await?;
+        match result {
+            Ok(()) => Ok((expired, Ok(answer.await.map_err(|_| OwnerGone)?))),
+            Err(refused) => Ok((expired, Err(refused))),
+        }
     }
 
-    /// Hands pair liveness changes to the owner without waiting for it: probing must never
-    /// wait for a commit. Changes are applied in the order they were handed.
-    pub fn liveness_changed(&self, verdicts: Verdicts) -> Result<(), OwnerGone> {
-        let job: Job = Box::new(move |state| state.liveness_changed(verdicts));
-        self.queue.send(job).map_err(|_| OwnerGone)
+    /// Hands the owner a request without waiting for it (the chip's port states, pair
+    /// liveness: probing must never wait for a commit). Handled in the order told.
+    pub fn tell(&self, request: Request) -> Result<(), OwnerGone> {
+        self.queue.send(request).map_err(|_| OwnerGone)
     }
 }
 
-fn run(mut state: OwnerState, jobs: mpsc::Receiver<Job>) {
+fn run(mut state: OwnerState, requests: mpsc::Receiver<Request>) {
     loop {
         let next = match until_confirm_deadline(&state) {
-            Some(wait) => jobs.recv_timeout(wait),
-            None => jobs.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(wait) => requests.recv_timeout(wait),
+            None => requests.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match next {
-            Ok(job) => job(&mut state),
+            Ok(request) => state.handle(request),
             Err(RecvTimeoutError::Timeout) => state.expire_confirmed_commit(),
             Err(RecvTimeoutError::Disconnected) => break,
         }

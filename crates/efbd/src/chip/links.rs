@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::chip;
 use crate::chip::board;
-use crate::owner::Owner;
+use crate::owner::{Owner, Request};
 
 /// A link's status now: `up`, or `down` with which ports are down.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub fn watch(driver: &Driver, owner: Owner, mut stopped: watch::Receiver<bool>) 
         loop {
             let up = states.borrow_and_update().clone();
             if let Some(up) = up
-                && owner.ports_changed((*up).clone()).is_err()
+                && owner.tell(Request::PortsChanged((*up).clone())).is_err()
             {
                 return; // the owner is gone: efbd is stopping
             }

@@ -1,17 +1,17 @@
-//! efbd as the gNMI server's backend: every request is a job for the configuration owner,
-//! exactly like the management API's.
+//! efbd as the gNMI server's backend: every request is a request to the configuration
+//! owner, exactly like the management API's.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use efb_datastore::{CommitOutcome, CommitRequest, DatastoreError, Edit};
+use efb_datastore::{CommitRequest, DatastoreError, Edit};
 use efb_gnmi::backend::{Backend, BackendError, Committed, Pending, Snapshot, pending_message};
 use efb_gnmi::path::{Pattern, Relation};
 use efb_yang::Schema;
 use tokio::sync::broadcast;
 
 use crate::chip::CounterLists;
-use crate::owner::{Candidate, Owner, OwnerGone};
+use crate::owner::{Candidate, Commit, CommitRefused, Owner, OwnerGone, Request as R};
 use crate::record::events::Origin;
 use crate::state;
 
@@ -23,10 +23,10 @@ pub struct GnmiBackend {
     pub interfaces: Arc<crate::northbound::openconfig::BoxInterfaces>,
 }
 
-/// The refusal keeps its kind: gNMI gives it the code the management API gives it
-/// (`efb_northbound::status::code`).
-fn error(e: DatastoreError) -> BackendError {
-    BackendError::from(e)
+/// The owner's answer; a refusal keeps its kind: gNMI gives it the code the management
+/// API gives it (`efb_northbound::status::code`).
+fn done<T>(answer: Result<Result<T, DatastoreError>, OwnerGone>) -> Result<T, BackendError> {
+    answer.map_err(gone)?.map_err(BackendError::from)
 }
 
 fn gone(e: OwnerGone) -> BackendError {
@@ -37,13 +37,6 @@ fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
-
-fn committed(outcome: CommitOutcome) -> Committed {
-    Committed {
-        commit_id: outcome.commit_id,
-        warnings: outcome.warnings,
-    }
 }
 
 #[tonic::async_trait]
@@ -57,7 +50,7 @@ impl Backend for GnmiBackend {
     }
 
     async fn snapshot(&self) -> Result<Arc<Snapshot>, BackendError> {
-        self.owner.call(|s| s.latest_snapshot()).await.map_err(gone)
+        self.owner.ask(R::Snapshot).await.map_err(gone)
     }
 
     fn changes(&self) -> broadcast::Receiver<Arc<Snapshot>> {
@@ -77,7 +70,7 @@ impl Backend for GnmiBackend {
         if wanted.is_nothing() {
             return Ok(snapshot);
         }
-        let inputs = self.owner.call(|s| s.state_inputs()).await.map_err(gone)?;
+        let inputs = self.owner.ask(R::StateInputs).await.map_err(gone)?;
         let schema = self.schema.clone();
         // A read of 100 000 flow counters must not hold up the async threads.
         tokio::task::spawn_blocking(move || {
@@ -103,53 +96,46 @@ impl Backend for GnmiBackend {
         edits: Vec<Edit>,
         confirm: Option<Duration>,
     ) -> Result<Committed, BackendError> {
-        // One job of the owner: the pending check and the commit, so that nothing can start
-        // a `commit confirmed` in between.
-        let user = user.to_string();
-        self.owner
-            .call(move |s| {
-                if let Some(pending) = s.pending_confirm() {
-                    return Err(BackendError::Precondition(pending_message(&pending)));
-                }
-                let candidate = Candidate::Edits {
-                    user: &user,
-                    edits: &edits,
-                };
-                let request = CommitRequest {
-                    comment: Some("gNMI Set".to_string()),
-                    confirm_timeout: confirm,
-                    ..CommitRequest::default()
-                };
-                s.commit(Origin::Gnmi, candidate, request)
-                    .map(committed)
-                    .map_err(error)
-            })
-            .await
-            .map_err(gone)?
+        // The owner refuses it while a `commit confirmed` waits, checked in the same turn
+        // as the commit: nothing can start one in between.
+        let commit = Box::new(Commit {
+            origin: Origin::Gnmi,
+            candidate: Candidate::Edits {
+                user: user.to_string(),
+                edits,
+            },
+            request: CommitRequest {
+                comment: Some("gNMI Set".to_string()),
+                confirm_timeout: confirm,
+                ..CommitRequest::default()
+            },
+        });
+        let committed = self.owner.ask(|to| R::Commit(commit, to)).await;
+        match committed.map_err(gone)? {
+            Ok(done) => Ok(Committed {
+                commit_id: done.outcome.commit_id,
+                warnings: done.outcome.warnings,
+            }),
+            Err(CommitRefused::Datastore(e)) => Err(BackendError::from(e)),
+            Err(CommitRefused::ConfirmWaiting(pending)) => {
+                Err(BackendError::Precondition(pending_message(&pending)))
+            }
+        }
     }
 
     async fn confirm(&self) -> Result<Option<u64>, BackendError> {
-        self.owner
-            .call(|s| s.confirm().map_err(error))
-            .await
-            .map_err(gone)?
+        done(self.owner.ask(R::Confirm).await)
     }
 
     async fn cancel(&self) -> Result<Option<u64>, BackendError> {
-        self.owner
-            .call(|s| s.cancel_pending_confirm().map_err(error))
-            .await
-            .map_err(gone)?
+        done(self.owner.ask(R::Cancel).await)
     }
 
     async fn pending(&self) -> Result<Option<Pending>, BackendError> {
-        self.owner.call(|s| s.pending_confirm()).await.map_err(gone)
+        self.owner.ask(R::Pending).await.map_err(gone)
     }
 
     async fn set_rollback_duration(&self, wait: Duration) -> Result<Option<Pending>, BackendError> {
-        self.owner
-            .call(move |s| s.set_confirm_timeout(wait).map_err(error))
-            .await
-            .map_err(gone)?
+        done(self.owner.ask(|to| R::ConfirmTimeout(wait, to)).await)
     }
 }

@@ -16,7 +16,7 @@ use tokio::sync::{broadcast, watch};
 use tonic::Status;
 
 use crate::chip::board::{self, Usage};
-use crate::owner::Owner;
+use crate::owner::{Owner, Request as R};
 
 pub struct BoxInterfaces {
     owner: Owner,
@@ -47,7 +47,7 @@ async fn follow_events(
     let Some(owner) = interfaces.upgrade().map(|i| i.owner.clone()) else {
         return;
     };
-    let driver = owner.call(|s| s.state_inputs().driver).await.ok().flatten();
+    let driver = owner.ask(R::StateInputs).await.ok().and_then(|i| i.driver);
     drop(owner);
     let mut ports = driver.map(|d| d.watch_port_states());
     loop {
@@ -72,7 +72,7 @@ impl Source for BoxInterfaces {
     async fn interfaces(&self) -> Result<Vec<Interface>, Status> {
         let inputs = self
             .owner
-            .call(|s| s.state_inputs())
+            .ask(R::StateInputs)
             .await
             .map_err(|e| Status::unavailable(e.to_string()))?;
         let chip = match &inputs.driver {

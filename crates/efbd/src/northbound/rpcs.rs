@@ -1,26 +1,31 @@
-//! The model's operations (YANG `rpc`s): their input checked against the schema, the
-//! owner's method that does the work, the answer shaped as the model's output.
+//! The model's operations (YANG `rpc`s): their input checked against the schema and made
+//! into the owner's request, the answer shaped as the model's output.
 
 use efb_balancing::{BalancingError, BypassMode, Session};
-use efb_yang::Problem;
 use efb_yang::rpc::{self, Input};
+use efb_yang::{Problem, Schema};
 use tonic::{Code, Status};
 
 use crate::northbound::errors;
-use crate::owner::OwnerState;
-use crate::owner::live::BypassError;
+use crate::owner::live::{BypassError, SessionRoute};
 
 const SET_BYPASS: &str = "set-bypass-ecofilter-unit";
 pub const LOOKUP_SESSION: &str = "lookup-session";
 
-/// Runs an operation of the model.
-pub fn call(
-    state: &mut OwnerState,
+/// An operation of the model, its input read.
+pub enum Operation {
+    /// The bypass mode of one unit, or of every unit (none).
+    SetBypass(Option<String>, BypassMode),
+    LookupSession(Session),
+}
+
+/// The operation `name` with `input`, checked against the schema.
+pub fn operation(
+    schema: &Schema,
     name: &str,
     input: &serde_json::Value,
-) -> Result<serde_json::Value, Status> {
-    let schema = state.schema().clone();
-    let params = rpc::parse_input(&schema, name, input).map_err(|p| {
+) -> Result<Operation, Status> {
+    let params = rpc::parse_input(schema, name, input).map_err(|p| {
         let code = if p.iter().any(|x| x.message.starts_with("no such operation")) {
             Code::Unimplemented
         } else {
@@ -28,27 +33,30 @@ pub fn call(
         };
         errors::problems(code, &p)
     })?;
-    let output = match name {
-        SET_BYPASS => set_bypass(state, &params)?,
-        LOOKUP_SESSION => lookup_session(state, &params)?,
-        other => {
-            return Err(Status::unimplemented(format!(
-                "operation {other} is not implemented"
-            )));
+    match name {
+        SET_BYPASS => {
+            let mode = text(&params, "mode")
+                .and_then(BypassMode::parse)
+                .ok_or_else(|| {
+                    Status::invalid_argument("mode: expected auto, bypass or primary")
+                })?;
+            let unit = text(&params, "ecofilter-unit").map(str::to_string);
+            Ok(Operation::SetBypass(unit, mode))
         }
-    };
-    Ok(rpc::shape_output(&schema, name, &output))
+        LOOKUP_SESSION => session(&params).map(Operation::LookupSession),
+        other => Err(Status::unimplemented(format!(
+            "operation {other} is not implemented"
+        ))),
+    }
 }
 
 fn text<'a>(params: &'a Input, name: &str) -> Option<&'a str> {
     params.get(name).map(|v| v.as_str())
 }
 
-fn set_bypass(state: &mut OwnerState, params: &Input) -> Result<serde_json::Value, Status> {
-    let mode = text(params, "mode")
-        .and_then(BypassMode::parse)
-        .ok_or_else(|| Status::invalid_argument("mode: expected auto, bypass or primary"))?;
-    match state.set_bypass(text(params, "ecofilter-unit"), mode) {
+/// `set-bypass-ecofilter-unit`'s output (empty), or why the mode was not set.
+pub fn bypass_set(result: Result<(), BypassError>) -> Result<serde_json::Value, Status> {
+    match result {
         Ok(()) => Ok(serde_json::json!({})),
         Err(e @ BypassError::NoSuchUnit { .. }) => Err(errors::problems(
             Code::NotFound,
@@ -61,7 +69,7 @@ fn set_bypass(state: &mut OwnerState, params: &Input) -> Result<serde_json::Valu
     }
 }
 
-fn lookup_session(state: &OwnerState, params: &Input) -> Result<serde_json::Value, Status> {
+fn session(params: &Input) -> Result<Session, Status> {
     let parse_ip = |name: &str| {
         text(params, name)
             .and_then(|t| t.parse().ok())
@@ -74,15 +82,19 @@ fn lookup_session(state: &OwnerState, params: &Input) -> Result<serde_json::Valu
             .and_then(|t| t.parse::<u16>().ok())
             .unwrap_or(0)
     };
-    let session = Session {
+    Ok(Session {
         src: parse_ip("src")?,
         dst: parse_ip("dst")?,
         ip_proto: u8::try_from(number("ip-proto")).unwrap_or(0),
         src_port: number("src-port"),
         dst_port: number("dst-port"),
         link: text(params, "link").map(str::to_string),
-    };
-    let route = state.lookup(&session).map_err(|e| match e {
+    })
+}
+
+/// `lookup-session`'s output: where the session goes and how keep-alives found its pair.
+pub fn route(result: Result<SessionRoute, BalancingError>) -> Result<serde_json::Value, Status> {
+    let route = result.map_err(|e| match e {
         BalancingError::UnknownLink { .. } => Status::not_found(e.to_string()),
         _ => Status::invalid_argument(e.to_string()),
     })?;

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use efb_datastore::{DatastoreError, Holder, SessionId};
+use efb_datastore::{DatastoreError, SessionId};
 use efb_mgmt_proto::v1::*;
 use efb_northbound::access;
 use efb_northbound::audit::{self, Audit, Kind, Record};
@@ -25,7 +25,7 @@ use crate::chip::CounterLists;
 use crate::northbound::callers::Callers;
 use crate::northbound::errors::{bounded, status};
 use crate::northbound::held::HeldSessions;
-use crate::owner::{Owner, OwnerState};
+use crate::owner::{Answer, Client, Owner, Request as OwnerRequest};
 use crate::record::audit::AuditLog;
 use crate::record::events::Events;
 use efb_northbound::caller::Caller;
@@ -135,66 +135,40 @@ impl Service {
         result
     }
 
-    /// Runs a datastore job on the owner, inside a span named after the request. Idle
-    /// sessions are closed first. Its error, if any, is bounded in size.
-    async fn run<R, F>(&self, method: &'static str, job: F) -> Result<R, Status>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
-    {
-        self.run_job(method, None, job).await
-    }
-
-    /// [`Service::run`] for a job on `session`, which must be `caller`'s own: anyone
-    /// else's is, to them, a session that does not exist (NOT_FOUND).
-    async fn run_in<R, F>(
-        &self,
-        caller: &Caller,
-        method: &'static str,
-        session: SessionId,
-        job: F,
-    ) -> Result<R, Status>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
-    {
-        self.run_job(method, Some((session, caller.holder.clone())), job)
-            .await
-    }
-
-    async fn run_job<R, F>(
+    /// Asks the owner, inside a span named after the request, in `session` when it names
+    /// one (0: none), which must be `caller`'s own: anyone else's is, to them, a session
+    /// that does not exist (NOT_FOUND). Idle sessions are closed first.
+    async fn ask<T: Send + 'static>(
         &self,
         method: &'static str,
-        entering: Option<(SessionId, Holder)>,
-        job: F,
-    ) -> Result<R, Status>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
-    {
-        let session = entering.as_ref().map_or(0, |(id, _)| *id);
+        (caller, session): Reader<'_>,
+        asked: impl FnOnce(Answer<T>) -> OwnerRequest,
+    ) -> Result<T, Status> {
         let span = info_span!("request", method, session);
-        // On the owner's thread too: what the job logs (a commit's event) says which
-        // request it served.
-        let on_owner = span.clone();
-        let job = move |s: &mut OwnerState| {
-            let _entered = on_owner.enter();
-            let expired = s.expire_idle_sessions();
-            let result = match entering {
-                Some((session, holder)) => {
-                    ds(s.enter_session(session, &holder)).and_then(|()| job(s))
-                }
-                None => job(s),
-            };
-            (expired, result)
+        let client = Client {
+            session: (session != 0).then(|| (session, caller.holder.clone())),
+            span: span.clone(),
         };
-        let (expired, result) = self.owner.call(job).instrument(span).await?;
+        let (expired, result) = self.owner.ask_for(client, asked).instrument(span).await?;
         for info in expired {
             self.session_ended(&info, "closed: idle longer than the idle timeout");
         }
-        result.map_err(bounded)
+        result.map_err(status)
+    }
+
+    /// [`Service::ask`] for an answer the datastore may refuse.
+    async fn ask_done<T: Send + 'static>(
+        &self,
+        method: &'static str,
+        reader: Reader<'_>,
+        asked: impl FnOnce(Answer<Result<T, DatastoreError>>) -> OwnerRequest,
+    ) -> Result<T, Status> {
+        self.ask(method, reader, asked).await.and_then(ds)
     }
 }
+
+/// Who asks, and the session the request names (0: none).
+pub(super) type Reader<'a> = (&'a Caller, SessionId);
 
 fn ok<T>(value: T) -> Result<Response<T>, Status> {
     Ok(Response::new(value))

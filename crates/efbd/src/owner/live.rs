@@ -35,7 +35,11 @@ pub struct SessionRoute {
 
 impl OwnerState {
     /// Sets the bypass mode of one unit, or of every unit (`None`), and programs the chip.
-    pub fn set_bypass(&mut self, unit: Option<&str>, mode: BypassMode) -> Result<(), BypassError> {
+    pub(super) fn set_bypass(
+        &mut self,
+        unit: Option<&str>,
+        mode: BypassMode,
+    ) -> Result<(), BypassError> {
         let config = self.running_config();
         let units: Vec<String> = match unit {
             Some(unit) if config.units.contains_key(unit) => vec![unit.to_string()],
@@ -84,7 +88,7 @@ impl OwnerState {
 
     /// Where the chip sends `session`, from the configuration and liveness it was
     /// programmed from.
-    pub fn lookup(&self, session: &Session) -> Result<SessionRoute, BalancingError> {
+    pub(super) fn lookup(&self, session: &Session) -> Result<SessionRoute, BalancingError> {
         let config = self.running_config();
         let lookup = efb_balancing::lookup_session(&config, session, &self.live)?;
         // A pair of a unit without a liveness profile is not probed: its status is not known.
@@ -104,7 +108,7 @@ impl OwnerState {
 
     /// The chip's ports changed: links that went down or came up are events, and the state
     /// (and its snapshot, which gNMI serves) says the links' status again.
-    pub fn ports_changed(&mut self, up: &BTreeMap<u32, bool>) {
+    pub(super) fn ports_changed(&mut self, up: &BTreeMap<u32, bool>) {
         if *up == self.ports_up {
             return;
         }
@@ -135,7 +139,7 @@ impl OwnerState {
     /// Pairs whose liveness changed: the live state updated, the chip programmed (only the
     /// entries the change touches; the bypass first), then logged with the port to blame
     /// if a port went down, and the units whose status follows logged too.
-    pub fn liveness_changed(&mut self, mut verdicts: Verdicts) {
+    pub(super) fn liveness_changed(&mut self, mut verdicts: Verdicts) {
         let config = self.running_config();
         let before = liveness::unit_statuses(&config, &self.live);
         for c in &verdicts.changes {

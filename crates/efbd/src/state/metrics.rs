@@ -19,7 +19,7 @@ use tokio::net::TcpListener;
 use tracing::warn;
 
 use crate::chip::liveness;
-use crate::owner::{Owner, Status};
+use crate::owner::{Owner, Request as R, Status};
 use crate::settings::Metrics as Settings;
 use crate::state::StateInputs;
 use crate::state::instruments::Instruments;
@@ -96,7 +96,10 @@ impl Sources {
     pub async fn scrape(&self) -> Scraped {
         let mut scraped = vec![self.instruments.registry()];
         // The owner gone, efbd is stopping: what it held does not matter any more.
-        let Ok((inputs, status)) = self.owner.call(|s| (s.state_inputs(), s.status())).await else {
+        let (Ok(inputs), Ok(status)) = (
+            self.owner.ask(R::StateInputs).await,
+            self.owner.ask(R::Status).await,
+        ) else {
             return scraped;
         };
         let sources = self.clone();

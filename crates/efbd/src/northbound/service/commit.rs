@@ -10,8 +10,9 @@ use efb_mgmt_proto::v1::*;
 use efb_yang::validate::Scope;
 use tonic::Status;
 
-use super::{Service, ds, problem, unix_ms};
-use crate::owner::Candidate;
+use super::{Service, problem, unix_ms};
+use crate::northbound::errors::{bounded, status};
+use crate::owner::{Candidate, Commit, CommitRefused, Committed, Request as R};
 use crate::record::events::Origin;
 use efb_northbound::caller::Caller;
 
@@ -29,16 +30,19 @@ impl Service {
             check_only: request.check_only,
             offline: request.offline,
         };
-        let (outcome, moves, hashes) = self
-            .run_in(caller, "Commit", session, move |s| {
-                let before = s.running_hash();
-                let candidate = Candidate::Session(session);
-                let outcome = ds(s.commit(Origin::Shell, candidate, ds_request))?;
-                let moves = s.bucket_moves(&outcome);
-                let hashes = s.config_hashes(before, &outcome);
-                Ok((outcome, moves, hashes))
-            })
+        let commit = Box::new(Commit {
+            origin: Origin::Shell,
+            candidate: Candidate::Session(session),
+            request: ds_request,
+        });
+        let committed = self
+            .ask("Commit", (caller, session), |to| R::Commit(commit, to))
             .await?;
+        let Committed {
+            outcome,
+            moves,
+            hashes,
+        } = committed.map_err(refused)?;
         // Asked for by a check; a commit does not pay it (15 ms at 100 000 flows, cargo bench
         // -p efb-balancing --bench moves).
         let consequences = outcome
@@ -76,7 +80,16 @@ impl Service {
     }
 }
 
-/// A commit request in words, for the audit.
+/// A refused commit as the management API says it.
+fn refused(e: CommitRefused) -> Status {
+    match e {
+        CommitRefused::Datastore(e) => status(e),
+        waiting @ CommitRefused::ConfirmWaiting(_) => {
+            bounded(Status::failed_precondition(waiting.to_string()))
+        }
+    }
+}
+
 /// What a commit validated, in words: flows the change does not concern are not validated
 /// again (see `efb_yang::validate::validate_change`).
 pub(super) fn validation_scope(scope: Scope) -> String {

@@ -2,18 +2,17 @@
 //! operational tree off the owner's thread, and list keys and changes as the API answers
 //! them.
 
-use efb_datastore::{SessionId, Written};
+use efb_datastore::Written;
 use efb_mgmt_proto::v1::*;
 use efb_yang::inactive::Inactive;
 use efb_yang::{DataPath, DataTree, NodeRef, Schema, setlines};
 use tonic::Status;
 
 use super::accepted::Which;
-use super::{Service, ds};
+use super::{Reader, Service};
 use crate::chip::CountersToRead;
 use crate::northbound::errors::bounded;
-use crate::owner::OwnerState;
-use efb_northbound::caller::Caller;
+use crate::owner::Request as R;
 
 impl Service {
     /// The operational tree with the counters `wanted` read from the chip, off the owner's
@@ -24,7 +23,7 @@ impl Service {
         method: &'static str,
         wanted: CountersToRead,
     ) -> Result<DataTree, Status> {
-        let inputs = self.read(reader, method, |s| Ok(s.state_inputs())).await?;
+        let inputs = self.ask(method, reader, R::StateInputs).await?;
         let schema = self.schema.clone();
         tokio::task::spawn_blocking(move || inputs.tree(&schema, &wanted))
             .await
@@ -41,12 +40,10 @@ impl Service {
     ) -> Result<Written, Status> {
         let session = reader.1;
         let tree = match which {
-            Which::Running => {
-                return self.read(reader, method, |s| Ok(s.running_written())).await;
-            }
+            Which::Running => return self.ask(method, reader, R::Running).await,
             Which::Candidate => {
                 return self
-                    .read(reader, method, move |s| ds(s.candidate_written(session)))
+                    .ask_done(method, reader, |to| R::Candidate(session, to))
                     .await;
             }
             Which::Operational => {
@@ -54,7 +51,7 @@ impl Service {
                     .await?
             }
             Which::Startup => self
-                .read(reader, method, |s| ds(s.startup()))
+                .ask_done(method, reader, R::Startup)
                 .await?
                 .ok_or_else(|| {
                     Status::not_found("no startup configuration: nothing was saved yet")
@@ -72,30 +69,7 @@ impl Service {
     ) -> Result<DataTree, Status> {
         Ok(self.written(reader, method, which).await?.0)
     }
-
-    /// A read for `reader`: in its session when it names one (its own, or NOT_FOUND), which
-    /// is then not idle any more.
-    pub(super) async fn read<R, F>(
-        &self,
-        reader: Reader<'_>,
-        method: &'static str,
-        job: F,
-    ) -> Result<R, Status>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut OwnerState) -> Result<R, Status> + Send + 'static,
-    {
-        let (caller, session) = reader;
-        if session == 0 {
-            self.run(method, job).await
-        } else {
-            self.run_in(caller, method, session, job).await
-        }
-    }
 }
-
-/// Who reads, and the session the request names (0: none).
-pub(super) type Reader<'a> = (&'a Caller, SessionId);
 
 pub(super) fn parse_path(schema: &Schema, text: &str) -> Result<DataPath, Status> {
     if text.trim().is_empty() {

@@ -20,10 +20,11 @@ use super::accepted::{
 use super::logs::{audit_record, log_event};
 use super::reads::{change_json, list_keys, marked_lines, parse_path, written_lines};
 use super::sessions::{dropped, session_record};
-use super::{Service, ds, ok, problem, unix_ms};
+use super::{Service, ok, problem, unix_ms};
 use crate::northbound::errors::{bounded, status};
 use crate::northbound::held::{Ending, NoticeStream, stopped};
 use crate::northbound::rpcs;
+use crate::owner::Request as R;
 use crate::record::events;
 
 /// Audit records `show system audit` returns when the request does not say.
@@ -45,42 +46,37 @@ impl Management for Service {
     async fn status(&self, request: Request<Empty>) -> Result<Response<StatusReply>, Status> {
         let caller = self.allow(&request, &Asked::Status).await?;
         let datastore = self.datastore_dir.clone();
-        let reply = self
-            .run("Status", move |s| {
-                let status = s.status();
-                Ok(StatusReply {
-                    daemon_version: env!("CARGO_PKG_VERSION").to_string(),
-                    datastore,
-                    uptime_seconds: status.uptime.as_secs(),
-                    running_commit_id: status.running_commit_id,
-                    confirm_deadline_unix_ms: unix_ms(status.confirm_deadline),
-                    sessions: status.sessions as u32,
-                    chip: status.chip,
-                    manual_modes: status
-                        .manual_modes
-                        .into_iter()
-                        .map(|(unit, mode)| UnitMode {
-                            unit,
-                            mode: mode.as_str().to_string(),
-                        })
-                        .collect(),
-                    open_sessions: status
-                        .open_sessions
-                        .into_iter()
-                        .map(|s| SessionSummary {
-                            session: s.id,
-                            yours: s.holder == caller.holder,
-                            user: s.user,
-                            idle_seconds: s.idle.as_secs(),
-                            uncommitted: s.uncommitted,
-                            from: s.from,
-                            age_seconds: s.age.as_secs(),
-                        })
-                        .collect(),
+        let status = self.ask("Status", (&caller, 0), R::Status).await?;
+        ok(StatusReply {
+            daemon_version: env!("CARGO_PKG_VERSION").to_string(),
+            datastore,
+            uptime_seconds: status.uptime.as_secs(),
+            running_commit_id: status.running_commit_id,
+            confirm_deadline_unix_ms: unix_ms(status.confirm_deadline),
+            sessions: status.sessions as u32,
+            chip: status.chip,
+            manual_modes: status
+                .manual_modes
+                .into_iter()
+                .map(|(unit, mode)| UnitMode {
+                    unit,
+                    mode: mode.as_str().to_string(),
                 })
-            })
-            .await?;
-        ok(reply)
+                .collect(),
+            open_sessions: status
+                .open_sessions
+                .into_iter()
+                .map(|s| SessionSummary {
+                    session: s.id,
+                    yours: s.holder == caller.holder,
+                    user: s.user,
+                    idle_seconds: s.idle.as_secs(),
+                    uncommitted: s.uncommitted,
+                    from: s.from,
+                    age_seconds: s.age.as_secs(),
+                })
+                .collect(),
+        })
     }
 
     type OpenSessionStream = NoticeStream;
@@ -98,11 +94,11 @@ impl Management for Service {
             admin: caller.is_admin(),
         };
         let session = self
-            .run("OpenSession", move |s| ds(s.open_session(&opener)))
+            .ask_done("OpenSession", (&caller, 0), |to| R::OpenSession(opener, to))
             .await?;
         let (owner, audit, role) = (self.owner.clone(), self.audit.clone(), caller.role);
         let close = move |why: String| async move {
-            let closed = owner.call(move |s| s.close_session(session)).await;
+            let closed = owner.ask(|to| R::CloseSession(session, to)).await;
             if let Ok(Some(info)) = closed {
                 let why = format!("{why}{}", dropped(&info));
                 audit.record(session_record(&info, role, &why));
@@ -122,8 +118,8 @@ impl Management for Service {
         let caller = self.allow(&request, &Asked::CloseSession).await?;
         let session = request.into_inner().session;
         let closed = self
-            .run_in(&caller, "CloseSession", session, move |s| {
-                Ok(s.close_session(session))
+            .ask("CloseSession", (&caller, session), |to| {
+                R::CloseSession(session, to)
             })
             .await?;
         self.held.end(session, Ending::Quietly);
@@ -139,11 +135,11 @@ impl Management for Service {
         let asked = Asked::Logout { session };
         let caller = self.allow(&request, &asked).await?;
         let closed = self
-            .run("Logout", move |s| {
-                s.close_session(session)
-                    .ok_or_else(|| status(DatastoreError::UnknownSession(session)))
-            })
-            .await;
+            .ask("Logout", (&caller, 0), |to| R::CloseSession(session, to))
+            .await
+            .and_then(|closed| {
+                closed.ok_or_else(|| status(DatastoreError::UnknownSession(session)))
+            });
         let closed = self.audited(&caller, asked.describe(), closed, |info| {
             format!(
                 "closed the session of {} ({}){}",
@@ -173,8 +169,8 @@ impl Management for Service {
         let caller = self.allow(&request, &asked).await?;
         let EditLinesRequest { session, lines } = request.into_inner();
         let outcome = self
-            .run_in(&caller, "EditLines", session, move |s| {
-                ds(s.edit_lines(session, &lines))
+            .ask_done("EditLines", (&caller, session), |to| {
+                R::EditLines(session, lines, to)
             })
             .await?;
         ok(EditReply {
@@ -201,24 +197,31 @@ impl Management for Service {
         };
         let format = known("format", request.format, &LOAD_FORMATS, Format::as_str_name)?;
         let content = request.content;
-        self.run_in(&caller, "Load", session, move |s| match format {
-            Format::Set => ds(s.load_lines(session, mode, &content)).map(lines_applied),
+        let reader = (&caller, session);
+        let reply = match format {
+            Format::Set => self
+                .ask_done("Load", reader, |to| {
+                    R::LoadLines(session, mode, content, to)
+                })
+                .await
+                .map(lines_applied)?,
             _ => {
-                let outcome = ds(s.load_json(session, mode, &content))?;
-                Ok(EditReply {
+                let outcome = self
+                    .ask_done("Load", reader, |to| R::LoadJson(session, mode, content, to))
+                    .await?;
+                EditReply {
                     incomplete: outcome.incomplete.into_iter().map(problem).collect(),
                     ..EditReply::default()
-                })
+                }
             }
-        })
-        .await
-        .map(Response::new)
+        };
+        ok(reply)
     }
 
     async fn discard(&self, request: Request<SessionRef>) -> Result<Response<Empty>, Status> {
         let caller = self.allow(&request, &Asked::Discard).await?;
         let session = request.into_inner().session;
-        self.run_in(&caller, "Discard", session, move |s| ds(s.discard(session)))
+        self.ask_done("Discard", (&caller, session), |to| R::Discard(session, to))
             .await?;
         ok(Empty {})
     }
@@ -232,8 +235,8 @@ impl Management for Service {
         };
         let caller = self.allow(&request, &asked).await?;
         let RollbackRequest { session, index } = request.into_inner();
-        self.run_in(&caller, "Rollback", session, move |s| {
-            ds(s.rollback(session, index as usize))
+        self.ask_done("Rollback", (&caller, session), |to| {
+            R::Rollback(session, index as usize, to)
         })
         .await?;
         ok(EditReply::default())
@@ -257,8 +260,8 @@ impl Management for Service {
             ));
         }
         let ((base, base_inactive), (candidate, inactive)) = self
-            .run_in(&caller, "Compare", session, move |s| {
-                ds(s.compared(session, rollback, compared))
+            .ask_done("Compare", (&caller, session), |to| {
+                R::Compared(session, rollback, compared, to)
             })
             .await?;
         let schema = &self.schema;
@@ -306,7 +309,7 @@ impl Management for Service {
 
     async fn confirm(&self, request: Request<Empty>) -> Result<Response<ConfirmReply>, Status> {
         let caller = self.allow(&request, &Asked::Confirm).await?;
-        let id = self.run("Confirm", |s| ds(s.confirm())).await;
+        let id = self.ask_done("Confirm", (&caller, 0), R::Confirm).await;
         let id = self.audited(&caller, Asked::Confirm.describe(), id, |id| match id {
             Some(id) => format!("confirmed commit {id}"),
             None => "nothing waited for a confirmation".into(),
@@ -318,33 +321,31 @@ impl Management for Service {
 
     async fn save(&self, request: Request<Empty>) -> Result<Response<Empty>, Status> {
         let caller = self.allow(&request, &Asked::Save).await?;
-        let saved = self.run("Save", |s| ds(s.save())).await;
+        let saved = self.ask_done("Save", (&caller, 0), R::Save).await;
         self.audited(&caller, Asked::Save.describe(), saved, |()| "saved".into())?;
         ok(Empty {})
     }
 
     async fn history(&self, request: Request<Empty>) -> Result<Response<HistoryReply>, Status> {
-        self.allow(&request, &Asked::History).await?;
+        let caller = self.allow(&request, &Asked::History).await?;
         let commits = self
-            .run("History", |s| {
-                Ok(s.history()
-                    .into_iter()
-                    .map(|c| CommitInfo {
-                        index: c.index as u32,
-                        id: c.id,
-                        time: c.time,
-                        user: c.user,
-                        comment: c.comment.unwrap_or_default(),
-                        kind: serde_json::to_value(c.kind)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_string))
-                            .unwrap_or_default(),
-                        records: c.records as u32,
-                        pending_confirm: c.pending_confirm,
-                    })
-                    .collect())
+            .ask("History", (&caller, 0), R::History)
+            .await?
+            .into_iter()
+            .map(|c| CommitInfo {
+                index: c.index as u32,
+                id: c.id,
+                time: c.time,
+                user: c.user,
+                comment: c.comment.unwrap_or_default(),
+                kind: serde_json::to_value(c.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                records: c.records as u32,
+                pending_confirm: c.pending_confirm,
             })
-            .await?;
+            .collect();
         ok(HistoryReply { commits })
     }
 
@@ -352,10 +353,12 @@ impl Management for Service {
         &self,
         request: Request<CommitChangesRequest>,
     ) -> Result<Response<Lines>, Status> {
-        self.allow(&request, &Asked::CommitChanges).await?;
+        let caller = self.allow(&request, &Asked::CommitChanges).await?;
         let index = request.into_inner().index as usize;
         let changes = self
-            .run("CommitChanges", move |s| ds(s.commit_changes(index)))
+            .ask_done("CommitChanges", (&caller, 0), |to| {
+                R::CommitChanges(index, to)
+            })
             .await?;
         let lines = setlines::render_changes(&self.schema, &changes);
         ok(Lines { lines })
@@ -443,7 +446,7 @@ impl Management for Service {
         };
         let caller = self.allow(&request, &asked).await?;
         let request = request.into_inner();
-        let output = self.call_rpc(request).await;
+        let output = self.call_rpc(&caller, request).await;
         if !asked.operation().changes() {
             return output.map(Response::new);
         }
@@ -548,7 +551,7 @@ impl Management for Service {
             names: request.get_ref().names.clone(),
         };
         let caller = self.allow(&request, &asked).await?;
-        let cleared = self.clear(request.into_inner()).await;
+        let cleared = self.clear(&caller, request.into_inner()).await;
         self.audited(&caller, asked.describe(), cleared, |r| {
             format!("{} counted from zero", r.cleared.len())
         })

@@ -6,12 +6,15 @@ use tonic::Status;
 use super::Service;
 use super::accepted::{COUNTED, known};
 use crate::northbound::errors::bounded;
+use crate::owner::Request as R;
 use crate::owner::baselines::{self, ClearError};
+use efb_northbound::caller::Caller;
 
 impl Service {
     /// Takes baselines of the counters now, off the owner's thread (it reads the chip).
     pub(super) async fn clear(
         &self,
+        caller: &Caller,
         request: ClearStatisticsRequest,
     ) -> Result<ClearStatisticsReply, Status> {
         let counted = match known("what", request.what, &COUNTED, Counted::as_str_name)? {
@@ -19,7 +22,7 @@ impl Service {
             Counted::Flows => baselines::Counted::Flows,
         };
         let inputs = self
-            .run("ClearStatistics", |s| Ok(s.state_inputs()))
+            .ask("ClearStatistics", (caller, 0), R::StateInputs)
             .await?;
         let names = request.names;
         let cleared = tokio::task::spawn_blocking(move || inputs.clear_counters(counted, &names))
