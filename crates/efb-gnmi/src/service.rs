@@ -24,7 +24,7 @@ use crate::message::{
 };
 use crate::path::{Pattern, to_gnmi};
 use crate::set::SetState;
-use crate::set_audit::{describe_set, record_set};
+use crate::set_audit::{asked, record_set};
 use crate::subscribe::Subscriptions;
 use efb_northbound::budget::Spend;
 use efb_northbound::caller::Caller;
@@ -191,7 +191,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
     async fn set(&self, request: Request<SetRequest>) -> Result<Response<SetResponse>, Status> {
         let caller = self.caller(&request).await?;
         let span = info_span!("gnmi", rpc = "Set", user = %caller.name, role = caller.role_name());
-        let what = describe_set(request.get_ref());
+        let asked = asked(request.get_ref());
         let result = match crate::openconfig::refuse_set(request.get_ref()) {
             Ok(()) => crate::set::set(&self.set, &caller, request.into_inner())
                 .instrument(span)
@@ -199,7 +199,7 @@ impl gnmi::g_nmi_server::GNmi for GnmiService {
                 .map_err(errors::bounded),
             Err(refused) => Err(refused),
         };
-        record_set(&self.config.audit, &caller, what, &result);
+        record_set(&self.config.audit, &caller, &asked, &result);
         result
     }
 

@@ -1,55 +1,34 @@
-//! A gNMI Set in the audit: what it asked, in a line, and how it ended. The audit itself
-//! (records, sinks, bounds) is the northbound's, shared with the management API.
+//! A gNMI Set as the audit's one request ([`efb_northbound::request::Request::Set`]): its
+//! operations and paths in gNMI's words. The wording of the record and the record itself
+//! are the northbound's, shared with the management API.
 
 use std::fmt::Write as _;
 
-use efb_northbound::audit::{Audit, Kind, Record, now_ms, refusal};
+use efb_northbound::audit::Audit;
 use efb_northbound::caller::Caller;
+use efb_northbound::request::Request as Asked;
 use gnmi_proto::gnmi::{Path, SetRequest};
 use tonic::Status;
 
-/// Records a Set by `caller`: `what` from [`describe_set`], and how it ended.
-pub fn record_set<T>(audit: &Audit, caller: &Caller, what: String, result: &Result<T, Status>) {
-    audit.record(Record {
-        time_ms: now_ms(),
-        user: caller.name.clone(),
-        role: caller.role,
-        from: caller.from.clone(),
-        what,
-        accepted: result.is_ok(),
-        result: match result {
-            Ok(_) => "committed".to_string(),
-            Err(status) => refusal(status),
-        },
-        // A refused Set is filed as an access by the audit itself.
-        kind: Kind::Change,
-    });
+/// Records a Set by `caller` ([`asked`]) and how it ended.
+pub fn record_set<T>(audit: &Audit, caller: &Caller, asked: &Asked, result: &Result<T, Status>) {
+    let result = result.as_ref().map(|_| "committed".to_string());
+    audit.request(caller, asked, result);
 }
 
-/// A Set in a line: its operations and the paths they name (the first few).
-pub fn describe_set(request: &SetRequest) -> String {
+/// A Set as the audit's request: each delete, replace and update with its path.
+pub fn asked(request: &SetRequest) -> Asked {
     let prefix = request.prefix.as_ref();
-    let mut parts: Vec<String> = Vec::new();
-    parts.extend(request.delete.iter().map(|p| text("delete", prefix, p)));
+    let mut operations: Vec<String> = Vec::new();
+    operations.extend(request.delete.iter().map(|p| text("delete", prefix, p)));
     for (op, updates) in [("replace", &request.replace), ("update", &request.update)] {
-        parts.extend(
+        operations.extend(
             updates
                 .iter()
                 .map(|u| text(op, prefix, u.path.as_ref().unwrap_or(&Path::default()))),
         );
     }
-    let total = parts.len();
-    let mut what = format!(
-        "Set: {}",
-        parts.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
-    );
-    if total > 5 {
-        let _ = write!(what, " and {} more", total - 5);
-    }
-    if total == 0 {
-        what.push_str("nothing");
-    }
-    what
+    Asked::Set { operations }
 }
 
 fn text(op: &str, prefix: Option<&Path>, path: &Path) -> String {
@@ -74,7 +53,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use efb_northbound::audit::Sink;
+    use efb_northbound::audit::{Kind, Record, Sink};
     use efb_northbound::auth::Role;
     use gnmi_proto::gnmi::{PathElem, Update};
     use std::sync::{Arc, Mutex};
@@ -115,10 +94,10 @@ mod tests {
             ..SetRequest::default()
         };
         assert_eq!(
-            describe_set(&request),
+            asked(&request).describe(),
             "Set: delete /ports/port[name=p1], update /ecofilter-balancer"
         );
-        assert_eq!(describe_set(&SetRequest::default()), "Set: nothing");
+        assert_eq!(asked(&SetRequest::default()).describe(), "Set: nothing");
     }
 
     /// A user of the users file logged in to gNMI, as the service makes its caller.
@@ -138,12 +117,10 @@ mod tests {
         let audit = Audit::new(kept.clone());
         let caller = gnmi_caller("ada", Role::Viewer, Some("10.0.0.1:5000".parse().unwrap()));
         let refused: Result<(), Status> = Err(Status::permission_denied("no\nmore"));
-        record_set(
-            &audit,
-            &caller,
-            format!("Set: {}\x1b", "x".repeat(1000)),
-            &refused,
-        );
+        let long = Asked::Set {
+            operations: vec![format!("update /{}\x1b", "x".repeat(150)); 4],
+        };
+        record_set(&audit, &caller, &long, &refused);
         let records = kept.0.lock().unwrap();
         assert_eq!(records.len(), 1);
         let r = &records[0];
@@ -159,8 +136,11 @@ mod tests {
         let audit = Audit::new(kept.clone());
         let caller = gnmi_caller("admin", Role::Admin, None);
         let invalid: Result<(), Status> = Err(Status::invalid_argument("no such leaf"));
-        record_set(&audit, &caller, "Set: update /x".into(), &invalid);
-        record_set(&audit, &caller, "Set: update /y".into(), &Ok(()));
+        let set = |path: &str| Asked::Set {
+            operations: vec![format!("update {path}")],
+        };
+        record_set(&audit, &caller, &set("/x"), &invalid);
+        record_set(&audit, &caller, &set("/y"), &Ok(()));
         let kinds: Vec<Kind> = kept.0.lock().unwrap().iter().map(|r| r.kind).collect();
         assert_eq!(kinds, [Kind::Access, Kind::Change]);
     }

@@ -11,6 +11,8 @@ use tonic::Status;
 use tracing::{info, warn};
 
 use crate::auth::Role;
+use crate::caller::Caller;
+use crate::request::{Kind as RequestKind, Request};
 
 /// What the audit keeps of one request.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -69,6 +71,31 @@ const MAX_TEXT: usize = 400;
 impl Audit {
     pub fn new(sink: Arc<dyn Sink>) -> Audit {
         Audit(Some(sink))
+    }
+
+    /// Records what `caller` asked: accepted with the words of its result, or refused
+    /// with its status. Filed as a change (a refusal is filed as an access).
+    pub fn request(&self, caller: &Caller, asked: &Request, result: Result<String, &Status>) {
+        self.by(caller, asked.describe(), result);
+    }
+
+    /// Records a request of `kind` refused for the caller's role before its body was read.
+    pub fn refused_early(&self, caller: &Caller, kind: RequestKind, refused: &Status) {
+        let what = format!("{} (refused before its body was read)", kind.words());
+        self.by(caller, what, Err(refused));
+    }
+
+    fn by(&self, caller: &Caller, what: String, result: Result<String, &Status>) {
+        self.record(Record {
+            time_ms: now_ms(),
+            user: caller.name.clone(),
+            role: caller.role,
+            from: caller.from.clone(),
+            what,
+            accepted: result.is_ok(),
+            result: result.unwrap_or_else(refusal),
+            kind: Kind::Change,
+        });
     }
 
     /// Records one request: logged (info accepted, warn refused) and kept. A refusal is

@@ -67,16 +67,7 @@ impl<P: Protocol> Judge for RoleJudge<P> {
         if let Err(denied) = access::may(caller.role, kind.operation()) {
             let message = denied.message(&caller.name) + &self.protocol.hint(&caller);
             let refused = Status::permission_denied(message);
-            self.audit.record(Record {
-                time_ms: audit::now_ms(),
-                user: caller.name.clone(),
-                role: caller.role,
-                from: caller.from.clone(),
-                what: format!("{} (refused before its body was read)", kind.words()),
-                accepted: false,
-                result: audit::refusal(&refused),
-                kind: audit::Kind::Access,
-            });
+            self.audit.refused_early(&caller, kind, &refused);
             return Err(refused);
         }
         Ok(Admitted {

@@ -95,6 +95,10 @@ pub enum Request {
         counters: Counters,
         names: Vec<String>,
     },
+    /// gNMI: edits committed at once, each its operation and path ("delete /ports/port[name=p1]").
+    Set {
+        operations: Vec<String>,
+    },
 }
 
 /// Names a `clear ... statistics` lists in its audit record before it says how many.
@@ -136,6 +140,7 @@ impl Request {
             Request::RecentEvents => Kind::RecentEvents,
             Request::WatchEvents => Kind::WatchEvents,
             Request::ClearStatistics { .. } => Kind::ClearStatistics,
+            Request::Set { .. } => Kind::Set,
         }
     }
 
@@ -154,6 +159,7 @@ impl Request {
                 format!("call {rpc} {}", first_line(input))
             }
             Request::ClearStatistics { counters, names } => describe_clear(*counters, names),
+            Request::Set { operations } => describe_set(operations),
             other => other.kind().words().to_string(),
         }
     }
@@ -184,6 +190,25 @@ fn describe_clear(counters: Counters, names: &[String]) -> String {
     }
     if names.len() > LISTED_NAMES {
         what += &format!(" ... ({} names)", names.len());
+    }
+    what
+}
+
+/// Operations a Set lists in its audit record before it says how many more.
+const LISTED_OPERATIONS: usize = 5;
+
+fn describe_set(operations: &[String]) -> String {
+    if operations.is_empty() {
+        return "Set: nothing".to_string();
+    }
+    let listed: Vec<String> = operations
+        .iter()
+        .take(LISTED_OPERATIONS)
+        .map(|o| first_line(o))
+        .collect();
+    let mut what = format!("Set: {}", listed.join(", "));
+    if operations.len() > LISTED_OPERATIONS {
+        what += &format!(" and {} more", operations.len() - LISTED_OPERATIONS);
     }
     what
 }

@@ -44,14 +44,17 @@ fn one_of_each() -> Vec<Request> {
             counters: Counters::Flows,
             names: vec![],
         },
+        Request::Set {
+            operations: vec!["delete /ports".into()],
+        },
     ]
 }
 
 #[test]
 fn every_kind_has_a_request_and_no_request_needs_less_than_its_kind() {
     let requests = one_of_each();
-    // gNMI's requests are judged by their kind alone (a Set's audit line is efb-gnmi's).
-    let bodiless = [Kind::Capabilities, Kind::Subscribe, Kind::Set];
+    // gNMI's reads are judged by their kind alone and audited only when refused.
+    let bodiless = [Kind::Capabilities, Kind::Subscribe];
     for kind in Kind::ALL.into_iter().filter(|k| !bodiless.contains(k)) {
         assert!(
             requests.iter().any(|r| r.kind() == kind),
@@ -157,4 +160,15 @@ fn the_audit_names_a_request_in_the_shells_words_and_cuts_what_clients_sent() {
         "{clear}"
     );
     assert!(clear.ends_with(" f19 ... (25 names)"), "{clear}");
+    let set = |n: usize| Request::Set {
+        operations: (0..n)
+            .map(|i| format!("update /ports/port[name=p{i}]"))
+            .collect(),
+    };
+    assert_eq!(set(0).describe(), "Set: nothing");
+    assert_eq!(
+        set(2).describe(),
+        "Set: update /ports/port[name=p0], update /ports/port[name=p1]"
+    );
+    assert!(set(7).describe().ends_with("[name=p4] and 2 more"));
 }

@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use efb_datastore::{DatastoreError, SessionId};
 use efb_mgmt_proto::v1::*;
 use efb_northbound::access;
-use efb_northbound::audit::{self, Audit, Kind, Record};
+use efb_northbound::audit::Audit;
 use efb_northbound::request::Request as Asked;
 use efb_yang::Schema;
 use tonic::{Request, Response, Status};
@@ -104,34 +104,19 @@ impl Service {
         };
         let message = denied.message(&caller.name) + &self.callers.hint(caller);
         let refused = Status::permission_denied(message);
-        self.record(caller, asked.describe(), Err(&refused));
+        self.audit.request(caller, asked, Err(&refused));
         Err(refused)
-    }
-
-    /// Audits a request of `caller`: what it asked, and how it ended. Filed as a change;
-    /// the audit files a refusal as an access, whatever was asked.
-    fn record(&self, caller: &Caller, what: String, result: Result<String, &Status>) {
-        self.audit.record(Record {
-            time_ms: audit::now_ms(),
-            user: caller.name.clone(),
-            role: caller.role,
-            from: caller.from.clone(),
-            what,
-            accepted: result.is_ok(),
-            result: result.unwrap_or_else(audit::refusal),
-            kind: Kind::Change,
-        });
     }
 
     /// Audits a change: accepted with `done` of its result, or refused.
     fn audited<R>(
         &self,
         caller: &Caller,
-        what: String,
+        asked: &Asked,
         result: Result<R, Status>,
         done: impl FnOnce(&R) -> String,
     ) -> Result<R, Status> {
-        self.record(caller, what, result.as_ref().map(done));
+        self.audit.request(caller, asked, result.as_ref().map(done));
         result
     }
 

@@ -140,7 +140,7 @@ impl Management for Service {
             .and_then(|closed| {
                 closed.ok_or_else(|| status(DatastoreError::UnknownSession(session)))
             });
-        let closed = self.audited(&caller, asked.describe(), closed, |info| {
+        let closed = self.audited(&caller, &asked, closed, |info| {
             format!(
                 "closed the session of {} ({}){}",
                 info.user,
@@ -300,7 +300,7 @@ impl Management for Service {
         let caller = self.allow(&request, &asked).await?;
         let request = request.into_inner();
         let reply = self.commit_reply(&caller, request).await;
-        self.audited(&caller, asked.describe(), reply, |r| match r.commit_id {
+        self.audited(&caller, &asked, reply, |r| match r.commit_id {
             0 => format!("{} changes, nothing committed", r.changes),
             id => format!("commit {id}, {} changes", r.changes),
         })
@@ -310,7 +310,7 @@ impl Management for Service {
     async fn confirm(&self, request: Request<Empty>) -> Result<Response<ConfirmReply>, Status> {
         let caller = self.allow(&request, &Asked::Confirm).await?;
         let id = self.ask_done("Confirm", (&caller, 0), R::Confirm).await;
-        let id = self.audited(&caller, Asked::Confirm.describe(), id, |id| match id {
+        let id = self.audited(&caller, &Asked::Confirm, id, |id| match id {
             Some(id) => format!("confirmed commit {id}"),
             None => "nothing waited for a confirmation".into(),
         })?;
@@ -322,7 +322,7 @@ impl Management for Service {
     async fn save(&self, request: Request<Empty>) -> Result<Response<Empty>, Status> {
         let caller = self.allow(&request, &Asked::Save).await?;
         let saved = self.ask_done("Save", (&caller, 0), R::Save).await;
-        self.audited(&caller, Asked::Save.describe(), saved, |()| "saved".into())?;
+        self.audited(&caller, &Asked::Save, saved, |()| "saved".into())?;
         ok(Empty {})
     }
 
@@ -450,7 +450,7 @@ impl Management for Service {
         if !asked.operation().changes() {
             return output.map(Response::new);
         }
-        self.audited(&caller, asked.describe(), output, |_| "done".into())
+        self.audited(&caller, &asked, output, |_| "done".into())
             .map(Response::new)
     }
 
@@ -552,7 +552,7 @@ impl Management for Service {
         };
         let caller = self.allow(&request, &asked).await?;
         let cleared = self.clear(&caller, request.into_inner()).await;
-        self.audited(&caller, asked.describe(), cleared, |r| {
+        self.audited(&caller, &asked, cleared, |r| {
             format!("{} counted from zero", r.cleared.len())
         })
         .map(Response::new)

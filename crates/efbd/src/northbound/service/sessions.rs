@@ -32,11 +32,8 @@ impl Service {
                 efb_datastore::MAX_USER_CHARS
             )));
         }
-        self.record(
-            caller,
-            as_user.describe(),
-            Ok(format!("recorded as {user}")),
-        );
+        let recorded = format!("recorded as {user}");
+        self.audit.request(caller, &as_user, Ok(recorded));
         Ok(user)
     }
 
