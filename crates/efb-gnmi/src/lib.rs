@@ -19,7 +19,6 @@ pub mod decode;
 pub mod defaults;
 pub mod encode;
 pub mod errors;
-mod gate;
 mod message;
 mod openconfig;
 pub mod path;
@@ -124,14 +123,13 @@ pub async fn serve(
     );
     let mut until = stopped.clone();
     let mut grace = stopped.clone();
-    let gate = Arc::new(gate::Gate::new(backend));
     let door = door(&config)?;
     let (reflection, reflection_alpha) = reflection()?;
     // Reflection tells only what the public protos tell, but its requests cost memory like
     // any other: behind the same login and budget.
     let judge = Arc::new(judge(config.clone()));
     let server = builder
-        .add_service(service(gate.clone(), &config, stopped, &door))
+        .add_service(service(backend, &config, stopped, &door))
         .add_service(guard::Guard::new(reflection, judge.clone(), door.clone()))
         .add_service(guard::Guard::new(reflection_alpha, judge, door))
         .serve_with_incoming_shutdown(incoming, async move {
@@ -146,9 +144,9 @@ pub async fn serve(
             tokio::time::sleep(SHUTDOWN_GRACE).await;
         } => tracing::warn!("gNMI clients still connected after {SHUTDOWN_GRACE:?}: closed"),
     }
-    // A connection a client keeps open may outlive the server for a moment: it must not
-    // keep the daemon's configuration owner alive.
-    gate.close();
+    // A connection a client keeps open may outlive the server for a moment, and with it
+    // the backend: the daemon stops what the backend reaches (efbd its configuration
+    // owner, which then refuses as UNAVAILABLE), not the server.
     Ok(())
 }
 

@@ -135,6 +135,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         probing = Some((task, driver.clone()));
     }
     let (owner, owner_thread) = Owner::start(state).context("starting the configuration owner")?;
+    let stopper = owner.clone();
     let (stop, stopped) = watch::channel(false);
     if let Some(driver) = &driver {
         efbd::chip::links::watch(driver, owner.clone(), stopped.clone());
@@ -301,8 +302,10 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
     if let Some(probing) = probing {
         probing.await.context("the liveness task panicked")?;
     }
-    // The servers and liveness (and with them every handle on the owner) are gone: the
-    // owner drains and stops.
+    // The servers and liveness are gone; a connection a client kept open may still hold a
+    // handle on the owner: it is told to stop, and answers UNAVAILABLE after.
+    let _ = stopper.tell(Request::Stop);
+    drop(stopper);
     tokio::task::block_in_place(|| owner_thread.join())
         .map_err(|_| anyhow::anyhow!("the configuration owner panicked"))?;
     if let Some(driver) = driver {

@@ -67,6 +67,8 @@ pub struct OwnerState {
     told_warnings: HashSet<Problem>,
     /// The running configuration's balancing hash.
     running_hash: RunningHash,
+    /// Asked to stop ([`Request::Stop`]).
+    stopping: bool,
 }
 
 /// The balancing hash of one running configuration: the commit event, the state tree and
@@ -134,6 +136,7 @@ impl OwnerState {
             instruments: Instruments::default(),
             told_warnings: HashSet::new(),
             running_hash,
+            stopping: false,
         }
     }
 
@@ -572,6 +575,9 @@ fn run(mut state: OwnerState, requests: mpsc::Receiver<Request>) {
             Err(RecvTimeoutError::Disconnected) => break,
         }
         state.publish_if_changed();
+        if state.stopping {
+            break;
+        }
     }
     info!("configuration owner stopped");
 }

@@ -91,6 +91,9 @@ pub enum Request {
     PortsChanged(BTreeMap<u32, bool>),
     /// Pair liveness changes, applied in the order they came. No answer.
     LivenessChanged(Verdicts),
+    /// efbd stops: what was asked before is handled, then the owner stops, whatever
+    /// handles a client's connection still holds (they are answered [`super::OwnerGone`]).
+    Stop,
 }
 
 /// Who asks, for [`Request::Client`].
@@ -184,6 +187,7 @@ impl OwnerState {
             Request::Snapshot(to) => answer(to, self.latest.clone()),
             Request::PortsChanged(up) => self.ports_changed(&up),
             Request::LivenessChanged(verdicts) => self.liveness_changed(verdicts),
+            Request::Stop => self.stopping = true,
         }
     }
 
