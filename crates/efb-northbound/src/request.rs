@@ -318,6 +318,36 @@ impl Kind {
         matches!(self, Kind::EditLines | Kind::Load | Kind::Set)
     }
 
+    /// Its method in the management API (`proto/efb/mgmt/v1/mgmt.proto`), which the
+    /// judge admits by it; none for gNMI's own.
+    pub fn management_method(self) -> Option<&'static str> {
+        Some(match self {
+            Kind::Hello => "Hello",
+            Kind::Status => "Status",
+            Kind::OpenSession => "OpenSession",
+            Kind::CloseSession => "CloseSession",
+            Kind::Logout => "Logout",
+            Kind::EditLines => "EditLines",
+            Kind::Load => "Load",
+            Kind::Discard => "Discard",
+            Kind::Rollback => "Rollback",
+            Kind::Compare => "Compare",
+            Kind::Commit => "Commit",
+            Kind::Confirm => "Confirm",
+            Kind::Save => "Save",
+            Kind::History => "History",
+            Kind::CommitChanges => "CommitChanges",
+            Kind::Show => "Get",
+            Kind::ListKeys => "ListKeys",
+            Kind::Call => "Call",
+            Kind::Audit => "Audit",
+            Kind::RecentEvents => "RecentEvents",
+            Kind::WatchEvents => "WatchEvents",
+            Kind::ClearStatistics => "ClearStatistics",
+            Kind::Capabilities | Kind::Subscribe | Kind::Set => return None,
+        })
+    }
+
     /// The shell's words for it: what the audit says of a request refused before its body
     /// was read, and of one whose body adds nothing.
     pub fn words(self) -> &'static str {
