@@ -45,6 +45,36 @@ fn wait_for_line(log: &Path, what: &str, found: impl Fn(&Value) -> bool) -> Valu
     );
 }
 
+/// A boot that loads a configuration (here the factory default) is a commit of efbd's own:
+/// evented like a client's, with its origin, and listed by `show log commit`.
+#[test]
+fn a_boot_that_loads_a_configuration_is_a_commit_of_efbds_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("efbd.log");
+    let site = repo().join("examples/one-filter-site.json");
+    let site = site.to_str().unwrap();
+    let daemon = Daemon::start_logging(
+        &dir.path().join("datastore"),
+        &["--factory-default", site, "--log-format", "json"],
+        &log,
+    );
+    let boot = wait_for_line(&log, "boot commit event", |l| l["event"] == "commit");
+    assert_eq!(boot["origin"], "boot", "{boot}");
+    assert_eq!(boot["user"], "system", "{boot}");
+    assert_eq!(boot["id"], 1, "{boot}");
+    assert!(
+        boot["comment"]
+            .as_str()
+            .unwrap()
+            .starts_with("boot: factory default"),
+        "{boot}"
+    );
+    assert!(boot["changes"].as_u64().unwrap() > 10, "{boot}");
+    let (_, shown, _) = daemon.cli(&["-c", "show log commit"], "");
+    assert!(shown.contains("id=1 user=system origin=boot"), "{shown}");
+    assert!(daemon.stop());
+}
+
 #[test]
 fn the_json_log_has_one_object_a_line_with_the_fields_of_commits_and_liveness_changes() {
     let dir = tempfile::tempdir().unwrap();

@@ -266,6 +266,7 @@ fn prometheus_sees_commits_by_origin_a_dead_pair_and_the_target_s_ports() {
     prometheus.wait_value(&commits("shell", "refused"), 1.0);
     prometheus.wait_value(&commits("gnmi", "ok"), 1.0);
     prometheus.wait_value(&commits("cancel", "ok"), 0.0);
+    prometheus.wait_value(&commits("boot", "ok"), 0.0);
     prometheus.wait_value("efb_commit_duration_seconds_count", 5.0);
     prometheus.wait_value("efb_gnmi_subscriptions", 1.0);
     prometheus.wait_value("efb_gnmi_connections", 1.0);

@@ -53,6 +53,20 @@ pub struct Datastore {
     southbound: Box<dyn Southbound>,
     /// Told how long each validation of a candidate took (metrics).
     on_validated: Option<ValidationObserver>,
+    /// The commits made while opening, until the owner takes them.
+    opened: Vec<Opened>,
+}
+
+/// A commit the datastore made as it opened, before any client or chip was there: the boot
+/// configuration, or the rollback of a `commit confirmed` whose time ran out while nothing
+/// ran. Its owner publishes it as it publishes every commit ([`Datastore::take_opened`]).
+pub struct Opened {
+    /// [`CommitKind::Boot`] or [`CommitKind::ConfirmTimeout`].
+    pub kind: CommitKind,
+    pub outcome: CommitOutcome,
+    pub took: Duration,
+    /// The unconfirmed commit a rollback undid.
+    pub undone: Option<u64>,
 }
 
 /// Called with the time each validation took.
@@ -86,17 +100,45 @@ impl Datastore {
             southbound: Box::new(NoChip),
             store,
             on_validated: None,
+            opened: Vec::new(),
         };
         ds.reload_history()?;
         let same_boot = ds.store.boot_id()?.as_deref() == Some(boot_id.as_str());
         ds.adopt_running(tree)?;
         ds.running.inactive = ds.store.running_inactive(&schema)?;
         if last.is_none() || !same_boot {
-            ds.boot(&options)?;
+            let started = Instant::now();
+            let outcome = ds.boot(&options)?;
             ds.store.set_boot_id(&boot_id)?;
+            ds.opened(CommitKind::Boot, outcome, started, None);
         }
-        ds.expire_pending_confirm(SystemTime::now())?;
+        let undone = ds.pending.as_ref().map(|p| p.commit_id);
+        let started = Instant::now();
+        if let Some(outcome) = ds.expire_pending_confirm(SystemTime::now())? {
+            ds.opened(CommitKind::ConfirmTimeout, outcome, started, undone);
+        }
         Ok(ds)
+    }
+
+    fn opened(
+        &mut self,
+        kind: CommitKind,
+        outcome: CommitOutcome,
+        started: Instant,
+        undone: Option<u64>,
+    ) {
+        self.opened.push(Opened {
+            kind,
+            outcome,
+            took: started.elapsed(),
+            undone,
+        });
+    }
+
+    /// The commits made while opening (the boot, a rollback of a `commit confirmed` that
+    /// ran out of time while nothing ran), once: the owner publishes them.
+    pub fn take_opened(&mut self) -> Vec<Opened> {
+        std::mem::take(&mut self.opened)
     }
 
     /// Replaces the southbound (the chip driver) that every commit must get past.
@@ -169,7 +211,7 @@ impl Datastore {
     }
 
     /// Start-up: running becomes startup (or the factory default) as a commit of its own.
-    fn boot(&mut self, options: &OpenOptions) -> Result<(), DatastoreError> {
+    fn boot(&mut self, options: &OpenOptions) -> Result<CommitOutcome, DatastoreError> {
         let inactive = self.store.startup_inactive(self.schema())?;
         let (tree, source) = match self.startup()? {
             Some(tree) => (tree, "startup configuration".to_string()),
@@ -198,7 +240,7 @@ impl Datastore {
             },
         );
         self.close_session(session);
-        outcome.map(|_| ())
+        outcome
     }
 
     fn reload_history(&mut self) -> Result<(), DatastoreError> {

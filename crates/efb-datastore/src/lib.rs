@@ -18,7 +18,7 @@ mod southbound;
 mod store;
 mod types;
 
-pub use datastore::{Datastore, HISTORY_LENGTH, ValidationObserver};
+pub use datastore::{Datastore, HISTORY_LENGTH, Opened, ValidationObserver};
 pub use error::{DatastoreError, ErrorKind, SessionLimit};
 pub use limits::{
     DEFAULT_CONFIRM_TIMEOUT, MAX_COMMENT_CHARS, MAX_CONFIRM_TIMEOUT, MAX_USER_CHARS, check_comment,

@@ -378,9 +378,16 @@ fn commit_confirmed_rolls_back_after_a_restart() {
         // efbd dies here, before anyone confirms.
     };
     std::thread::sleep(Duration::from_millis(400));
-    let ds = open(dir.path(), "boot-1");
+    let mut ds = open(dir.path(), "boot-1");
     assert_eq!(text(&ds, &ds.running().tree), before);
     assert_eq!(ds.history()[0].kind, CommitKind::ConfirmTimeout);
+    // Handed to the owner once, to publish like the timer's rollback, naming what it undid.
+    let opened = ds.take_opened();
+    let kinds: Vec<CommitKind> = opened.iter().map(|o| o.kind).collect();
+    assert_eq!(kinds, [CommitKind::ConfirmTimeout]);
+    assert_eq!(opened[0].undone, Some(ds.history()[1].id));
+    assert_eq!(opened[0].outcome.commit_id, Some(ds.history()[0].id));
+    assert!(ds.take_opened().is_empty());
 }
 
 #[test]

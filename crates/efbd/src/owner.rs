@@ -14,8 +14,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use efb_balancing::{BypassMode, LiveState};
 use efb_datastore::{
-    CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, Running, SessionId, SessionInfo,
-    SessionLimits, Written,
+    CommitKind, CommitOutcome, CommitRequest, Datastore, DatastoreError, Edit, Opened, Running,
+    SessionId, SessionInfo, SessionLimits, Written,
 };
 use efb_liveness::PairState;
 use efb_model::Config;
@@ -234,7 +234,7 @@ impl OwnerState {
             Candidate::BeforeUnconfirmed => self.datastore.cancel_pending_confirm(),
         };
         if !check_only && !matches!(result, Ok(None)) {
-            self.count_commit(origin, started, result.as_ref().err());
+            self.count_commit(origin, started.elapsed(), result.as_ref().err());
         }
         self.published(&result, origin, undone.unwrap_or(0));
         result
@@ -352,10 +352,27 @@ impl OwnerState {
 
 /// The events of commits: one per new running configuration, and the chip's refusals.
 impl OwnerState {
-    /// A commit from `origin` started at `started` is done, refused with `error` or not.
-    fn count_commit(&self, origin: Origin, started: Instant, error: Option<&DatastoreError>) {
-        self.instruments
-            .commit_finished(origin, error, started.elapsed());
+    /// A commit from `origin` that `took` so long is done, refused with `error` or not.
+    fn count_commit(&self, origin: Origin, took: Duration, error: Option<&DatastoreError>) {
+        self.instruments.commit_finished(origin, error, took);
+    }
+
+    /// The commits the datastore made as it opened (the boot, a rollback of a `commit
+    /// confirmed` whose time ran out while efbd was stopped), counted and evented like any
+    /// other, once the metrics, the chip and liveness are attached. The chip gets their
+    /// configuration from the driver's reconcile with running when it connects.
+    fn publish_opened(&mut self) {
+        // A boot with nothing to load (no startup, no factory default) committed nothing.
+        let made = |o: &Opened| o.outcome.commit_id.is_some();
+        for opened in self.datastore.take_opened().into_iter().filter(made) {
+            let origin = match opened.kind {
+                CommitKind::ConfirmTimeout => Origin::ConfirmTimeout,
+                _ => Origin::Boot,
+            };
+            self.count_commit(origin, opened.took, None);
+            let undone = opened.undone.unwrap_or(0);
+            self.published(&Ok(Some(opened.outcome)), origin, undone);
+        }
     }
 
     /// What a commit from `origin` did, told once for every origin: the chip's refusal,
@@ -368,7 +385,7 @@ impl OwnerState {
         undone: u64,
     ) {
         let during = match origin {
-            Origin::Shell | Origin::Gnmi => "commit",
+            Origin::Shell | Origin::Gnmi | Origin::Boot => "commit",
             Origin::Cancel => "rollback",
             Origin::ConfirmTimeout => "confirm timeout",
         };
@@ -380,7 +397,7 @@ impl OwnerState {
             return;
         };
         let event = match origin {
-            Origin::Shell | Origin::Gnmi => Event::Commit(commit),
+            Origin::Shell | Origin::Gnmi | Origin::Boot => Event::Commit(commit),
             // Only gNMI cancels.
             Origin::Cancel => Event::Rollback(Rollback {
                 id: commit.id,
@@ -564,6 +581,7 @@ impl Owner {
 }
 
 fn run(mut state: OwnerState, requests: mpsc::Receiver<Request>) {
+    state.publish_opened();
     loop {
         let next = match until_confirm_deadline(&state) {
             Some(wait) => requests.recv_timeout(wait),

@@ -34,15 +34,18 @@ pub enum Origin {
     ConfirmTimeout,
     /// gNMI's cancel of a pending `commit confirmed`: rolled back at once.
     Cancel,
+    /// efbd itself, loading startup (or the factory default) at start-up.
+    Boot,
 }
 
 impl Origin {
     /// Every origin, in declaration order (metrics keep a series for each from the start).
-    pub const ALL: [Origin; 4] = [
+    pub const ALL: [Origin; 5] = [
         Origin::Shell,
         Origin::Gnmi,
         Origin::ConfirmTimeout,
         Origin::Cancel,
+        Origin::Boot,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +54,7 @@ impl Origin {
             Origin::Gnmi => "gnmi",
             Origin::ConfirmTimeout => "confirm-timeout",
             Origin::Cancel => "cancel",
+            Origin::Boot => "boot",
         }
     }
 }

@@ -49,8 +49,8 @@ impl Collector for Commits {
         let mut metric = encoder.encode_descriptor(
             "efb_commits",
             "Commits by origin (shell: the management API; gnmi; confirm_timeout and cancel: \
-             rollbacks of a commit confirmed) and result (ok, refused, failed); commit checks \
-             are not commits.",
+             rollbacks of a commit confirmed; boot: startup or the factory default loaded at \
+             start-up) and result (ok, refused, failed); commit checks are not commits.",
             None,
             MetricType::Counter,
         )?;
@@ -183,6 +183,7 @@ mod tests {
     fn commits_count_by_origin_and_result_from_zero() {
         let instruments = Instruments::new();
         instruments.commit_finished(Origin::Gnmi, None, Duration::from_millis(3));
+        instruments.commit_finished(Origin::Boot, None, Duration::from_millis(9));
         let refused = DatastoreError::Refused("too long".into());
         instruments.commit_finished(Origin::Shell, Some(&refused), Duration::from_millis(1));
         let storage = DatastoreError::Storage("disk".into());
@@ -196,7 +197,8 @@ mod tests {
             "efb_commits_total{origin=\"shell\",result=\"refused\"} 1",
             "efb_commits_total{origin=\"shell\",result=\"failed\"} 1",
             "efb_commits_total{origin=\"confirm_timeout\",result=\"ok\"} 0",
-            "efb_commit_duration_seconds_count 3",
+            "efb_commits_total{origin=\"boot\",result=\"ok\"} 1",
+            "efb_commit_duration_seconds_count 4",
             "efb_validation_duration_seconds_count 1",
         ] {
             assert!(text.contains(line), "{line} missing from:\n{text}");
