@@ -347,3 +347,40 @@ fn every_source_file_a_page_names_is_there() {
         missing.join("\n")
     );
 }
+
+/// Each recipe of "Where things go" ends with the files it touches and how many: the count
+/// it states is the count of files it lists, and each is in the repository, so a recipe
+/// cannot say two files where the code takes three.
+#[test]
+fn each_recipe_of_where_things_go_lists_as_many_files_as_it_says() {
+    let page = read(&docs().join("contributing.md"));
+    let section = page
+        .split("## Where things go")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("contributing.md has a Where things go section");
+    let recipes: Vec<&str> = section
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|p| p.starts_with("**"))
+        .collect();
+    assert!(recipes.len() >= 6, "{} recipes found", recipes.len());
+    for recipe in recipes {
+        let title = recipe.split("**").nth(1).unwrap_or(recipe);
+        let touches = recipe
+            .split("Touches:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{title}: no \"Touches:\" list"));
+        let listed: BTreeSet<String> = named_files(touches).into_iter().map(|(_, f)| f).collect();
+        let stated: usize = touches
+            .rsplit('(')
+            .next()
+            .and_then(|count| count.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{title}: no \"(N files)\" after its list"));
+        assert_eq!(listed.len(), stated, "{title}: lists {listed:?}");
+        for file in &listed {
+            assert!(repo().join(file).exists(), "{title}: {file} is not there");
+        }
+    }
+}
