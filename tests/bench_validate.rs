@@ -9,7 +9,8 @@
 //! configuration and runs the rules of MODEL.md, and prints a report. Time is wall-clock
 //! from spawn to exit; memory is the process's peak resident set (VmHWM, read every 2 ms
 //! while it runs); efbd's are the time of `load override` and `commit` from the shell, its
-//! peak resident set and its resident set once the commit is done.
+//! peak resident set and its resident set once the commit is done (and efbd idle for a
+//! second).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -79,8 +80,10 @@ fn efbd_commit(dir: &Path, file: &Path) -> Committed {
     let started = Instant::now();
     daemon.commit_file(file);
     let time = started.elapsed();
-    // Freed parse trees go back on libyang's reaper thread: let it finish.
-    std::thread::sleep(Duration::from_millis(500));
+    // Freed parse trees go back on libyang's reaper thread, and efbd gives its free memory
+    // back once idle for a second (efbd::process::memory): the resident set an operator
+    // sees after that.
+    std::thread::sleep(Duration::from_millis(1500));
     let committed = Committed {
         time,
         peak_kib: peak_resident_kib(daemon.pid()),

@@ -39,7 +39,7 @@ use tracing::{info, warn};
 const SNAPSHOT_QUEUE: usize = 1024;
 
 fn main() -> ExitCode {
-    return_large_buffers();
+    efbd::process::memory::return_large_buffers();
     let flags = Flags::parse();
     let settings = match Settings::from_flags(&flags) {
         Ok(settings) => settings,
@@ -73,19 +73,6 @@ fn main() -> ExitCode {
             eprintln!("efbd: {e:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Requests' bodies and replies of a few hundred KiB to many MiB come and go with clients.
-/// glibc raises its mmap threshold to the largest block freed (up to 32 MiB), after which
-/// such buffers come from the heap and their pages stay with efbd once freed. A fixed
-/// threshold keeps them mapped on their own, unmapped when freed: after the attacks of
-/// tests/hostile_memory.rs, 89 MiB resident where it was 127 MiB.
-fn return_large_buffers() {
-    const THRESHOLD: libc::c_int = 128 * 1024;
-    // SAFETY: mallopt only sets a parameter of the allocator; called before any thread.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, THRESHOLD);
     }
 }
 

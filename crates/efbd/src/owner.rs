@@ -22,11 +22,12 @@ use efb_model::Config;
 use efb_northbound::published::{Pending, Snapshot};
 use efb_yang::{Problem, Schema};
 use tokio::sync::broadcast;
-use tracing::{error, info};
+use tracing::{debug, error, info};
 
 use crate::chip::liveness::Liveness;
 use crate::chip::{self, CountersToRead};
 use crate::owner::baselines::Baselines;
+use crate::process::memory;
 use crate::record::events::{self, ConfirmTimeout, Event, Events, Origin, Rollback};
 use crate::state::StateInputs;
 use crate::state::instruments::Instruments;
@@ -582,14 +583,29 @@ impl Owner {
 
 fn run(mut state: OwnerState, requests: mpsc::Receiver<Request>) {
     state.publish_opened();
+    // When to give free memory back: once idle for a while after a request.
+    let mut give_back: Option<Instant> = None;
     loop {
-        let next = match until_confirm_deadline(&state) {
+        let wake = [until_confirm_deadline(&state), give_back.map(until)];
+        let next = match wake.into_iter().flatten().min() {
             Some(wait) => requests.recv_timeout(wait),
             None => requests.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match next {
-            Ok(request) => state.handle(request),
-            Err(RecvTimeoutError::Timeout) => state.expire_confirmed_commit(),
+            Ok(request) => {
+                state.handle(request);
+                give_back = Some(Instant::now() + memory::IDLE_BEFORE_GIVING_BACK);
+            }
+            Err(RecvTimeoutError::Timeout)
+                if until_confirm_deadline(&state).is_some_and(|w| w.is_zero()) =>
+            {
+                state.expire_confirmed_commit();
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                give_back = None;
+                let free = memory::give_back_free();
+                debug!(free_mib = free >> 20, "idle: free memory given back");
+            }
             Err(RecvTimeoutError::Disconnected) => break,
         }
         state.publish_if_changed();
@@ -598,6 +614,10 @@ fn run(mut state: OwnerState, requests: mpsc::Receiver<Request>) {
         }
     }
     info!("configuration owner stopped");
+}
+
+fn until(instant: Instant) -> Duration {
+    instant.saturating_duration_since(Instant::now())
 }
 
 fn until_confirm_deadline(state: &OwnerState) -> Option<Duration> {
