@@ -595,7 +595,6 @@ impl Datastore {
             .southbound
             .apply(&self.running, &next, request.offline)
             .map_err(DatastoreError::Southbound)?;
-        let entry = self.history_entry(&user, kind, &request, &next);
         // A second `commit confirmed` extends the wait; the rollback still goes back to
         // before the first unconfirmed commit.
         let pending = request.confirm_timeout.map(|timeout| PendingConfirm {
@@ -606,7 +605,14 @@ impl Datastore {
                 .map_or(next.commit_id, |p| p.since_commit_id),
             deadline_ms: millis(SystemTime::now() + timeout),
         });
-        if let Err(e) = self.persist(&entry, pending.as_ref()) {
+        // The digest every commit's reply and event tell is worked out beside the writing
+        // (0.4 s of a 100 000-flow commit, on the other core).
+        let persisted = std::thread::scope(|s| {
+            s.spawn(|| outcome.digest());
+            let entry = self.history_entry(&user, kind, &request, &next);
+            self.persist(&entry, pending.as_ref())
+        });
+        if let Err(e) = persisted {
             // Disk refused: put the chip back as running still is.
             if let Err(undo) = self.southbound.apply(&next, &self.running, true) {
                 warn!(%undo, "could not restore the chip after a failed commit");

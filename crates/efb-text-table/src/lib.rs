@@ -116,22 +116,60 @@ pub fn unsafe_char(c: char) -> bool {
 /// Orders names as people count: `p2` before `p10`, `p9-0` before `p10-0`. Runs of digits
 /// compare by value, the rest by character; names equal that way fall back to plain order.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    let (mut x, mut y) = (runs(a), runs(b));
-    loop {
-        match (x.next(), y.next()) {
-            (None, None) => return a.cmp(b),
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(p), Some(q)) => {
-                let order = match (number(p), number(q)) {
-                    (Some(m), Some(n)) => m.cmp(&n),
-                    _ => p.cmp(q),
-                };
-                if order != Ordering::Equal {
-                    return order;
-                }
-            }
+    NaturalKey::of(a).cmp(&NaturalKey::of(b))
+}
+
+/// A name as [`natural_cmp`] orders it, worked out once: what a sort of many names keeps
+/// per name (`sort_by_cached_key`) instead of splitting both names at every comparison.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NaturalKey<'a> {
+    runs: Vec<Run<'a>>,
+    /// Names equal run by run (`p01`, `p1`) fall back to plain order.
+    name: &'a str,
+}
+
+impl<'a> NaturalKey<'a> {
+    pub fn of(name: &'a str) -> NaturalKey<'a> {
+        NaturalKey {
+            runs: runs(name)
+                .map(|text| Run {
+                    text,
+                    number: number(text),
+                })
+                .collect(),
+            name,
         }
+    }
+}
+
+/// A run of digits or of anything else: two numbers compare by value (`01` is `1`),
+/// anything else by character.
+#[derive(Clone, Debug)]
+struct Run<'a> {
+    text: &'a str,
+    number: Option<u128>,
+}
+
+impl Ord for Run<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self.number, other.number) {
+            (Some(m), Some(n)) => m.cmp(&n),
+            _ => self.text.cmp(other.text),
+        }
+    }
+}
+
+impl PartialEq for Run<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Run<'_> {}
+
+impl PartialOrd for Run<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -218,6 +256,7 @@ mod tests {
         let mut names = vec![
             "p10-0", "p2", "p9-1", "p1", "p9-0", "p10", "link", "p02", "ef10", "ef9",
         ];
+        let mut cached = names.clone();
         names.sort_by(|a, b| natural_cmp(a, b));
         assert_eq!(
             names,
@@ -225,6 +264,13 @@ mod tests {
                 "ef9", "ef10", "link", "p1", "p02", "p2", "p9-0", "p9-1", "p10", "p10-0"
             ]
         );
+        // The key a sort keeps per name orders them alike; a run of text that ends where
+        // another goes on comes first, whatever follows it ("ab1" before "ab!").
+        cached.sort_by_cached_key(|name| NaturalKey::of(name));
+        assert_eq!(cached, names);
+        let mut prefixes = vec!["ab1", "ab!", "ab"];
+        prefixes.sort_by_cached_key(|name| NaturalKey::of(name));
+        assert_eq!(prefixes, ["ab", "ab1", "ab!"]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! curly-brace form `show configuration` prints; an entry added or removed whole is shown
 //! whole. Walked from both trees side by side, so that a removed entry shows what it held.
 
-use crate::diff::{holds_default, natural_keys};
+use crate::diff::{holds_default, natural_key};
 use crate::schema::{JsonKind, Schema, SchemaId};
 use crate::setlines::quote_word;
 use crate::tree::{Child, DataTree, Inner, Keys, LeafList, List, Value};
@@ -118,7 +118,7 @@ impl Render<'_> {
         let mut keys: Vec<&Keys> = old.keys().filter(|k| new.get(k).is_none()).collect();
         keys.extend(new.keys());
         if !self.schema.node(id).user_ordered {
-            keys.sort_by(|a, b| natural_keys(&a[..], &b[..]));
+            keys.sort_by_cached_key(|keys| natural_key(keys));
         }
         for key in keys {
             match (old.get(key), new.get(key)) {
@@ -152,7 +152,7 @@ impl Render<'_> {
             Child::List(list) => {
                 let mut entries: Vec<(&Keys, &Inner)> = list.iter().collect();
                 if !self.schema.node(id).user_ordered {
-                    entries.sort_by(|a, b| natural_keys(&a.0[..], &b.0[..]));
+                    entries.sort_by_cached_key(|(keys, _)| natural_key(keys));
                 }
                 for (key, entry) in entries {
                     self.entry(sign, depth, id, key, entry);

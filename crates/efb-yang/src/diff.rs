@@ -4,6 +4,7 @@
 //!   each top-level container) that must be stored again. Both skip shared subtrees, so
 //!   their cost follows the size of the change, not of the configuration.
 
+use efb_text_table::NaturalKey;
 use std::collections::BTreeMap;
 
 use crate::path::{DataPath, Segment};
@@ -67,7 +68,7 @@ fn is_leaf_list_item(schema: &Schema, path: &DataPath) -> bool {
 
 /// Path-level changes from `old` to `new`: deletes first, then creates and sets, each in
 /// schema order; entries of a list the system orders (and items of such a leaf-list) as
-/// people count them, `p2` before `p10` ([`natural_keys`]), those of a user-ordered one
+/// people count them, `p2` before `p10` ([`natural_key`]), those of a user-ordered one
 /// in its order. What people read (`show | compare`, `| display set`, set-line files) is
 /// in the order `show` lists.
 pub fn diff(schema: &Schema, old: &DataTree, new: &DataTree) -> Vec<Change> {
@@ -270,7 +271,7 @@ impl<'a, O: Out> Walk<'a, O> {
             Child::List(list) => {
                 let mut entries: Vec<(&Keys, &Inner)> = list.iter().collect();
                 if list.order().is_none() {
-                    entries.sort_by(|a, b| natural_keys(a.0, b.0));
+                    entries.sort_by_cached_key(|(keys, _)| natural_key(keys));
                 }
                 for (keys, entry) in entries {
                     self.created_entry(keys, entry);
@@ -320,7 +321,7 @@ impl<'a, O: Out> Walk<'a, O> {
             return self.user_ordered_list(old, new);
         }
         let mut items: Vec<_> = old.entries().diff(new.entries()).collect();
-        items.sort_by(|a, b| natural_keys(diff_keys(a), diff_keys(b)));
+        items.sort_by_cached_key(|item| natural_key(diff_keys(item)));
         for item in items {
             match item {
                 imbl::ordmap::DiffItem::Add(keys, entry) => self.created_entry(keys, entry),
@@ -375,15 +376,12 @@ impl<'a, O: Out> Walk<'a, O> {
     }
 }
 
-/// The order people count list entries in: key by key, `p2` before `p10`, `p9-0` before
-/// `p10-0` (the shell's `show` lists and every diff follow it; the tree itself keeps keys
-/// in byte order, which the balancing and the records depend on).
-pub fn natural_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| efb_text_table::natural_cmp(x.as_str(), y.as_str()))
-        .find(|o| o.is_ne())
-        .unwrap_or_else(|| a.len().cmp(&b.len()))
+/// The order people count list entries in, as a sort key worked out once per entry (a sort
+/// of 100 000 entries compares them about 1.7 million times): key by key, `p2` before
+/// `p10`, `p9-0` before `p10-0` (the shell's `show` lists and every diff follow it; the tree
+/// itself keeps keys in byte order, which the balancing and the records depend on).
+pub fn natural_key(keys: &[Value]) -> Vec<NaturalKey<'_>> {
+    keys.iter().map(|k| NaturalKey::of(k.as_str())).collect()
 }
 
 fn diff_keys<'a>(item: &imbl::ordmap::DiffItem<'a, 'a, Keys, Inner>) -> &'a Keys {

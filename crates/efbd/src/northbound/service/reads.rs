@@ -96,7 +96,7 @@ pub(super) fn list_keys(
         .filter(|key| key.starts_with(prefix))
         .collect();
     let total = keys.len() as u64;
-    keys.sort_by(|a, b| efb_text_table::natural_cmp(a, b));
+    keys.sort_by_cached_key(|key| efb_text_table::NaturalKey::of(key));
     keys.truncate(limit);
     ListKeysReply {
         keys: keys.into_iter().map(str::to_string).collect(),
