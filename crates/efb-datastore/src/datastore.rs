@@ -110,17 +110,17 @@ impl Datastore {
             let started = Instant::now();
             let outcome = ds.boot(&options)?;
             ds.store.set_boot_id(&boot_id)?;
-            ds.opened(CommitKind::Boot, outcome, started, None);
+            ds.keep_opened(CommitKind::Boot, outcome, started, None);
         }
         let undone = ds.pending.as_ref().map(|p| p.commit_id);
         let started = Instant::now();
         if let Some(outcome) = ds.expire_pending_confirm(SystemTime::now())? {
-            ds.opened(CommitKind::ConfirmTimeout, outcome, started, undone);
+            ds.keep_opened(CommitKind::ConfirmTimeout, outcome, started, undone);
         }
         Ok(ds)
     }
 
-    fn opened(
+    fn keep_opened(
         &mut self,
         kind: CommitKind,
         outcome: CommitOutcome,

@@ -198,8 +198,8 @@ pub enum Candidate {
 
 /// Commits: the shell's, gNMI's, and the rollbacks of an unconfirmed `commit confirmed`.
 impl OwnerState {
-    /// A client's commit or check, through `funnel`. Warnings are told once.
-    fn commit_once(
+    /// A client's commit or check through `funnel`, its warnings told once.
+    fn client_commit(
         &mut self,
         origin: Origin,
         candidate: Candidate,

@@ -219,7 +219,7 @@ impl OwnerState {
         } else {
             String::new()
         };
-        let outcome = self.commit_once(commit.origin, commit.candidate, commit.request)?;
+        let outcome = self.client_commit(commit.origin, commit.candidate, commit.request)?;
         let (moves, hashes) = if told {
             let moves = self.bucket_moves(&outcome);
             (moves, self.config_hashes(before, &outcome))
