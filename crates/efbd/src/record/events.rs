@@ -14,6 +14,18 @@ use efb_chip::ChipError;
 use serde::Serialize;
 use tracing::{error, info, warn};
 
+/// Logs the same fields at INFO when `good` (something back to normal is news), at WARN
+/// otherwise.
+macro_rules! info_or_warn {
+    ($good:expr, $($fields:tt)+) => {
+        if $good {
+            info!($($fields)+)
+        } else {
+            warn!($($fields)+)
+        }
+    };
+}
+
 /// Events kept when the settings do not say (`log.recent_events`).
 pub const DEFAULT_RECENT: usize = 1000;
 
@@ -278,64 +290,41 @@ impl Event {
 
     /// A link back up is news; one going down is a warning: it carries nothing.
     fn log_link(&self, e: &LinkStatus) {
-        macro_rules! link {
-            ($level:ident) => {
-                $level!(
-                    event = "link-status",
-                    link = e.link.as_str(),
-                    from = e.from.as_str(),
-                    to = e.to.as_str(),
-                    reason = e.reason.as_str(),
-                    "link status changed"
-                )
-            };
-        }
-        if e.to == "up" {
-            link!(info)
-        } else {
-            link!(warn)
-        }
+        info_or_warn!(
+            e.to == "up",
+            event = "link-status",
+            link = e.link.as_str(),
+            from = e.from.as_str(),
+            to = e.to.as_str(),
+            reason = e.reason.as_str(),
+            "link status changed"
+        );
     }
 
     /// A pair back up is news; one going down is a warning.
     fn log_liveness(&self, e: &Liveness) {
-        macro_rules! pair {
-            ($level:ident) => {
-                $level!(
-                    event = "liveness",
-                    unit = e.unit.as_str(),
-                    pair = e.pair.as_str(),
-                    from = e.from.as_str(),
-                    to = e.to.as_str(),
-                    reason = e.reason.as_str(),
-                    "pair liveness changed"
-                )
-            };
-        }
-        if e.to == "up" {
-            pair!(info)
-        } else {
-            pair!(warn)
-        }
+        info_or_warn!(
+            e.to == "up",
+            event = "liveness",
+            unit = e.unit.as_str(),
+            pair = e.pair.as_str(),
+            from = e.from.as_str(),
+            to = e.to.as_str(),
+            reason = e.reason.as_str(),
+            "pair liveness changed"
+        );
     }
 
+    /// The chip primary again is news; anything else a warning.
     fn log_connection(&self, e: &ChipConnection) {
-        macro_rules! connection {
-            ($level:ident) => {
-                $level!(
-                    event = "chip-connection",
-                    from = e.from.as_str(),
-                    to = e.to.as_str(),
-                    status = e.status.as_str(),
-                    "chip connection changed"
-                )
-            };
-        }
-        if e.to == "primary" {
-            connection!(info)
-        } else {
-            connection!(warn)
-        }
+        info_or_warn!(
+            e.to == "primary",
+            event = "chip-connection",
+            from = e.from.as_str(),
+            to = e.to.as_str(),
+            status = e.status.as_str(),
+            "chip connection changed"
+        );
     }
 }
 
