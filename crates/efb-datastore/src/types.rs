@@ -185,9 +185,9 @@ impl CommitOutcome {
         self.configs.as_ref().map(|(b, a)| (&**b, &**a))
     }
 
-    /// The changes in brief (count, summary, first [`DIGEST_LINES`] lines), worked out
-    /// when first asked for, in one walk: a commit of 100 000 new flows need not list
-    /// 700 000 changes nobody reads.
+    /// The changes in brief (count, summary, first [`DIGEST_LINES`] lines), in one walk: a
+    /// commit of 100 000 new flows need not list 700 000 changes nobody reads. A commit
+    /// works it out beside its writing; a check, when first asked for.
     pub fn digest(&self) -> &Digest {
         self.digest
             .get_or_init(|| digest::digest(&self.schema, &self.before, &self.after, DIGEST_LINES))

@@ -116,7 +116,9 @@ pub fn unsafe_char(c: char) -> bool {
 /// Orders names as people count: `p2` before `p10`, `p9-0` before `p10-0`. Runs of digits
 /// compare by value, the rest by character; names equal that way fall back to plain order.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    NaturalKey::of(a).cmp(&NaturalKey::of(b))
+    // Run by run as the key orders them, without collecting them: a table of 100 000
+    // rows is sorted with it.
+    Run::all(a).cmp(Run::all(b)).then_with(|| a.cmp(b))
 }
 
 /// A name as [`natural_cmp`] orders it, worked out once: what a sort of many names keeps
@@ -131,12 +133,7 @@ pub struct NaturalKey<'a> {
 impl<'a> NaturalKey<'a> {
     pub fn of(name: &'a str) -> NaturalKey<'a> {
         NaturalKey {
-            runs: runs(name)
-                .map(|text| Run {
-                    text,
-                    number: number(text),
-                })
-                .collect(),
+            runs: Run::all(name).collect(),
             name,
         }
     }
@@ -148,6 +145,16 @@ impl<'a> NaturalKey<'a> {
 struct Run<'a> {
     text: &'a str,
     number: Option<u128>,
+}
+
+impl<'a> Run<'a> {
+    /// The runs of `text`, in order.
+    fn all(text: &'a str) -> impl Iterator<Item = Run<'a>> {
+        runs(text).map(|text| Run {
+            text,
+            number: number(text),
+        })
+    }
 }
 
 impl Ord for Run<'_> {

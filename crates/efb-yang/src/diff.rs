@@ -135,7 +135,7 @@ impl Out for Collected {
 }
 
 /// The count of lines: an entry created with content is created by the content's lines
-/// (the rule of [`crate::setlines::change_count`], which looks at the next change among
+/// (the rule of [`crate::setlines::render_changes`], which looks at the next change among
 /// the creates and sets: the last entry created is kept until it comes).
 #[derive(Default)]
 pub(crate) struct Counted {

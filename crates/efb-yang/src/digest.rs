@@ -15,7 +15,8 @@ use crate::{Value, text};
 /// What a commit's reply says of its changes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Digest {
-    /// The lines `show | compare` lists ([`crate::setlines::change_count`]).
+    /// The lines `show | compare` lists ([`render_changes`] of the whole change): the one
+    /// count the shell, the audit, `show log` and the metrics say.
     pub count: usize,
     /// By list and by leaf outside lists: `ecofilter-balancer flow: 2 033 entries (1
     /// added, 2 032 changed)`.

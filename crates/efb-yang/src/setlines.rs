@@ -65,14 +65,6 @@ pub fn render_changes(schema: &Schema, changes: &[Change]) -> Vec<String> {
     lines
 }
 
-/// How many changes there are: the lines [`render_changes`] gives, counted without writing
-/// them. The one count the shell, the audit, `show log` and the metrics all say.
-pub fn change_count(changes: &[Change]) -> usize {
-    (0..changes.len())
-        .filter(|i| !created_by_its_content(changes, *i))
-        .count()
-}
-
 /// An entry whose content follows is created by the content's lines, not one of its own.
 fn created_by_its_content(changes: &[Change], i: usize) -> bool {
     let Some(Change::Create { path }) = changes.get(i) else {
