@@ -30,5 +30,5 @@ cargo test --quiet --doc --workspace
 efb_log "benchmarks build and run one quick round"
 EFB_BENCH_QUICK=1 cargo bench --workspace --profile dev --quiet
 
-efb_log "liveness soak: pairs die and return at 10 ms (down after 5) for ${EFB_SOAK_SECONDS:=60} s"
+efb_log "liveness soak: pairs die and return at 10 ms (down after 3, both cores kept busy) for ${EFB_SOAK_SECONDS:=60} s"
 EFB_SOAK_SECONDS="$EFB_SOAK_SECONDS" cargo test --quiet -p efb-tests --test liveness soak -- --ignored

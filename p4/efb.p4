@@ -14,9 +14,13 @@
  *     MAC: TPID 0x88B5, link id, core.
  *   pair port, tagged -> strip the tag -> the tag's link: LAN port if it came back by the
  *     pair's LAN side, WAN port if by its WAN side.
- *   pair port, EtherType 0x88B6 (keep-alive back from a filter) -> controller (packet-in
- *     with the ingress port and the arrival time), by the platform's CPU port.
- *   controller packet-out -> the port it names; keep-alives get their departure time.
+ *   pair port, EtherType 0x88B6 (keep-alive back from a filter) -> towards the CPU port,
+ *     recorded by egress in the keep-alive registers (newest round back, returns, time on
+ *     path, arrival), then dropped there, or to the controller (packet-in with the ingress
+ *     port and the arrival time) when the keep-alive asks for it.
+ *   controller packet-out -> the port it names, or every replica of the multicast group it
+ *     names (a keep-alive round: a copy out of each pair port of a unit); keep-alives get
+ *     the port they leave by and their departure time.
  *
  * Written for the chip, not for a software switch: no conditions inside actions (action
  * data and separate actions choose), no comparison of two variables, no arithmetic in the
@@ -34,6 +38,17 @@
 #define FLOWS_OTHER_SIZE 2048
 #define FRAME_CLASSES_SIZE 512
 #define BUCKETS_SIZE     262144
+/* One keep-alive register cell per device port a keep-alive leaves by (9 bits), and one
+ * per unit (its multicast group, 8 bits). */
+#define KEEPALIVE_CELLS  512
+#define KEEPALIVE_UNITS  256
+
+/* The balancing method before the controller sets one (the default action of table
+ * `balancing`). A compile-time choice so that p4testgen, which runs only the declared
+ * default of a keyless table, can be run once per method. */
+#ifndef EFB_DEFAULT_METHOD
+#define EFB_DEFAULT_METHOD hash_layer3
+#endif
 
 /* ---------------------------------------------------------------- constants */
 
@@ -176,12 +191,15 @@ header l4_ports_h {
     bit<16> dst_port;
 }
 
-/* Keep-alive payload (EtherType 0x88B6), built by the controller. */
+/* Keep-alive payload (EtherType 0x88B6), built by the controller. Sent to a multicast
+ * group (one packet-out a round), each copy gets the port it leaves by from egress: the
+ * port names the pair and the direction, and it is where the return is recorded. */
 header keepalive_h {
-    bit<8>  pair_id;
-    bit<8>  direction;   /* 0: sent out of the pair's LAN port, 1: out of its WAN port */
-    bit<32> seq;
+    bit<16> out_port;    /* the device port it left by: written at departure */
+    bit<32> seq;         /* the round */
     bit<64> tx_tstamp;   /* ns, chip clock: written at departure by this program */
+    bit<8>  flags;       /* bit 0: send the return to the controller as well */
+    bit<8>  unit_id;     /* the unit whose round it is (its multicast group) */
 }
 
 /* Controller headers: whole bytes, as the compiler and Stratum lay them out. */
@@ -193,7 +211,8 @@ header packet_in_h {
 
 @controller_header("packet_out")
 header packet_out_h {
-    bit<16> egress_port;
+    bit<16> egress_port;  /* a device port, when mcast_grp is 0 */
+    bit<16> mcast_grp;    /* a multicast group of the replication engine, or 0 */
 }
 
 /* Carried from ingress to egress on every frame, first: the egress parser always finds
@@ -201,7 +220,10 @@ header packet_out_h {
 header bridged_h {
     bit<1>  is_keepalive_out;
     bit<1>  check_length;
-    bit<6>  pad;
+    bit<1>  round;       /* a keep-alive round (a packet-out to a group): it enters its unit */
+    bit<1>  ka_return;   /* a keep-alive back from a filter: egress records it */
+    bit<1>  punted;      /* ... and the controller asked for it: packet_in follows */
+    bit<3>  pad;
     bit<16> ip_end;      /* bytes from the frame start to the end of the outer IP packet, plus the FCS */
 }
 
@@ -281,6 +303,15 @@ struct ig_metadata_t {
 
 struct eg_metadata_t {
     bit<16> ip_end_over;   /* how far the IP packet runs past the frame (0: it does not) */
+    /* Keep-alives: a return's register cell, time on path, how many rounds of its unit
+     * entered after its own, and the chip's clock in units of 1.024 us (wraps after 73
+     * minutes, beyond any interval). */
+    bit<9>  ka_cell;
+    bit<32> ka_path;
+    bit<32> ka_round;
+    bit<32> ka_behind;
+    bit<1>  ka_newer;
+    bit<32> ka_now;
 }
 
 /* ---------------------------------------------------------------- ingress parser */
@@ -772,7 +803,7 @@ control EfbIngress(inout headers_t hdr,
 
     table balancing {
         actions = { @defaultonly hash_layer3; @defaultonly hash_layer4; @defaultonly hash_dst_ip; }
-        default_action = hash_layer3();
+        default_action = EFB_DEFAULT_METHOD();
         size = 1;
     }
 
@@ -951,11 +982,30 @@ control EfbIngress(inout headers_t hdr,
         hdr.bridged.is_keepalive_out = 1;
     }
 
+    /* A keep-alive round: one packet-out, a copy out of every port of the group the
+     * controller keeps (each pair port of a unit); egress writes each copy's port. */
+    action replicate_packet_out() {
+        ig_tm_md.mcast_grp_a = hdr.packet_out.mcast_grp;
+        hdr.packet_out.setInvalid();
+        hdr.bridged.is_keepalive_out = 1;
+        hdr.bridged.round = 1;
+    }
+
+    /* A keep-alive back from a filter, not asked for by the controller: towards the CPU
+     * port, whose egress records it and drops it (the registers are egress's, which has
+     * stages to spare; ingress has none). */
+    action return_keepalive() {
+        ig_tm_md.ucast_egress_port = md.cpu_port;
+        hdr.bridged.ka_return = 1;
+    }
+
     /* A keep-alive back from a filter: to the controller with where and when it came.
      * Arrival on the parser's global clock, the clock egress stamps departures with
      * (the MAC's 1588 timestamp is a clock of its own). */
     action send_packet_in() {
         ig_tm_md.ucast_egress_port = md.cpu_port;
+        hdr.bridged.ka_return = 1;
+        hdr.bridged.punted = 1;
         hdr.packet_in.setValid();
         hdr.packet_in.ingress_port = (bit<16>)ig_intr_md.ingress_port;
         hdr.packet_in.rx_tstamp = ig_prsr_md.global_tstamp;
@@ -1006,6 +1056,9 @@ control EfbIngress(inout headers_t hdr,
         hdr.bridged.setValid();
         hdr.bridged.is_keepalive_out = 0;
         hdr.bridged.check_length = 0;
+        hdr.bridged.round = 0;
+        hdr.bridged.ka_return = 0;
+        hdr.bridged.punted = 0;
         hdr.bridged.pad = 0;
         hdr.bridged.ip_end = 0;
         md.drop = 0;
@@ -1084,11 +1137,13 @@ control EfbIngress(inout headers_t hdr,
         if (md.drop == 1) {
             /* unknown port or link: counted below */
         } else if (hdr.packet_out.isValid()) {
-            if (md.from_cpu == 1) {
-                send_packet_out();
-            } else {
+            if (md.from_cpu == 0) {
                 /* By the other board's CPU port number: not ours. */
                 mark_drop(DROP_PACKET_OUT_PORT);
+            } else if (hdr.packet_out.mcast_grp == 0) {
+                send_packet_out();
+            } else {
+                replicate_packet_out();
             }
         } else if (returning) {
             strip_tag();
@@ -1099,7 +1154,11 @@ control EfbIngress(inout headers_t hdr,
                 mark_drop(DROP_MALFORMED);
             } else if (hdr.keepalive.isValid()) {
                 platform.apply();
-                send_packet_in();
+                if (hdr.keepalive.flags[0:0] == 1) {
+                    send_packet_in();
+                } else {
+                    return_keepalive();
+                }
             } else {
                 mark_drop(DROP_FROM_FILTER_UNTAGGED);
             }
@@ -1175,10 +1234,19 @@ parser EfbEgressParser(packet_in pkt,
     state start {
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridged);
-        transition select(hdr.bridged.is_keepalive_out) {
-            1       : parse_keepalive_out;
-            default : accept;
+        transition select(hdr.bridged.is_keepalive_out, hdr.bridged.ka_return,
+                          hdr.bridged.punted) {
+            (1, _, _) : parse_keepalive_out;
+            (0, 1, 1) : parse_punted_return;
+            (0, 1, 0) : parse_keepalive_out;
+            default   : accept;
         }
+    }
+
+    /* A return the controller asked for: the packet-in header ingress put first. */
+    state parse_punted_return {
+        pkt.extract(hdr.packet_in);
+        transition parse_keepalive_out;
     }
 
     state parse_keepalive_out {
@@ -1219,11 +1287,86 @@ control EfbEgress(inout headers_t hdr,
         size = 1;
     }
 
+    /* ---- keep-alives, recorded per port they left by (the cell: a pair's LAN port for
+     * the direction out of it, its WAN port for the other) so that the controller reads
+     * them once a round instead of handling every return. The clock is the chip's: the
+     * global timestamp egress stamps departures with; 32 bits of nanoseconds (4.29 s) hold
+     * any time on path a round can wait for. */
+    Register<bit<32>, bit<9>>(KEEPALIVE_CELLS, 0) keepalive_seq;      /* newest round back */
+    Register<bit<32>, bit<9>>(KEEPALIVE_CELLS, 0) keepalive_returns;  /* rounds back, counted */
+    Register<bit<32>, bit<9>>(KEEPALIVE_CELLS, 0) keepalive_path;     /* its time on path, ns */
+    Register<bit<32>, bit<9>>(KEEPALIVE_CELLS, 0) keepalive_arrival;  /* when, in ka_now units */
+    /* Per unit: the newest round that entered (left) the chip. A round has until the next
+     * one enters (the controller sends the next one round-timeout after a round whose loss
+     * would take a pair down): a return after that is late, and not counted. */
+    Register<bit<32>, bit<8>>(KEEPALIVE_UNITS, 0) keepalive_rounds;
+
+    /* A return counts once, only while its round is its unit's newest, and only if it is
+     * newer than the last one counted: late, duplicated or overtaken, it is not a return. */
+    RegisterAction<bit<32>, bit<9>, bit<1>>(keepalive_seq) keepalive_newer = {
+        void apply(inout bit<32> newest, out bit<1> newer) {
+            newer = 0;
+            if (md.ka_behind == 0 && hdr.keepalive.seq > newest) {
+                newest = hdr.keepalive.seq;
+                newer = 1;
+            }
+        }
+    };
+    RegisterAction<bit<32>, bit<9>, bit<32>>(keepalive_returns) keepalive_count = {
+        void apply(inout bit<32> returns) { returns = returns + 1; }
+    };
+    RegisterAction<bit<32>, bit<9>, bit<32>>(keepalive_path) keepalive_path_write = {
+        void apply(inout bit<32> path) { path = md.ka_path; }
+    };
+    RegisterAction<bit<32>, bit<9>, bit<32>>(keepalive_arrival) keepalive_arrival_write = {
+        void apply(inout bit<32> arrival) { arrival = md.ka_now; }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(keepalive_rounds) keepalive_round_enter = {
+        void apply(inout bit<32> seq) { seq = hdr.keepalive.seq; }
+    };
+    RegisterAction<bit<32>, bit<8>, bit<32>>(keepalive_rounds) keepalive_round_read = {
+        void apply(inout bit<32> seq, out bit<32> newest) { newest = seq; }
+    };
+
+    action keepalive_cell() {
+        md.ka_cell = hdr.keepalive.out_port[8:0];
+        md.ka_path = eg_prsr_md.global_tstamp[31:0] - hdr.keepalive.tx_tstamp[31:0];
+        md.ka_now = eg_prsr_md.global_tstamp[41:10];
+    }
+
+    /* 0 when the return's round is still its unit's newest (a subtraction: the chip
+     * compares no two variables outside a register action). */
+    action keepalive_behind() { md.ka_behind = md.ka_round - hdr.keepalive.seq; }
+
+    /* Recorded, and not asked for by the controller: the return ends here. */
+    action consume_keepalive() { eg_dprsr_md.drop_ctl = 1; }
+
     apply {
-        if (hdr.keepalive.isValid()) {
-            /* The departure time on the chip's clock, so that time on path uses one
-             * clock (the arrival is stamped at ingress). */
+        if (hdr.bridged.ka_return == 1) {
+            /* Back from a filter (ingress sent it to the CPU port). */
+            keepalive_cell();
+            md.ka_round = keepalive_round_read.execute(hdr.keepalive.unit_id);
+            keepalive_behind();
+            md.ka_newer = keepalive_newer.execute(md.ka_cell);
+            if (md.ka_newer == 1) {
+                keepalive_count.execute(md.ka_cell);
+                keepalive_path_write.execute(md.ka_cell);
+                keepalive_arrival_write.execute(md.ka_cell);
+            }
+            if (hdr.bridged.punted == 0) {
+                consume_keepalive();
+            }
+        } else if (hdr.keepalive.isValid()) {
+            /* Leaving (a packet-out): the departure time on the chip's clock, so that
+             * time on path uses one clock, and the port it leaves by, which names the copy
+             * of a round (the replica's id would too, but p4testgen's Tofino model misplaces
+             * the egress metadata of a program that reads egress_rid). A round's copy also
+             * makes it its unit's newest. */
             hdr.keepalive.tx_tstamp = (bit<64>)eg_prsr_md.global_tstamp;
+            hdr.keepalive.out_port = (bit<16>)eg_intr_md.egress_port;
+            if (hdr.bridged.round == 1) {
+                keepalive_round_enter.execute(hdr.keepalive.unit_id);
+            }
         }
         /* Wrong lengths: an IP length past the frame (pkt_length counts the 4-byte FCS).
          * A saturating subtraction says by how much, without comparing two variables. */
@@ -1240,6 +1383,7 @@ control EfbEgressDeparser(packet_out pkt,
                           in eg_metadata_t md,
                           in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     apply {
+        pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.keepalive);
     }

@@ -1,10 +1,10 @@
 //! Liveness costs (release build, real efbd and efb-target): the CPU keep-alives take in
-//! efbd, and how long after liveness decides a pair is down the chip bypasses it. Prints
-//! figures: `cargo bench -p efb-tests --bench liveness`.
+//! efbd and in the chip's emulation, the packets through the CPU port, and how long after a
+//! filter dies the chip bypasses it. Prints figures: `cargo bench -p efb-tests --bench
+//! liveness`.
 //!
-//! 100 pairs cannot be cabled: the box has 128 filter-facing lanes at most, so the site is
-//! the largest possible, 63 pairs (one link on the first port's lanes), probed at 10/s and
-//! at the rate 100 pairs at 10/s would make (2 000 keep-alives/s).
+//! 100 pairs cannot be cabled: the box has 128 filter-facing lanes at most, so the largest
+//! site is 63 pairs (one link on the first port's lanes); 24 pairs is a mid-sized one.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -82,7 +82,7 @@ struct Running {
 
 fn start(interval_ms: u32, down_count: u32, shape: Shape) -> (Running, Vec<(String, String)>) {
     let dir = tempfile::tempdir().unwrap();
-    let target = Target::start(&["--capture-limit", "0"]);
+    let target = Target::start(&["--capture-limit", "0", "--metrics-listen", "127.0.0.1:0"]);
     let log = dir.path().join("efbd.log");
     let daemon = Daemon::start_logging(
         &dir.path().join("datastore"),
@@ -140,25 +140,53 @@ fn cpu_share(pid: u32, window: Duration) -> f64 {
     (cpu_time(pid) - before).as_secs_f64() / window.as_secs_f64()
 }
 
-fn keepalive_cpu(interval_ms: u32, window: Duration) {
-    let (mut run, pairs) = start(interval_ms, 3, LARGEST);
+/// A counter of the target's metrics (0 when it is not there).
+fn target_counter(address: &str, name: &str) -> u64 {
+    let (_, text) = efb_tests::http_get(address, "/metrics").expect("efb-target serves metrics");
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// What keep-alives cost with `pairs` pairs probed every `interval_ms`: efbd's and
+/// efb-target's CPU, the packets per second through the CPU port (packet-outs to the chip,
+/// packet-ins from it), and the control path's round trip (a round's packet-out to the read
+/// that found it taken in).
+fn keepalive_cpu(pairs: usize, interval_ms: u32, window: Duration) {
+    let shape = Shape { pairs, ..LARGEST };
+    let (mut run, pairs) = start(interval_ms, 3, shape);
     // Every pair probed and up (init counts as live too: wait for the first verdicts).
     std::thread::sleep(Duration::from_millis(200 + u64::from(interval_ms) * 5));
     wait(|| up_pairs(&mut run.client) == pairs.len());
     let metrics = run.daemon.metrics.clone().unwrap();
+    let chip = run.target.metrics.clone().unwrap();
+    let packets = || {
+        (
+            target_counter(&chip, "efb_target_packet_outs_total"),
+            target_counter(&chip, "efb_target_packet_ins_total"),
+        )
+    };
     let before = round_trips(&metrics);
+    let (outs, ins) = packets();
     let efbd = cpu_share(run.daemon.pid(), window);
     let target = cpu_share(run.target.pid(), window);
+    let (outs_after, ins_after) = packets();
     let during = round_trips(&metrics).since(&before);
-    let rate = pairs.len() as f64 * 2.0 * 1000.0 / f64::from(interval_ms);
+    // The CPU shares were measured one after the other: the packets over both windows.
+    let per_second = |n: u64| n as f64 / (2.0 * window.as_secs_f64());
     println!(
-        "{:<52} efbd {:>5.1} % of a core, efb-target {:>5.1} %; round trip p50 <= {}, p99 <= {} ({} keep-alives)",
-        format!(
-            "keep-alives, {} pairs every {interval_ms} ms ({rate:.0}/s)",
-            pairs.len()
-        ),
+        "{:<40} efbd {:>5.1} % of a core, efb-target {:>5.1} %; CPU port {:>6.0} packet-outs/s, {:>6.0} packet-ins/s; round trip p50 <= {}, p99 <= {} ({} rounds)",
+        format!("keep-alives, {} pairs every {interval_ms} ms", pairs.len()),
         efbd * 100.0,
         target * 100.0,
+        per_second(outs_after - outs),
+        per_second(ins_after - ins),
         during.quantile_bound(0.5),
         during.quantile_bound(0.99),
         during.count()
@@ -366,10 +394,11 @@ fn main() {
         Duration::from_secs(10)
     };
     idle_cpu(window);
-    keepalive_cpu(100, window);
+    keepalive_cpu(63, 10, window);
     if !quick {
-        keepalive_cpu(63, window);
-        keepalive_cpu(10, window);
+        keepalive_cpu(24, 10, window);
+        keepalive_cpu(63, 100, window);
+        keepalive_cpu(24, 100, window);
     }
     let rounds = if quick { 2 } else { 20 };
     let rebalanced = Shape {

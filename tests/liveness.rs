@@ -301,16 +301,16 @@ fn a_dead_filter_takes_its_pair_down_its_sessions_bypass_and_it_comes_back() {
     let killed_at = SystemTime::now();
     site.set_filter(0, true, 0.0);
     site.wait_pairs(|s| s[&dead] == "down", "the dead filter's pair down");
-    // Down at the verdict on the 4th lost round, judged round-timeout (5 ms) after it was
-    // sent: between 3 and 4 intervals after the kill, plus 5 ms (the first lost round is
-    // the first one sent after it), plus scheduling.
+    // Down at the verdict on the 4th lost round, closed by the next round round-timeout
+    // (5 ms) and 1 ms after it was sent: between 3 and 4 intervals after the kill, plus
+    // 6 ms (the first lost round is the first one sent after it), plus scheduling.
     let state = site.pair_state(&dead);
     let changed: SystemTime =
         humantime::parse_rfc3339(state["last-change"].as_str().unwrap()).unwrap();
     let took = changed.duration_since(killed_at).unwrap();
     assert!(
         took >= INTERVAL * (DOWN_COUNT - 1)
-            && took <= INTERVAL * DOWN_COUNT + Duration::from_millis(5 + 100),
+            && took <= INTERVAL * DOWN_COUNT + Duration::from_millis(6 + 100),
         "down {took:?} after the kill"
     );
     let others: Vec<String> = (1..8).map(|i| site.pair_name(i)).collect();
@@ -427,16 +427,39 @@ fn healthy_pairs_lose_no_round_at_the_shortest_interval() {
     );
 }
 
+/// Keeps both cores busy from another process while it lives: two shell loops that
+/// never sleep, as a busy box's other work would.
+struct CpuLoad(Vec<std::process::Child>);
+
+impl CpuLoad {
+    fn both_cores() -> CpuLoad {
+        let spin = || {
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .expect("a shell to keep a core busy")
+        };
+        CpuLoad(vec![spin(), spin()])
+    }
+}
+
+impl Drop for CpuLoad {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// The soak: at 10 ms with `rebalance` (a death moves the pair's 512 of 4 096 buckets,
 /// two writes: its bypass, then the buckets), pairs die and return one after the other for
-/// `EFB_SOAK_SECONDS` (120 by default), down after `EFB_SOAK_DOWN_COUNT` lost rounds (5 by
-/// default: 50 ms). What users rely on holds without exception: no pair but the dying one
-/// changes status, and the unit never leaves `active`. Rounds lost by healthy pairs are
-/// counted and printed; they must stay under 5 % (keep-alives systematically late would
-/// lose most). On this two-core machine, which also runs the emulated chip, a rebalance's
-/// compilation and writes can hold keep-alives up for more than 30 ms when the machine is
-/// slow: at 3 lost rounds (`EFB_SOAK_DOWN_COUNT=3`) a calm run holds, a slow one does not
-/// (README, liveness).
+/// `EFB_SOAK_SECONDS` (120 by default), down after `EFB_SOAK_DOWN_COUNT` lost rounds (3 by
+/// default: 30 ms), while another process keeps both cores busy. What users rely on holds
+/// without exception: no pair but the dying one changes status, the unit never leaves
+/// `active`, and healthy pairs lose no round at all. The chip times keep-alives and counts
+/// what comes back (efbd reads it once a round): neither a busy efbd nor a late read can
+/// lose a round (README, liveness).
 #[test]
 #[ignore = "a soak of EFB_SOAK_SECONDS (120 by default): ./test.sh runs it for 60 s"]
 fn soak_pairs_die_and_return_at_10_ms_and_no_other_pair_goes_down() {
@@ -447,7 +470,7 @@ fn soak_pairs_die_and_return_at_10_ms_and_no_other_pair_goes_down() {
     let down_count: u32 = std::env::var("EFB_SOAK_DOWN_COUNT")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(3);
     let mut site = Site::start(
         &format!(
             "set liveness profile standard interval 10 probes-down-count {down_count} probes-up-count 3\n\
@@ -455,6 +478,7 @@ fn soak_pairs_die_and_return_at_10_ms_and_no_other_pair_goes_down() {
         ),
         &[],
     );
+    let _load = CpuLoad::both_cores();
     let pairs = site.config.units["ef1"].pairs.len();
     let started = Instant::now();
     let mut deaths = 0;
@@ -489,11 +513,11 @@ fn soak_pairs_die_and_return_at_10_ms_and_no_other_pair_goes_down() {
     let elapsed = started.elapsed();
     let healthy_rounds = elapsed.as_millis() as u64 / 10 * (pairs as u64 - 1);
     eprintln!(
-        "soak: {deaths} deaths and returns in {elapsed:?}, no other pair went down; other pairs lost {lost_by_others} of about {healthy_rounds} rounds; slowest death seen {slowest_down:?}"
+        "soak: {deaths} deaths and returns in {elapsed:?} with both cores busy, no other pair went down; other pairs lost {lost_by_others} of about {healthy_rounds} rounds; slowest death seen {slowest_down:?}"
     );
     assert!(deaths >= pairs, "every pair died at least once");
-    assert!(
-        lost_by_others <= healthy_rounds / 20,
+    assert_eq!(
+        lost_by_others, 0,
         "healthy pairs lost {lost_by_others} of about {healthy_rounds} rounds"
     );
 }

@@ -1,5 +1,5 @@
 //! Writes the names of `p4/efb.p4` that code uses (`src/names.rs` includes them) from the
-//! compiler's P4Info, so that a table, action, field, counter or packet header the program
+//! compiler's P4Info, so that a table, action, field, counter, register or packet header the program
 //! does not have is a compile error, and a new one needs no hand-written name. Each name's
 //! doc comment says what the P4Info says of it (key, widths, size, parameters).
 
@@ -34,6 +34,7 @@ fn names(p4info: &text_format::Message) -> Result<String, Fail> {
         actions(p4info, &mut uses)?,
         fields(&uses)?,
         counters(p4info)?,
+        registers(p4info)?,
         packet_io(p4info)?,
     ];
     let mut code = String::from(
@@ -127,6 +128,25 @@ fn counters(p4info: &text_format::Message) -> Result<Module, Fail> {
             let (name, alias) = preamble(counter)?;
             module.add(alias, name, &format!("{what}."))?;
         }
+    }
+    Ok(module)
+}
+
+fn registers(p4info: &text_format::Message) -> Result<Module, Fail> {
+    let mut module = Module::new(
+        "registers",
+        "RegisterName",
+        "Registers (fully qualified names).",
+    );
+    for register in p4info.all("registers") {
+        let (name, alias) = preamble(register)?;
+        let bits = register
+            .message("type_spec")?
+            .message("bitstring")?
+            .message("bit")?
+            .scalar("bitwidth")?;
+        let size = register.scalar("size")?;
+        module.add(alias, name, &format!("{size} cells of bit<{bits}>."))?;
     }
     Ok(module)
 }

@@ -1,24 +1,37 @@
-//! The liveness state machine. Every `interval` each probed pair gets one round: a keep-alive
-//! out of each of its two ports. A round is judged when the next one starts: both came back,
-//! or it is lost. `probes-down-count` lost rounds in a row take the pair down,
-//! `probes-up-count` returned rounds in a row bring it up. The round whose loss would take the
-//! pair down is judged sooner, `round-timeout` after it was sent (judging it at the next round
-//! made a dead filter wait up to one more interval); the others keep the whole interval, since
-//! their verdict changes only the counts (at 5 ms, on two busy cores, a rebalance's writes held
-//! healthy pairs' round trips past the timeout about once in 100 000 rounds). A new pair is
-//! `init` (and takes traffic) until its first verdict; probing starts `initial-delay` after the
-//! pair starts being probed (efbd starting, the pair or its profile configured, its ports
-//! changed).
+//! The liveness state machine, judged on what the chip records. Every `interval` each probed
+//! unit gets one round: one keep-alive sent to the unit's multicast group, which the chip
+//! copies out of both ports of each of its pairs (p4/efb.p4). The chip counts a copy that
+//! comes back only while its round is still the unit's newest, so a round's deadline is the
+//! next round's entry into the chip, on the chip's clock. efbd reads the counts after each
+//! round it sends ([`Engine::wanted`], [`Engine::recorded`]) and judges every round an
+//! entered one has closed: a pair's round returned when both copies were counted, otherwise
+//! it is lost. A late read loses nothing, and a round the chip has not seen is not judged:
+//! if efbd stops sending, nothing is judged.
+//!
+//! `probes-down-count` lost rounds in a row take the pair down, `probes-up-count` returned
+//! rounds in a row bring it up. The round whose loss would take a pair down gets
+//! `round-timeout`: the unit's next round is sent that long after it (plus
+//! [`DECISIVE_GRACE`]) instead of a whole interval, which closes it sooner; the others keep the
+//! whole interval. A new pair is `init` (and takes traffic) until its first verdict; it counts
+//! rounds from `initial-delay` after it starts being probed (efbd starting, the pair or its
+//! profile configured, its ports changed), and a unit sends none before one of its pairs
+//! counts them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant, SystemTime};
 
 use efb_model::Profile;
 
 use crate::keepalive::{Direction, KeepAlive};
+use crate::records::{Records, Returned, Wanted, cell};
 
-/// The chip's timestamps are 48 bits wide: differences are taken modulo 2^48.
-const CLOCK_MASK: u64 = (1 << 48) - 1;
+/// Added to `round-timeout` before the round that closes a decisive one is sent: the
+/// control path to the chip takes some of it, and a round that entered too soon would cut
+/// the decisive round's time short.
+pub const DECISIVE_GRACE: Duration = Duration::from_millis(1);
+/// How long after sending a round efbd reads what the chip recorded, and reads again while
+/// the chip has not seen the round yet.
+pub const READ_AFTER: Duration = Duration::from_millis(1);
 
 /// How a pair is probed (its unit's liveness profile).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +89,9 @@ pub struct PairSpec {
     pub unit: String,
     pub pair: String,
     pub profile: String,
-    /// The chip's pair id (carried in the keep-alive).
+    /// The chip's unit id: its multicast group, and its cell of the round register.
+    pub unit_id: u8,
+    /// The chip's pair id (the copies' replica ids, its cells of the return registers).
     pub id: u8,
     /// Port names and device ports, LAN then WAN.
     pub ports: [(String, u32); 2],
@@ -98,8 +113,8 @@ pub struct PairState {
     /// Keep-alives sent out of each port, and lost of those, by [`Direction`].
     pub sent: [u64; 2],
     pub lost: [u64; 2],
-    /// Time on path of the last round's keep-alive, by [`Direction`] it left in; none when
-    /// that keep-alive did not come back (a dead pair has no time on path).
+    /// Time on path of the newest keep-alive counted, by [`Direction`] it left in; none when
+    /// the last round judged lost it (a dead pair has no time on path).
     pub time_on_path_ns: [Option<u64>; 2],
     /// Rounds in which a keep-alive did not come back: `probes-down-count` of them in a row
     /// take the pair down (`lost` counts keep-alives, two a round).
@@ -131,41 +146,60 @@ pub struct Change {
     pub ports: [(String, u32); 2],
 }
 
-/// A keep-alive to send.
+/// A round to send: one packet-out to the unit's multicast group.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Probe {
+pub struct Round {
     pub unit: String,
-    pub pair: String,
-    /// The chip's pair id and the round's sequence number, as the frame carries them.
-    pub pair_id: u8,
+    /// The unit's chip id, which is its multicast group.
+    pub unit_id: u8,
     pub seq: u32,
-    pub device_port: u32,
     pub frame: Vec<u8>,
 }
 
+/// A round sent to a unit and not yet judged for all its pairs.
 #[derive(Clone, Copy, Debug)]
-struct Round {
+struct Sent {
     seq: u32,
-    returned: [bool; 2],
-    /// When it is judged if its loss would take the pair down.
-    due: Instant,
+}
+
+/// A unit's rounds.
+#[derive(Clone, Debug)]
+struct UnitRounds {
+    id: u8,
+    timing: Timing,
+    /// When its next round is due (none before one of its pairs counts rounds).
+    next_at: Instant,
+    /// Sent, oldest first, until every pair has judged them.
+    sent: VecDeque<Sent>,
+    /// When the chip's records are to be read (after a round, again while it has not
+    /// entered).
+    read_at: Option<Instant>,
+    last_sent_at: Option<Instant>,
 }
 
 #[derive(Clone, Debug)]
 struct Probed {
     spec: PairSpec,
     state: PairState,
-    next_at: Instant,
-    round: Option<Round>,
+    /// When it starts counting rounds (after the initial delay).
+    starts_at: Instant,
+    /// The first round it counts.
+    first: Option<u32>,
+    /// The newest round judged.
+    judged: Option<u32>,
+    /// Per direction: the chip's record at the last read, and the rounds it says came back
+    /// since (not judged yet).
+    seen: [Option<Returned>; 2],
+    returned: [BTreeSet<u32>; 2],
     lost_run: u32,
     returned_run: u32,
 }
 
-/// Every probed pair.
+/// Every probed pair, by unit.
 #[derive(Debug, Default)]
 pub struct Engine {
     pairs: BTreeMap<(String, String), Probed>,
-    by_id: HashMap<u8, (String, String)>,
+    units: BTreeMap<String, UnitRounds>,
     seq: u32,
 }
 
@@ -174,17 +208,43 @@ impl Engine {
         Engine::default()
     }
 
-    /// Probes exactly `specs` from now on. A new pair, or one whose ports or id changed,
-    /// starts over in `init` and is first probed after its initial delay; a pair whose
+    /// A new connection to the chip, whose newest round is `seq`: rounds are numbered
+    /// above it (so that records of an earlier run never pass for this one's), rounds
+    /// sent to the chip before count neither way (it may have restarted without them),
+    /// and each pair's counts start again from what the chip holds.
+    pub fn reconnected(&mut self, seq: u32) {
+        self.seq = self.seq.max(seq);
+        for probed in self.pairs.values_mut() {
+            let open = self.units.get(&probed.spec.unit).map_or(0, |unit| {
+                let rounds: Vec<u32> = unit.sent.iter().map(|s| s.seq).collect();
+                probed.open_rounds(&rounds)
+            });
+            for sent in &mut probed.state.sent {
+                *sent = sent.saturating_sub(open);
+            }
+            probed.seen = [None; 2];
+            probed.returned = [BTreeSet::new(), BTreeSet::new()];
+            probed.first = None;
+            probed.judged = None;
+        }
+        for unit in self.units.values_mut() {
+            unit.sent.clear();
+            unit.read_at = None;
+        }
+    }
+
+    /// Probes exactly `specs` from now on. A new pair, or one whose ports or ids changed,
+    /// starts over in `init` and counts rounds after its initial delay; a pair whose
     /// profile timing changed keeps its status; pairs not in `specs` are forgotten.
     pub fn sync(&mut self, specs: Vec<PairSpec>, now: Instant) {
         let mut next = BTreeMap::new();
         for spec in specs {
             let key = (spec.unit.clone(), spec.pair.clone());
-            let kept = self
-                .pairs
-                .remove(&key)
-                .filter(|old| old.spec.id == spec.id && old.spec.ports == spec.ports);
+            let kept = self.pairs.remove(&key).filter(|old| {
+                old.spec.id == spec.id
+                    && old.spec.unit_id == spec.unit_id
+                    && old.spec.ports == spec.ports
+            });
             let probed = match kept {
                 Some(mut old) => {
                     old.state.profile = spec.profile.clone();
@@ -195,77 +255,174 @@ impl Engine {
             };
             next.insert(key, probed);
         }
-        self.by_id = next
-            .iter()
-            .map(|(key, p)| (p.spec.id, key.clone()))
-            .collect();
         self.pairs = next;
-    }
-
-    /// When [`Engine::tick`] has something to do next: a round to judge or one to send.
-    pub fn next_due(&self) -> Option<Instant> {
-        self.pairs.values().map(Probed::next_due).min()
-    }
-
-    /// Judges the rounds whose time is up and starts the next ones.
-    pub fn tick(&mut self, now: Instant, wall: SystemTime) -> (Vec<Probe>, Vec<Change>) {
-        let mut probes = Vec::new();
-        let mut changes = Vec::new();
-        for probed in self.pairs.values_mut() {
-            let judged =
-                probed.early_judgement().is_some_and(|due| due <= now) || probed.next_at <= now;
-            if judged && let Some(change) = probed.judge(now, wall) {
-                changes.push(change);
+        let mut units = BTreeMap::new();
+        for probed in self.pairs.values() {
+            let spec = &probed.spec;
+            let unit = units.entry(spec.unit.clone()).or_insert_with(|| {
+                match self
+                    .units
+                    .remove(&spec.unit)
+                    .filter(|u| u.id == spec.unit_id)
+                {
+                    Some(mut kept) => {
+                        kept.timing = spec.timing;
+                        kept
+                    }
+                    None => UnitRounds {
+                        id: spec.unit_id,
+                        timing: spec.timing,
+                        next_at: probed.starts_at,
+                        sent: VecDeque::new(),
+                        read_at: None,
+                        last_sent_at: None,
+                    },
+                }
+            });
+            if unit.sent.is_empty() {
+                unit.next_at = unit.next_at.min(probed.starts_at.max(now));
             }
-            if probed.next_at > now {
+        }
+        self.units = units;
+    }
+
+    /// When there is something to do next: a round to send or records to read.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.units
+            .values()
+            .flat_map(|u| [Some(u.next_at), u.read_at])
+            .flatten()
+            .min()
+    }
+
+    /// The rounds due now.
+    pub fn tick(&mut self, now: Instant) -> Vec<Round> {
+        let mut rounds = Vec::new();
+        for (name, unit) in &mut self.units {
+            let mut counting = self
+                .pairs
+                .values()
+                .filter(|p| p.spec.unit == *name && p.starts_at <= now)
+                .peekable();
+            if unit.next_at > now || counting.peek().is_none() {
                 continue;
             }
-            self.seq = self.seq.wrapping_add(1);
-            probes.extend(probed.start_round(self.seq, now));
-            let interval = probed.spec.timing.interval;
-            probed.next_at += interval;
-            if probed.next_at <= now {
-                // Fell behind (a busy machine): skip rounds rather than send a burst.
-                probed.next_at = now + interval;
+            // A pair's counts start from what the chip holds when it starts: read that
+            // before its first round.
+            if counting.any(|p| p.seen.contains(&None)) {
+                unit.read_at.get_or_insert(now);
+                continue;
             }
+            self.seq = self.seq.wrapping_add(1).max(1);
+            let seq = self.seq;
+            unit.sent.push_back(Sent { seq });
+            unit.read_at = Some(now + READ_AFTER);
+            unit.last_sent_at = Some(now);
+            let decisive = self
+                .pairs
+                .values_mut()
+                .filter(|p| p.spec.unit == *name && p.starts_at <= now)
+                .fold(false, |decisive, p| {
+                    p.first.get_or_insert(seq);
+                    for sent in &mut p.state.sent {
+                        *sent += 1;
+                    }
+                    decisive || p.decisive_next()
+                });
+            unit.next_at = now + unit.step(decisive);
+            rounds.push(Round {
+                unit: name.clone(),
+                unit_id: unit.id,
+                seq,
+                frame: KeepAlive::round(unit.id, seq, 0).encode(),
+            });
         }
-        (probes, changes)
+        rounds
     }
 
-    /// The round just started for this pair could not be sent (the chip is away): it
-    /// counts neither way.
-    pub fn not_sent(&mut self, unit: &str, pair: &str) {
-        if let Some(probed) = self.pairs.get_mut(&(unit.to_string(), pair.to_string()))
-            && probed.round.take().is_some()
-        {
-            for count in &mut probed.state.sent {
-                *count = count.saturating_sub(1);
+    /// The round could not be sent (the chip is away): it counts neither way.
+    pub fn not_sent(&mut self, unit: &str, seq: u32) {
+        let Some(rounds) = self.units.get_mut(unit) else {
+            return;
+        };
+        rounds.sent.retain(|s| s.seq != seq);
+        for probed in self.pairs.values_mut().filter(|p| p.spec.unit == unit) {
+            if probed.first == Some(seq) {
+                probed.first = None;
+            }
+            if probed.first.is_some_and(|first| first < seq) || probed.first.is_none() {
+                for sent in &mut probed.state.sent {
+                    *sent = sent.saturating_sub(1);
+                }
             }
         }
     }
 
-    /// A frame came back from the chip at `rx_ns` (its clock). Returns whether it was a
-    /// keep-alive of the current round of a probed pair.
-    pub fn received(&mut self, frame: &[u8], rx_ns: u64) -> bool {
-        let Ok(ka) = KeepAlive::decode(frame) else {
-            return false;
-        };
-        let Some(key) = self.by_id.get(&ka.pair_id) else {
-            return false;
-        };
-        let Some(probed) = self.pairs.get_mut(key) else {
-            return false;
-        };
-        let Some(round) = probed.round.as_mut().filter(|r| r.seq == ka.seq) else {
-            return false;
-        };
-        let d = ka.direction.index();
-        if round.returned[d] {
-            return false;
+    /// What is to be read now: the units whose records are due, and their pairs' cells.
+    pub fn wanted(&self, now: Instant) -> Option<Wanted> {
+        let mut wanted = Wanted::default();
+        for (name, unit) in &self.units {
+            if unit.read_at.is_none_or(|at| at > now) {
+                continue;
+            }
+            wanted.units.push(unit.id);
+            for probed in self.pairs.values().filter(|p| p.spec.unit == *name) {
+                wanted
+                    .cells
+                    .extend(probed.spec.ports.iter().map(|(_, port)| cell(*port)));
+            }
         }
-        round.returned[d] = true;
-        probed.state.time_on_path_ns[d] = Some(rx_ns.wrapping_sub(ka.tx_ns) & CLOCK_MASK);
-        true
+        (!wanted.units.is_empty()).then_some(wanted)
+    }
+
+    /// The read of `wanted` failed (no connection, no answer): it is tried again at `at`.
+    pub fn unread(&mut self, wanted: &Wanted, at: Instant) {
+        for unit in self.units.values_mut() {
+            if wanted.units.contains(&unit.id) {
+                unit.read_at = Some(at);
+            }
+        }
+    }
+
+    /// What the chip recorded (a read of [`Engine::wanted`]): judges every round of those
+    /// units that a later round has closed.
+    pub fn recorded(&mut self, records: &Records, now: Instant, wall: SystemTime) -> Vec<Change> {
+        let mut changes = Vec::new();
+        for (name, unit) in &mut self.units {
+            let Some(&entered) = records.rounds.get(&unit.id) else {
+                continue;
+            };
+            let newest_sent = unit.sent.back().map(|s| s.seq);
+            unit.read_at = match newest_sent {
+                Some(seq) if entered < seq => Some(now + READ_AFTER),
+                _ => None,
+            };
+            let rounds: Vec<u32> = unit.sent.iter().map(|s| s.seq).collect();
+            let mut oldest_open = None::<u32>;
+            for probed in self.pairs.values_mut().filter(|p| p.spec.unit == *name) {
+                probed.absorb(records, &rounds);
+                changes.extend(probed.judge_closed(&rounds, entered, now, wall));
+                let open = probed
+                    .judged
+                    .map_or(probed.first, |j| Some(j.wrapping_add(1)));
+                if let Some(open) = open {
+                    oldest_open = Some(oldest_open.map_or(open, |o: u32| o.min(open)));
+                }
+            }
+            // Rounds every pair has judged are done with.
+            let keep_from = oldest_open.unwrap_or(u32::MAX);
+            unit.sent.retain(|s| s.seq >= keep_from);
+            // A verdict may have made the open round decisive (it closes sooner), or ended
+            // the wait for one (the interval again).
+            let decisive = self
+                .pairs
+                .values()
+                .any(|p| p.spec.unit == *name && p.decisive_next() && p.has_open(&rounds));
+            if let Some(last) = unit.last_sent_at {
+                unit.next_at = last + unit.step(decisive);
+            }
+        }
+        changes
     }
 
     /// A better reason for the change that said `was`, found outside the engine (a port
@@ -292,6 +449,19 @@ impl Engine {
     }
 }
 
+impl UnitRounds {
+    /// Time to the next round: the interval, or round-timeout (and the grace) while a
+    /// pair's next verdict would take it down.
+    fn step(&self, decisive: bool) -> Duration {
+        let timing = self.timing;
+        if decisive {
+            (timing.round_timeout + DECISIVE_GRACE).min(timing.interval)
+        } else {
+            timing.interval
+        }
+    }
+}
+
 impl Probed {
     fn new(spec: PairSpec, now: Instant) -> Probed {
         Probed {
@@ -310,63 +480,105 @@ impl Probed {
                 lost_in_a_row: 0,
                 reason: None,
             },
-            next_at: now + spec.timing.initial_delay,
+            starts_at: now + spec.timing.initial_delay,
             spec,
-            round: None,
+            first: None,
+            judged: None,
+            seen: [None; 2],
+            returned: [BTreeSet::new(), BTreeSet::new()],
             lost_run: 0,
             returned_run: 0,
         }
     }
 
-    fn next_due(&self) -> Instant {
-        match self.early_judgement() {
-            Some(due) => due.min(self.next_at),
-            None => self.next_at,
+    /// Whether the next verdict, if a loss, takes the pair down.
+    fn decisive_next(&self) -> bool {
+        self.lost_run + 1 >= u32::from(self.spec.timing.down_count)
+            && self.state.status != PairStatus::Down
+    }
+
+    /// How many of `rounds` are this pair's and not judged yet.
+    fn open_rounds(&self, rounds: &[u32]) -> u64 {
+        let Some(first) = self.first else {
+            return 0;
+        };
+        let open = rounds
+            .iter()
+            .filter(|&&seq| seq >= first && self.judged.is_none_or(|j| seq > j));
+        open.count() as u64
+    }
+
+    fn has_open(&self, rounds: &[u32]) -> bool {
+        self.open_rounds(rounds) > 0
+    }
+
+    /// Takes in the chip's record of each direction: the newest round counted is one, and
+    /// the count's difference since the last read says how many of this pair's rounds
+    /// before it were counted too (the newest of them: the chip counts in order, each once;
+    /// with a read after every round there are none). A read of the chip is not a snapshot
+    /// (the count and the newest round are two registers, read one after the other while
+    /// returns come in), so the newest round is believed over the count.
+    fn absorb(&mut self, records: &Records, rounds: &[u32]) {
+        for direction in Direction::BOTH {
+            let d = direction.index();
+            let port = self.spec.ports[d].1;
+            let Some(now) = records.returns.get(&cell(port)).copied() else {
+                continue;
+            };
+            let Some(first) = self.first else {
+                self.seen[d] = Some(now);
+                continue;
+            };
+            let (after, counted) = match self.seen[d] {
+                Some(before) => (before.newest, now.count.wrapping_sub(before.count)),
+                // The first read: only the newest is known to be this run's.
+                None => (first.wrapping_sub(1), 0),
+            };
+            let newest_is_new = now.newest > after && now.newest >= first;
+            if newest_is_new {
+                self.returned[d].insert(now.newest);
+                self.state.time_on_path_ns[d] = Some(u64::from(now.path_ns));
+            }
+            let older = counted.saturating_sub(u32::from(newest_is_new));
+            let candidates = rounds
+                .iter()
+                .rev()
+                .filter(|&&seq| seq > after && seq < now.newest && seq >= first);
+            self.returned[d].extend(candidates.take(older as usize));
+            self.seen[d] = Some(now);
         }
     }
 
-    /// When the round in flight is judged before the next one starts: when its loss would
-    /// take the pair down (see the module's words).
-    fn early_judgement(&self) -> Option<Instant> {
-        let round = self.round.as_ref()?;
-        let decisive = self.lost_run + 1 >= u32::from(self.spec.timing.down_count)
-            && self.state.status != PairStatus::Down;
-        decisive.then_some(round.due)
-    }
-
-    fn start_round(&mut self, seq: u32, now: Instant) -> Vec<Probe> {
-        self.round = Some(Round {
-            seq,
-            returned: [false; 2],
-            due: now + self.spec.timing.round_timeout,
-        });
-        Direction::BOTH
+    /// Judges, oldest first, this pair's rounds that a later round entering the chip has
+    /// closed (`entered`: the unit's newest round the chip has seen).
+    fn judge_closed(
+        &mut self,
+        rounds: &[u32],
+        entered: u32,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Vec<Change> {
+        let Some(first) = self.first else {
+            return Vec::new();
+        };
+        let open: Vec<u32> = rounds
             .iter()
-            .map(|&direction| {
-                self.state.sent[direction.index()] += 1;
-                Probe {
-                    unit: self.spec.unit.clone(),
-                    pair: self.spec.pair.clone(),
-                    pair_id: self.spec.id,
-                    seq,
-                    device_port: self.spec.ports[direction.index()].1,
-                    frame: KeepAlive {
-                        pair_id: self.spec.id,
-                        direction,
-                        seq,
-                        tx_ns: 0,
-                    }
-                    .encode(),
-                }
-            })
-            .collect()
+            .copied()
+            .filter(|&seq| seq >= first && self.judged.is_none_or(|j| seq > j) && seq < entered)
+            .collect();
+        let mut changes = Vec::new();
+        for seq in open {
+            let returned = Direction::BOTH.map(|d| self.returned[d.index()].remove(&seq));
+            changes.extend(self.judge(returned, now, wall));
+            self.judged = Some(seq);
+        }
+        changes
     }
 
-    /// The verdict on the round in flight, and the status change it makes, if any.
-    fn judge(&mut self, now: Instant, wall: SystemTime) -> Option<Change> {
-        let round = self.round.take()?;
+    /// The verdict on one round, and the status change it makes, if any.
+    fn judge(&mut self, returned: [bool; 2], now: Instant, wall: SystemTime) -> Option<Change> {
         let timing = self.spec.timing;
-        if round.returned == [true, true] {
+        if returned == [true, true] {
             self.returned_run += 1;
             self.lost_run = 0;
             self.state.lost_in_a_row = 0;
@@ -379,7 +591,7 @@ impl Probed {
             let mut missing = Vec::new();
             self.state.rounds_lost += 1;
             for direction in Direction::BOTH {
-                if !round.returned[direction.index()] {
+                if !returned[direction.index()] {
                     self.state.lost[direction.index()] += 1;
                     self.state.time_on_path_ns[direction.index()] = None;
                     missing.push(format!("out of {}", self.spec.ports[direction.index()].0));
@@ -434,6 +646,7 @@ mod tests {
             unit: "ef1".into(),
             pair: pair.into(),
             profile: "fast".into(),
+            unit_id: 1,
             id,
             ports: [
                 (format!("{pair}-lan"), u32::from(id) * 2),
@@ -449,101 +662,143 @@ mod tests {
         }
     }
 
-    /// Runs rounds every 10 ms from `start`, each judged 4 ms after it was sent: `filter`
-    /// says whether a probe of (pair id, direction) comes back in that round; returns the
-    /// changes with the round they came in.
+    /// The chip as p4/efb.p4 records rounds: a copy counts once, in order, and only while
+    /// its round is its unit's newest.
+    #[derive(Default)]
+    struct Chip {
+        rounds: BTreeMap<u8, u32>,
+        returns: BTreeMap<u16, Returned>,
+    }
+
+    impl Chip {
+        fn enter(&mut self, round: &Round) {
+            self.rounds.insert(round.unit_id, round.seq);
+        }
+
+        fn back(&mut self, unit: u8, pair: u8, direction: Direction, seq: u32) {
+            if self.rounds.get(&unit) != Some(&seq) {
+                return;
+            }
+            // The test pairs' ports: pair id x 2 (LAN) and + 1 (WAN), as `spec` cables them.
+            let port = u32::from(pair) * 2 + direction as u32;
+            let r = self.returns.entry(cell(port)).or_default();
+            if seq > r.newest {
+                *r = Returned {
+                    newest: seq,
+                    count: r.count.wrapping_add(1),
+                    path_ns: 25_000,
+                    arrival: 0,
+                };
+            }
+        }
+
+        fn records(&self, wanted: &Wanted) -> Records {
+            Records {
+                rounds: (wanted.units.iter())
+                    .map(|u| (*u, self.rounds.get(u).copied().unwrap_or(0)))
+                    .collect(),
+                returns: (wanted.cells.iter())
+                    .map(|c| (*c, self.returns.get(c).copied().unwrap_or_default()))
+                    .collect(),
+            }
+        }
+    }
+
+    /// The read efbd makes before a pair's first round: where its counts start.
+    fn read_baseline(engine: &mut Engine, chip: &Chip, now: Instant) {
+        assert!(engine.tick(now).is_empty(), "no round before the baseline");
+        let wanted = engine.wanted(now).expect("the baseline is read");
+        assert!(
+            engine
+                .recorded(&chip.records(&wanted), now, SystemTime::UNIX_EPOCH)
+                .is_empty()
+        );
+    }
+
+    /// Runs the engine against the chip until `end`, as efbd does: sends what is due,
+    /// reads what it wants. Each round enters the chip as it is sent and its copies come
+    /// back at once where `filter(round number, pair id, direction)` says so (round
+    /// number: 10 ms slots from `start`). Returns the changes with the slot they came in
+    /// and the times rounds were sent.
     fn run(
         engine: &mut Engine,
+        chip: &mut Chip,
         start: Instant,
-        rounds: std::ops::Range<u32>,
+        end: Instant,
+        pairs: &[u8],
         filter: impl Fn(u32, u8, Direction) -> bool,
-    ) -> Vec<(u32, Change)> {
-        let mut out = Vec::new();
-        for round in rounds {
-            let now = start + round * 10 * MS;
-            let (probes, changes) = engine.tick(now, SystemTime::UNIX_EPOCH);
-            out.extend(changes.into_iter().map(|c| (round, c)));
-            for probe in probes {
-                let ka = KeepAlive::decode(&probe.frame).unwrap();
-                if filter(round, ka.pair_id, ka.direction) {
-                    let mut back = probe.frame.clone();
-                    back[20..28].copy_from_slice(&1_000u64.to_be_bytes());
-                    assert!(engine.received(&back, 26_000));
+    ) -> (Vec<(u32, Change)>, Vec<Instant>) {
+        let mut changes = Vec::new();
+        let mut sent = Vec::new();
+        let slot = |now: Instant| ((now - start).as_millis() / 10) as u32;
+        while let Some(now) = engine.next_due().filter(|at| *at < end) {
+            for round in engine.tick(now) {
+                sent.push(now);
+                chip.enter(&round);
+                for &pair in pairs {
+                    for direction in Direction::BOTH {
+                        if filter(slot(now), pair, direction) {
+                            chip.back(round.unit_id, pair, direction, round.seq);
+                        }
+                    }
                 }
             }
-            let (probes, changes) = engine.tick(now + 4 * MS, SystemTime::UNIX_EPOCH);
-            assert!(probes.is_empty(), "nothing sent between rounds");
-            out.extend(changes.into_iter().map(|c| (round, c)));
+            if let Some(wanted) = engine.wanted(now) {
+                let found = engine.recorded(&chip.records(&wanted), now, SystemTime::UNIX_EPOCH);
+                changes.extend(found.into_iter().map(|c| (slot(now), c)));
+            }
         }
-        out
+        (changes, sent)
     }
 
     #[test]
-    fn a_dead_pair_counts_lost_rounds_shows_no_time_on_path_and_says_why() {
-        let mut engine = Engine::new();
-        let start = Instant::now() - 50 * MS;
-        engine.sync(vec![spec("a", 1)], start);
-        // Returned until round 10, then only the LAN-bound keep-alive comes back.
-        run(&mut engine, start, 5..16, |round, _, d| {
-            round < 10 || d == Direction::OutOfWan
-        });
-        let pair = engine.pairs().next().unwrap();
-        assert_eq!(pair.status, PairStatus::Down);
-        // Rounds 10..=14 judged lost (12, the third, at once; 15 is still in flight): five
-        // rounds, five keep-alives (one a round).
-        assert_eq!((pair.rounds_lost, pair.probes_lost()), (5, 5));
-        assert_eq!(pair.lost_in_a_row, 5);
-        let out_of_lan = Direction::OutOfLan.index();
-        assert_eq!(
-            pair.time_on_path_ns[out_of_lan], None,
-            "lost: no time on path"
-        );
-        assert!(pair.time_on_path_ns[1 - out_of_lan].is_some());
-        let reason = pair.reason.as_deref().unwrap();
-        assert!(
-            reason.contains("3 consecutive keep-alives lost"),
-            "{reason}"
-        );
-        assert!(reason.contains("out of a-lan"), "{reason}");
-    }
-
-    #[test]
-    fn nothing_is_sent_before_the_initial_delay() {
+    fn one_round_a_unit_and_nothing_before_the_initial_delay() {
         let mut engine = Engine::new();
         let start = Instant::now();
-        engine.sync(vec![spec("a", 1)], start);
+        engine.sync(vec![spec("a", 1), spec("b", 2)], start);
         assert_eq!(engine.next_due(), Some(start + 50 * MS));
-        let (probes, _) = engine.tick(start + 49 * MS, SystemTime::UNIX_EPOCH);
-        assert!(probes.is_empty());
-        let (probes, _) = engine.tick(start + 50 * MS, SystemTime::UNIX_EPOCH);
-        let ports: Vec<u32> = probes.iter().map(|p| p.device_port).collect();
-        assert_eq!(ports, vec![2, 3], "one out of each port");
+        assert!(engine.tick(start + 49 * MS).is_empty());
+        read_baseline(&mut engine, &Chip::default(), start + 50 * MS);
+        let rounds = engine.tick(start + 50 * MS);
+        assert_eq!(rounds.len(), 1, "one packet-out for the unit's two pairs");
+        let ka = KeepAlive::decode(&rounds[0].frame).unwrap();
+        assert_eq!((ka.unit_id, ka.seq), (1, rounds[0].seq));
+        let wanted = engine.wanted(start + 51 * MS).unwrap();
+        assert_eq!(wanted.units, vec![1]);
+        assert_eq!(
+            wanted.cells,
+            vec![2, 3, 4, 5],
+            "both directions of both pairs"
+        );
     }
 
     #[test]
     fn a_pair_goes_down_after_exactly_down_count_lost_rounds_and_comes_back() {
         let mut engine = Engine::new();
-        let start = Instant::now() - 50 * MS;
+        let mut chip = Chip::default();
+        let start = Instant::now();
         engine.sync(vec![spec("a", 1), spec("b", 2)], start);
-        // Rounds 5.. (after the delay); pair 1 loses its WAN-bound probes from round 10.
-        let dead = |round: u32| (10..20).contains(&round);
-        let changes = run(&mut engine, start, 5..30, |round, id, d| {
-            !(id == 1 && dead(round) && d == Direction::OutOfLan)
-        });
-        let seen: Vec<(u32, &str, PairStatus)> = changes
+        // Pair 1's LAN-bound copies are lost in the slots 10..20.
+        let dead = |slot: u32| (10..20).contains(&slot);
+        let (changes, sent) = run(
+            &mut engine,
+            &mut chip,
+            start,
+            start + 300 * MS,
+            &[1, 2],
+            |slot, id, d| !(id == 1 && dead(slot) && d == Direction::OutOfLan),
+        );
+        let seen: Vec<(&str, PairStatus)> = changes
             .iter()
-            .map(|(r, c)| (*r, c.pair.as_str(), c.new))
+            .map(|(_, c)| (c.pair.as_str(), c.new))
             .collect();
         assert_eq!(
             seen,
             vec![
-                // Up after 2 returned rounds (judged when the next round starts).
-                (7, "a", PairStatus::Up),
-                (7, "b", PairStatus::Up),
-                // Rounds 10, 11, 12 lost: down 4 ms after round 12, the decisive one, was sent.
-                (12, "a", PairStatus::Down),
-                // Rounds 20, 21 back: up when round 22 starts.
-                (22, "a", PairStatus::Up),
+                ("a", PairStatus::Up),
+                ("b", PairStatus::Up),
+                ("a", PairStatus::Down),
+                ("a", PairStatus::Up),
             ]
         );
         let down = &changes[2].1;
@@ -551,99 +806,181 @@ mod tests {
             down.reason,
             "3 consecutive keep-alives lost (last: out of a-lan)"
         );
+        // The rounds sent in the dead slots (one sooner, to close the decisive one).
+        let in_dead_slots = (sent.iter())
+            .filter(|at| dead(((**at - start).as_millis() / 10) as u32))
+            .count() as u64;
+        assert_eq!(in_dead_slots, 11);
         let a = engine.pairs().find(|p| p.pair == "a").unwrap();
-        assert_eq!(a.lost, [10, 0]);
+        assert_eq!(a.lost, [in_dead_slots, 0], "each lost one copy");
+        assert_eq!(a.rounds_lost, in_dead_slots);
         assert_eq!(a.changes, 3);
         assert_eq!(a.time_on_path_ns, [Some(25_000), Some(25_000)]);
-    }
-
-    #[test]
-    fn a_round_is_judged_round_timeout_after_it_was_sent_and_a_later_keep_alive_is_lost() {
-        let mut engine = Engine::new();
-        let start = Instant::now();
-        let mut fast = spec("a", 1);
-        fast.timing.down_count = 1;
-        engine.sync(vec![fast], start);
-        let (probes, _) = engine.tick(start + 50 * MS, SystemTime::UNIX_EPOCH);
+        let b = engine.pairs().find(|p| p.pair == "b").unwrap();
         assert_eq!(
-            engine.next_due(),
-            Some(start + 54 * MS),
-            "the round's judgement"
+            b.rounds_lost, 0,
+            "the healthy pair of the unit lost nothing"
         );
-        let (none, changes) = engine.tick(start + 53 * MS, SystemTime::UNIX_EPOCH);
-        assert!(none.is_empty() && changes.is_empty(), "not due yet");
-        assert!(engine.received(&probes[0].frame, 10), "in time");
-        let (none, changes) = engine.tick(start + 54 * MS, SystemTime::UNIX_EPOCH);
-        assert!(none.is_empty(), "the next round is not due before 60 ms");
-        assert_eq!(changes.len(), 1, "judged at 54 ms: {changes:?}");
-        assert_eq!(changes[0].new, PairStatus::Down);
-        assert!(
-            !engine.received(&probes[1].frame, 10),
-            "back after the round was judged: lost"
-        );
-        assert_eq!(engine.next_due(), Some(start + 60 * MS));
     }
 
     #[test]
-    fn only_a_round_that_would_take_the_pair_down_is_judged_before_the_next_starts() {
+    fn the_decisive_round_is_closed_round_timeout_after_it_was_sent() {
         let mut engine = Engine::new();
+        let mut chip = Chip::default();
         let start = Instant::now();
         engine.sync(vec![spec("a", 1)], start);
-        // Down after 3 lost: the first two silent rounds are judged when the next starts,
-        // so a keep-alive late by more than the timeout still counts.
-        let (probes, _) = engine.tick(start + 50 * MS, SystemTime::UNIX_EPOCH);
-        assert_eq!(engine.next_due(), Some(start + 60 * MS), "not decisive");
-        for probe in &probes {
-            assert!(engine.received(&probe.frame, 10), "late, counted");
-        }
-        engine.tick(start + 60 * MS, SystemTime::UNIX_EPOCH);
-        engine.tick(start + 70 * MS, SystemTime::UNIX_EPOCH);
-        let a = engine.pairs().next().unwrap();
-        assert_eq!(
-            a.lost_in_a_row, 1,
-            "the round of 60 ms lost, judged at 70 ms"
+        // Dead from the slot 10 on: rounds at 100, 110 lost; the one at 120 is decisive.
+        let dead = |slot: u32, _, _| slot < 10;
+        let (changes, sent) = run(&mut engine, &mut chip, start, start + 128 * MS, &[1], dead);
+        let down: Vec<&Change> = changes
+            .iter()
+            .map(|(_, c)| c)
+            .filter(|c| c.new == PairStatus::Down)
+            .collect();
+        assert_eq!(down.len(), 1);
+        let decisive = start + 120 * MS;
+        assert!(sent.contains(&decisive), "{sent:?}");
+        let closing = decisive + 4 * MS + DECISIVE_GRACE;
+        assert!(
+            sent.contains(&closing),
+            "the next round closes it: {sent:?}"
         );
-        engine.tick(start + 80 * MS, SystemTime::UNIX_EPOCH);
-        // Two lost in a row: the round sent at 80 ms would be the third, judged at 84 ms.
-        assert_eq!(engine.next_due(), Some(start + 84 * MS));
-        let (_, changes) = engine.tick(start + 84 * MS, SystemTime::UNIX_EPOCH);
+        assert_eq!(
+            down[0].at,
+            closing + READ_AFTER,
+            "judged at the read after it"
+        );
+        let a = engine.pairs().next().unwrap();
+        assert_eq!((a.rounds_lost, a.lost_in_a_row), (3, 3));
+        assert_eq!(a.time_on_path_ns, [None, None], "lost: no time on path");
+        // Down: the rounds keep the interval again.
+        let (_, later) = run(&mut engine, &mut chip, start, start + 150 * MS, &[1], dead);
+        assert_eq!(later.first(), Some(&(closing + 10 * MS)), "{later:?}");
+    }
+
+    #[test]
+    fn a_round_the_chip_has_not_seen_is_not_judged_and_is_read_again() {
+        let mut engine = Engine::new();
+        let chip = Chip::default();
+        let start = Instant::now();
+        engine.sync(vec![spec("a", 1)], start);
+        let mut now = start + 50 * MS;
+        read_baseline(&mut engine, &chip, now);
+        for _ in 0..10 {
+            let rounds = engine.tick(now);
+            assert_eq!(rounds.len(), 1);
+            // The rounds never reach the chip (nothing enters): reads find nothing new.
+            let wanted = engine.wanted(now + READ_AFTER).unwrap();
+            let changes = engine.recorded(
+                &chip.records(&wanted),
+                now + READ_AFTER,
+                SystemTime::UNIX_EPOCH,
+            );
+            assert!(changes.is_empty());
+            assert_eq!(engine.next_due(), Some(now + 2 * READ_AFTER), "read again");
+            now += 10 * MS;
+        }
+        let a = engine.pairs().next().unwrap();
+        assert_eq!((a.status, a.rounds_lost), (PairStatus::Init, 0));
+        // Without an answer, the read waits as it is told.
+        let wanted = engine.wanted(now).unwrap();
+        engine.unread(&wanted, now + 100 * MS);
+        assert!(engine.wanted(now).is_none());
+        assert_eq!(engine.next_due(), Some(now), "the round due now");
+    }
+
+    #[test]
+    fn a_late_read_loses_no_round() {
+        let mut engine = Engine::new();
+        let mut chip = Chip::default();
+        let start = Instant::now();
+        engine.sync(vec![spec("a", 1)], start);
+        // Five rounds sent and returned, read only after the fifth (efbd was busy).
+        let mut now = start + 50 * MS;
+        read_baseline(&mut engine, &chip, now);
+        for _ in 0..5 {
+            for round in engine.tick(now) {
+                chip.enter(&round);
+                for d in Direction::BOTH {
+                    chip.back(1, 1, d, round.seq);
+                }
+            }
+            now += 10 * MS;
+        }
+        let wanted = engine.wanted(now).unwrap();
+        let changes = engine.recorded(&chip.records(&wanted), now, SystemTime::UNIX_EPOCH);
+        let a = engine.pairs().next().unwrap();
+        assert_eq!(a.rounds_lost, 0);
+        assert_eq!(changes.len(), 1, "up after four closed rounds: {changes:?}");
+        assert_eq!(changes[0].new, PairStatus::Up);
+    }
+
+    #[test]
+    fn a_copy_back_after_the_next_round_entered_is_lost() {
+        let mut engine = Engine::new();
+        let mut chip = Chip::default();
+        let start = Instant::now();
+        let mut one = spec("a", 1);
+        one.timing.down_count = 1;
+        engine.sync(vec![one], start);
+        read_baseline(&mut engine, &chip, start + 50 * MS);
+        let first = engine.tick(start + 50 * MS).remove(0);
+        chip.enter(&first);
+        chip.back(1, 1, Direction::OutOfLan, first.seq);
+        let second = engine.tick(start + 55 * MS).remove(0);
+        chip.enter(&second);
+        // The WAN-bound copy of the first round comes back now: too late, not counted.
+        chip.back(1, 1, Direction::OutOfWan, first.seq);
+        let wanted = engine.wanted(start + 56 * MS).unwrap();
+        let changes = engine.recorded(
+            &chip.records(&wanted),
+            start + 56 * MS,
+            SystemTime::UNIX_EPOCH,
+        );
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].new, PairStatus::Down);
-        // Down already: the next silent rounds wait for the interval again.
-        engine.tick(start + 90 * MS, SystemTime::UNIX_EPOCH);
-        assert_eq!(engine.next_due(), Some(start + 100 * MS));
+        assert_eq!(engine.pairs().next().unwrap().lost, [0, 1]);
     }
 
     #[test]
-    fn down_pairs_lists_what_is_down() {
-        let mut engine = Engine::new();
-        let start = Instant::now();
-        engine.sync(vec![spec("a", 1), spec("b", 2)], start);
-        run(&mut engine, start, 5..12, |_, id, _| id != 2);
-        assert_eq!(
-            engine.down_pairs(),
-            BTreeSet::from([("ef1".to_string(), "b".to_string())])
-        );
+    fn a_read_torn_between_the_count_and_the_newest_round_loses_nothing() {
+        for torn in [Torn::CountBehind, Torn::NewestBehind] {
+            let mut engine = Engine::new();
+            let mut chip = Chip::default();
+            let start = Instant::now();
+            let mut one = spec("a", 1);
+            one.timing.down_count = 1;
+            engine.sync(vec![one], start);
+            read_baseline(&mut engine, &chip, start + 50 * MS);
+            let mut now = start + 50 * MS;
+            for _ in 0..4 {
+                let round = engine.tick(now).remove(0);
+                chip.enter(&round);
+                for d in Direction::BOTH {
+                    chip.back(1, 1, d, round.seq);
+                }
+                let wanted = engine.wanted(now + READ_AFTER).unwrap();
+                let mut records = chip.records(&wanted);
+                // The return came in between the reads of its two registers.
+                for returned in records.returns.values_mut() {
+                    match torn {
+                        Torn::CountBehind => returned.count -= 1,
+                        Torn::NewestBehind => returned.newest = round.seq - 1,
+                    }
+                }
+                engine.recorded(&records, now + READ_AFTER, SystemTime::UNIX_EPOCH);
+                now += 5 * MS;
+            }
+            let a = engine.pairs().next().unwrap();
+            assert_eq!(a.rounds_lost, 0, "{torn:?}: {a:?}");
+            assert_eq!(a.status, PairStatus::Up, "{torn:?}");
+        }
     }
 
-    #[test]
-    fn late_duplicate_and_foreign_frames_count_for_nothing() {
-        let mut engine = Engine::new();
-        let start = Instant::now();
-        engine.sync(vec![spec("a", 1)], start);
-        let (probes, _) = engine.tick(start + 50 * MS, SystemTime::UNIX_EPOCH);
-        let first = probes[0].frame.clone();
-        assert!(engine.received(&first, 10));
-        assert!(!engine.received(&first, 10), "a duplicate");
-        let (_, _) = engine.tick(start + 60 * MS, SystemTime::UNIX_EPOCH);
-        assert!(
-            !engine.received(&probes[1].frame, 10),
-            "from the previous round"
-        );
-        let mut foreign = first.clone();
-        foreign[14] = 99;
-        assert!(!engine.received(&foreign, 10), "an unknown pair id");
-        assert!(!engine.received(&[0u8; 10], 10), "garbage");
+    #[derive(Debug, Clone, Copy)]
+    enum Torn {
+        CountBehind,
+        NewestBehind,
     }
 
     #[test]
@@ -651,9 +988,11 @@ mod tests {
         let mut engine = Engine::new();
         let start = Instant::now();
         engine.sync(vec![spec("a", 1)], start);
-        for round in 5..20 {
-            engine.tick(start + round * 10 * MS, SystemTime::UNIX_EPOCH);
-            engine.not_sent("ef1", "a");
+        read_baseline(&mut engine, &Chip::default(), start + 50 * MS);
+        for slot in 5..20 {
+            for round in engine.tick(start + slot * 10 * MS) {
+                engine.not_sent(&round.unit, round.seq);
+            }
         }
         let a = engine.pairs().next().unwrap();
         assert_eq!(
@@ -665,9 +1004,17 @@ mod tests {
     #[test]
     fn changed_ports_start_over_and_a_new_profile_keeps_the_status() {
         let mut engine = Engine::new();
+        let mut chip = Chip::default();
         let start = Instant::now();
         engine.sync(vec![spec("a", 1)], start);
-        run(&mut engine, start, 5..9, |_, _, _| true);
+        run(
+            &mut engine,
+            &mut chip,
+            start,
+            start + 100 * MS,
+            &[1],
+            |_, _, _| true,
+        );
         let now = start + 100 * MS;
         let mut slower = spec("a", 1);
         slower.timing.interval = 20 * MS;
@@ -677,20 +1024,75 @@ mod tests {
         moved.ports[1].1 = 40;
         engine.sync(vec![moved], now);
         assert_eq!(engine.pairs().next().unwrap().status, PairStatus::Init);
-        assert_eq!(engine.next_due(), Some(now + 50 * MS));
         engine.sync(Vec::new(), now);
         assert_eq!(engine.pairs().count(), 0);
+        assert_eq!(engine.next_due(), None, "no unit left to probe");
     }
 
     #[test]
-    fn time_on_path_wraps_with_the_chip_clock() {
+    fn down_pairs_lists_what_is_down() {
+        let mut engine = Engine::new();
+        let mut chip = Chip::default();
+        let start = Instant::now();
+        engine.sync(vec![spec("a", 1), spec("b", 2)], start);
+        run(
+            &mut engine,
+            &mut chip,
+            start,
+            start + 120 * MS,
+            &[1, 2],
+            |_, id, _| id != 2,
+        );
+        assert_eq!(
+            engine.down_pairs(),
+            BTreeSet::from([("ef1".to_string(), "b".to_string())])
+        );
+    }
+
+    #[test]
+    fn rounds_are_numbered_above_what_the_chip_holds() {
         let mut engine = Engine::new();
         let start = Instant::now();
+        engine.reconnected(41);
         engine.sync(vec![spec("a", 1)], start);
-        let (probes, _) = engine.tick(start + 50 * MS, SystemTime::UNIX_EPOCH);
-        let mut back = probes[0].frame.clone();
-        back[20..28].copy_from_slice(&(CLOCK_MASK - 9).to_be_bytes());
-        assert!(engine.received(&back, 20));
-        assert_eq!(engine.pairs().next().unwrap().time_on_path_ns[0], Some(30));
+        read_baseline(&mut engine, &Chip::default(), start + 50 * MS);
+        assert_eq!(engine.tick(start + 50 * MS)[0].seq, 42);
+    }
+
+    #[test]
+    fn rounds_in_flight_when_the_chip_restarts_count_neither_way() {
+        let mut engine = Engine::new();
+        let mut chip = Chip::default();
+        let start = Instant::now();
+        engine.sync(vec![spec("a", 1)], start);
+        run(
+            &mut engine,
+            &mut chip,
+            start,
+            start + 100 * MS,
+            &[1],
+            |_, _, _| true,
+        );
+        let before = engine.pairs().next().unwrap().clone();
+        // The chip restarts empty with a round in flight; efbd reconnects.
+        let mut chip = Chip::default();
+        engine.reconnected(0);
+        let after = engine.pairs().next().unwrap();
+        assert_eq!(
+            after.sent[0],
+            before.sent[0] - 1,
+            "the round in flight uncounted"
+        );
+        run(
+            &mut engine,
+            &mut chip,
+            start,
+            start + 200 * MS,
+            &[1],
+            |_, _, _| true,
+        );
+        let a = engine.pairs().next().unwrap();
+        assert_eq!((a.status, a.rounds_lost), (PairStatus::Up, 0));
+        assert!(a.sent[0] > before.sent[0], "counting again");
     }
 }

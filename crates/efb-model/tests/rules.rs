@@ -130,7 +130,7 @@ fn port_placement_errors() {
 }
 
 #[test]
-fn a_round_is_judged_within_its_interval_and_after_its_round_trip() {
+fn a_round_is_judged_within_its_interval() {
     let v = validator();
     let base = site(&v);
     let tree = with_lines(
@@ -149,12 +149,9 @@ fn a_round_is_judged_within_its_interval_and_after_its_round_trip() {
         "set liveness profile standard interval 10 round-timeout 10",
     );
     assert!(errors(&v, &tree).is_empty());
-    let tree = with_lines(&v, &base, "set liveness profile standard round-timeout 2");
-    assert_one(
-        &warnings(&v, &tree),
-        "profile[name='standard']/round-timeout",
-        "healthy filters would lose rounds",
-    );
+    // The chip times keep-alives: the software path to it takes none of a short timeout.
+    let tree = with_lines(&v, &base, "set liveness profile standard round-timeout 1");
+    assert!(errors(&v, &tree).is_empty() && warnings(&v, &tree).is_empty());
 }
 
 #[test]

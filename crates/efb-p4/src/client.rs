@@ -52,6 +52,8 @@ pub struct WriteFailure {
 
 pub struct Connection {
     client: P4RuntimeClient<Channel>,
+    /// Shared by the readers made from this connection.
+    identity: Arc<()>,
     requests: mpsc::Sender<p4::StreamMessageRequest>,
     pub device_id: u64,
     pub election_id: u128,
@@ -154,6 +156,7 @@ impl Backup {
         info!(address = %self.address, device_id = self.device_id, election_id = self.election_id, "P4Runtime: primary");
         Connection {
             client: self.client,
+            identity: Arc::new(()),
             requests: self.requests,
             device_id: self.device_id,
             election_id: self.election_id,
@@ -306,14 +309,6 @@ impl Connection {
 
     /// One batch, CONTINUE_ON_ERROR. On failure, says which updates failed and why.
     pub async fn write(&mut self, ops: &[Op]) -> Result<(), WriteFailure> {
-        if !self.is_primary() {
-            return Err(WriteFailure {
-                errors: Vec::new(),
-                overall: Some(tonic::Status::permission_denied(
-                    "efbd is no longer the primary controller",
-                )),
-            });
-        }
         let updates = ops
             .iter()
             .map(|op| p4::Update {
@@ -327,6 +322,20 @@ impl Connection {
                 }),
             })
             .collect();
+        self.write_updates(updates).await
+    }
+
+    /// Updates of any entity in one batch, CONTINUE_ON_ERROR.
+    pub async fn write_updates(&mut self, updates: Vec<p4::Update>) -> Result<(), WriteFailure> {
+        if !self.is_primary() {
+            return Err(WriteFailure {
+                errors: Vec::new(),
+                overall: Some(tonic::Status::permission_denied(
+                    "efbd is no longer the primary controller",
+                )),
+            });
+        }
+        let count = updates.len();
         let request = p4::WriteRequest {
             device_id: self.device_id,
             election_id: Some(uint128(self.election_id)),
@@ -336,7 +345,7 @@ impl Connection {
         };
         match self.client.write(request).await {
             Ok(_) => Ok(()),
-            Err(status) => Err(write_failure(status, ops.len())),
+            Err(status) => Err(write_failure(status, count)),
         }
     }
 
@@ -403,29 +412,54 @@ impl Connection {
         &mut self,
         entities: Vec<p4::Entity>,
     ) -> Result<Vec<p4::TableEntry>, ClientError> {
-        let rpc = |status| ClientError::Rpc {
-            call: "Read",
-            status,
-        };
-        let mut stream = self
-            .client
-            .read(p4::ReadRequest {
-                device_id: self.device_id,
-                entities,
-                ..Default::default()
+        let entities = read_entities(&mut self.client, self.device_id, entities).await?;
+        Ok(entities
+            .into_iter()
+            .filter_map(|entity| match entity.entity {
+                Some(p4::entity::Entity::TableEntry(e)) => Some(e),
+                _ => None,
             })
-            .await
-            .map_err(rpc)?
-            .into_inner();
-        let mut out = Vec::new();
-        while let Some(reply) = stream.next().await {
-            for entity in reply.map_err(rpc)?.entities {
-                if let Some(p4::entity::Entity::TableEntry(e)) = entity.entity {
-                    out.push(e);
-                }
-            }
+            .collect())
+    }
+
+    /// Every multicast group of the replication engine.
+    pub async fn read_multicast_groups(
+        &mut self,
+    ) -> Result<Vec<p4::MulticastGroupEntry>, ClientError> {
+        let all = p4::Entity {
+            entity: Some(p4::entity::Entity::PacketReplicationEngineEntry(
+                p4::PacketReplicationEngineEntry {
+                    r#type: Some(
+                        p4::packet_replication_engine_entry::Type::MulticastGroupEntry(
+                            p4::MulticastGroupEntry::default(),
+                        ),
+                    ),
+                },
+            )),
+        };
+        let entities = read_entities(&mut self.client, self.device_id, vec![all]).await?;
+        Ok(entities
+            .into_iter()
+            .filter_map(|entity| match entity.entity {
+                Some(p4::entity::Entity::PacketReplicationEngineEntry(
+                    p4::PacketReplicationEngineEntry {
+                        r#type:
+                            Some(p4::packet_replication_engine_entry::Type::MulticastGroupEntry(g)),
+                    },
+                )) => Some(g),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// A reader of the chip's registers that does not need the connection (keep-alive
+    /// records are read while a long write holds it).
+    pub fn reader(&self) -> Reader {
+        Reader {
+            client: self.client.clone(),
+            device_id: self.device_id,
+            connection: self.identity.clone(),
         }
-        Ok(out)
     }
 
     /// Sends a frame out of the chip (keep-alives).
@@ -437,6 +471,51 @@ impl Connection {
             .await
             .map_err(|_| ClientError::NotPrimary("the stream is closed".into()))
     }
+}
+
+/// Reads entities on a connection's channel, beside whatever else the connection does.
+#[derive(Clone, Debug)]
+pub struct Reader {
+    client: P4RuntimeClient<Channel>,
+    device_id: u64,
+    /// Which connection it came from.
+    connection: Arc<()>,
+}
+
+impl Reader {
+    pub fn same_channel(&self, other: &Reader) -> bool {
+        Arc::ptr_eq(&self.connection, &other.connection)
+    }
+
+    pub async fn read(&self, entities: Vec<p4::Entity>) -> Result<Vec<p4::Entity>, ClientError> {
+        read_entities(&mut self.client.clone(), self.device_id, entities).await
+    }
+}
+
+/// One Read: every entity of the answer's stream.
+async fn read_entities(
+    client: &mut P4RuntimeClient<Channel>,
+    device_id: u64,
+    entities: Vec<p4::Entity>,
+) -> Result<Vec<p4::Entity>, ClientError> {
+    let rpc = |status| ClientError::Rpc {
+        call: "Read",
+        status,
+    };
+    let mut stream = client
+        .read(p4::ReadRequest {
+            device_id,
+            entities,
+            ..Default::default()
+        })
+        .await
+        .map_err(rpc)?
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(reply) = stream.next().await {
+        out.extend(reply.map_err(rpc)?.entities);
+    }
+    Ok(out)
 }
 
 /// Sends packet-outs on a connection's stream.

@@ -455,7 +455,12 @@ impl Compiler {
         })
     }
 
-    fn device_port(&self, config: &Config, path: &str, port: &str) -> Result<u32, CompileError> {
+    pub(crate) fn device_port(
+        &self,
+        config: &Config,
+        path: &str,
+        port: &str,
+    ) -> Result<u32, CompileError> {
         let fail = |message: String| CompileError::Port {
             path: path.to_string(),
             port: port.to_string(),

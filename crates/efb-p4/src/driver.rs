@@ -28,6 +28,7 @@ use tracing::{error, info, warn};
 use crate::client::{ClientError, Connection, Opened, PacketSender, StreamEvent};
 use crate::compile::{CompileError, Compiled, Compiler};
 use crate::entry::{EntryKey, normalized};
+use crate::keepalive::{Groups, RegisterIds, RoundReader, group_updates, groups_read};
 use crate::plan::{Plan, Tables};
 
 mod flow_figures;
@@ -82,7 +83,8 @@ pub struct DriverStatus {
     pub reconcile_written: usize,
     /// How long the last reconcile took (read, compare, write).
     pub reconcile_time: Duration,
-    /// Entries the chip holds for the configuration.
+    /// Entries the chip holds for the configuration (table entries and keep-alive
+    /// multicast groups).
     pub entries: usize,
     /// In words: why not connected, why out of sync.
     pub message: String,
@@ -157,6 +159,8 @@ struct Inner {
     counts: Arc<Counts>,
     /// The platform's ports: `enabled false` in the configuration is their admin-status.
     platform: crate::platform::Platform,
+    /// The keep-alive multicast groups the chip holds, as last written or read.
+    groups: Groups,
 }
 
 /// A handle on the driver; clones share it.
@@ -166,11 +170,13 @@ pub struct Driver {
     inner: Arc<Mutex<Inner>>,
     /// A watch, so that efbd hears of the connection coming and going when it happens.
     status: Arc<watch::Sender<DriverStatus>>,
-    packet_ins: Arc<StdMutex<Option<mpsc::Sender<p4runtime_proto::p4::v1::PacketIn>>>>,
     /// The current connection's packet-out path (none while not primary).
     packet_out: Arc<StdMutex<Option<PacketSender>>>,
-    /// Id of the packet-out header's egress port field.
-    packet_out_port: Option<u32>,
+    /// Ids of the packet-out header's egress port and multicast group fields.
+    packet_out_fields: (Option<u32>, Option<u32>),
+    /// Reads keep-alive records beside the connection (none while not connected).
+    round_reader: Arc<StdMutex<Option<RoundReader>>>,
+    register_ids: Option<RegisterIds>,
     stop: Arc<tokio::sync::Notify>,
     counts: Arc<Counts>,
     platform: crate::platform::Platform,
@@ -186,10 +192,17 @@ impl Driver {
     ) -> Result<Driver, DriverError> {
         let p4info = efb_p4info::p4info()?;
         let index = P4InfoIndex::new(&p4info)?;
-        let packet_out_port = index
-            .packet_out()
-            .and_then(|header| header.field(efb_p4info::names::packet_io::EGRESS_PORT))
-            .map(|f| f.id);
+        let packet_out_field = |name| {
+            index
+                .packet_out()
+                .and_then(|header| header.field(name))
+                .map(|f| f.id)
+        };
+        let packet_out_fields = (
+            packet_out_field(efb_p4info::names::packet_io::EGRESS_PORT),
+            packet_out_field(efb_p4info::names::packet_io::MCAST_GRP),
+        );
+        let register_ids = RegisterIds::of(&index).ok();
         let tables = Tables::new(&index)?;
         let device_config = Arc::new(efb_p4info::device_config::device_config());
         let cookie = cookie_of(&p4info, &device_config);
@@ -210,6 +223,7 @@ impl Driver {
             settings,
             counts: counts.clone(),
             platform: platform.clone(),
+            groups: Groups::new(),
         };
         let driver = Driver {
             runtime: tokio::runtime::Handle::current(),
@@ -218,9 +232,10 @@ impl Driver {
                 message: "connecting".into(),
                 ..DriverStatus::default()
             })),
-            packet_ins: Arc::new(StdMutex::new(None)),
             packet_out: Arc::new(StdMutex::new(None)),
-            packet_out_port,
+            packet_out_fields,
+            round_reader: Arc::new(StdMutex::new(None)),
+            register_ids,
             stop: Arc::new(tokio::sync::Notify::new()),
             counts,
             platform,
@@ -266,13 +281,6 @@ impl Driver {
         self.status.send_modify(change);
     }
 
-    /// Where packet-ins (keep-alives coming back) go.
-    pub fn subscribe_packet_ins(&self, sender: mpsc::Sender<p4runtime_proto::p4::v1::PacketIn>) {
-        if let Ok(mut slot) = self.packet_ins.lock() {
-            *slot = Some(sender);
-        }
-    }
-
     /// The connection task: connect, reconcile, wait until the connection is lost, again.
     async fn keep_connected(self) {
         let mut backoff = Duration::from_millis(200);
@@ -294,7 +302,11 @@ impl Driver {
             }
             while let Some(event) = received.recv().await {
                 match event {
-                    StreamEvent::PacketIn(p) => self.forward_packet_in(p),
+                    // Keep-alives come back to the chip's registers; a packet-in is one
+                    // asked for by its flags (diagnostics), which efbd does not ask for.
+                    StreamEvent::PacketIn(p) => {
+                        tracing::debug!(bytes = p.payload.len(), "packet-in ignored");
+                    }
                     StreamEvent::Lost(reason) => {
                         self.lose_connection(&reason).await;
                         break;
@@ -304,35 +316,53 @@ impl Driver {
         }
     }
 
-    fn forward_packet_in(&self, packet: p4runtime_proto::p4::v1::PacketIn) {
-        if let Ok(slot) = self.packet_ins.lock()
-            && let Some(sender) = slot.as_ref()
-        {
-            let _ = sender.try_send(packet);
-        }
-    }
-
     fn set_packet_out(&self, sender: Option<PacketSender>) {
         if let Ok(mut slot) = self.packet_out.lock() {
             *slot = sender;
         }
+        if let Ok(mut slot) = self.round_reader.lock() {
+            slot.take();
+        }
     }
 
-    /// Sends a frame out of a device port (keep-alives). Never waits for a commit in
-    /// progress.
-    pub fn packet_out(&self, device_port: u32, payload: Vec<u8>) -> Result<(), NotConnected> {
+    fn set_round_reader(&self, reader: Option<RoundReader>) {
+        if let Ok(mut slot) = self.round_reader.lock() {
+            *slot = reader;
+        }
+    }
+
+    /// Reads keep-alive records without waiting for the connection (none while not
+    /// connected, or when the program has no keep-alive registers).
+    pub fn round_reader(&self) -> Option<RoundReader> {
+        self.round_reader.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    /// Sends a keep-alive round: one frame to the unit's multicast group, which the chip
+    /// copies out of each port of its pairs. Never waits for a commit in progress.
+    pub fn send_round(&self, unit_id: u8, payload: Vec<u8>) -> Result<(), NotConnected> {
+        self.send_packet(0, u32::from(unit_id), payload)
+    }
+
+    fn send_packet(
+        &self,
+        device_port: u32,
+        group: u32,
+        payload: Vec<u8>,
+    ) -> Result<(), NotConnected> {
         let sender = self
             .packet_out
             .lock()
             .ok()
             .and_then(|slot| slot.clone())
             .ok_or(NotConnected)?;
-        let metadata = self
-            .packet_out_port
-            .iter()
-            .map(|id| p4runtime_proto::p4::v1::PacketMetadata {
-                metadata_id: *id,
-                value: crate::entry::canonical(u128::from(device_port)),
+        let (port_field, group_field) = self.packet_out_fields;
+        let metadata = [(port_field, device_port), (group_field, group)]
+            .into_iter()
+            .filter_map(|(id, value)| {
+                Some(p4runtime_proto::p4::v1::PacketMetadata {
+                    metadata_id: id?,
+                    value: crate::entry::canonical(u128::from(value)),
+                })
             })
             .collect();
         // A send fails only when the stream ended: the connection is gone.
@@ -405,6 +435,10 @@ impl Driver {
         conn.ensure_pipeline(&p4info, &device_config, cookie)
             .await?;
         let packet_sender = conn.packet_sender();
+        let round_reader = self.register_ids.map(|ids| RoundReader {
+            reader: conn.reader(),
+            ids,
+        });
         inner.conn = Some(conn);
         let started = std::time::Instant::now();
         let written = inner.reconcile().await;
@@ -415,6 +449,7 @@ impl Driver {
                 Counts::add(&self.counts.reconciles, 1);
                 Counts::add(&self.counts.reconcile_entries_written, written);
                 self.set_packet_out(Some(packet_sender));
+                self.set_round_reader(round_reader);
                 info!(written, entries, ms = reconcile_time.as_millis() as u64, target = %settings.target, "reconciled the chip with the running configuration");
                 self.set_status(|s| {
                     *s = DriverStatus {
@@ -552,10 +587,19 @@ impl Inner {
             })
             .collect();
         let plan = Plan::reconcile(&self.tables, &actual, &compiled);
-        let written = plan.len();
+        let mut written = plan.len();
         self.write_plan(&plan).await?;
+        let held = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| ChipError::Lost("not connected".into()))?
+            .read_multicast_groups()
+            .await
+            .map_err(|e| ChipError::Lost(e.to_string()))?;
+        self.groups = groups_read(held);
+        written += self.write_groups(&config, &compiled.ids).await?;
         self.reconcile_admin_status(&config).await;
-        let entries = compiled.len();
+        let entries = compiled.len() + self.groups.len();
         self.saved.ids = compiled.ids.clone();
         self.programmed = compiled;
         self.save();
@@ -596,8 +640,15 @@ impl Inner {
             ));
         }
         let plan = Plan::between(&self.tables, &self.programmed, &compiled);
-        let written = plan.len();
+        let mut written = plan.len();
         self.write_plan(&plan).await?;
+        match self.write_groups(config, &compiled.ids).await {
+            Ok(groups) => written += groups,
+            Err(e) => {
+                self.undo(plan.ops().cloned().collect()).await;
+                return Err(e);
+            }
+        }
         self.follow_admin_status(config).await;
         let replaced = std::mem::replace(&mut self.programmed, compiled);
         // Freeing a replaced bucket table (thousands of entries) took 1.7 ms of a rebalance:
@@ -611,6 +662,39 @@ impl Inner {
             self.save();
         }
         Ok(written)
+    }
+
+    /// Makes the chip hold the keep-alive groups of `config` (only the ones that differ).
+    /// Returns the groups written.
+    async fn write_groups(
+        &mut self,
+        config: &Config,
+        ids: &crate::ids::Ids,
+    ) -> Result<usize, ChipError> {
+        let wanted = self.compiler.keepalive_groups(config, ids);
+        let updates = group_updates(&self.groups, &wanted);
+        if updates.is_empty() {
+            return Ok(0);
+        }
+        let count = updates.len();
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| ChipError::Lost("the connection to the chip was lost".into()))?;
+        if let Err(failure) = conn.write_updates(updates).await {
+            Counts::add(&self.counts.refusals, 1);
+            let why = failure
+                .overall
+                .map(|s| s.message().to_string())
+                .or_else(|| failure.errors.into_iter().flatten().map(|(_, m)| m).next())
+                .unwrap_or_default();
+            return Err(ChipError::WriteRefused(format!(
+                "the keep-alive multicast groups: {why}"
+            )));
+        }
+        Counts::add(&self.counts.entries_written, count);
+        self.groups = wanted;
+        Ok(count)
     }
 
     /// Makes every port's admin-status what the configuration says, from what the platform
@@ -681,7 +765,7 @@ impl Southbound for Driver {
         let result = self.runtime.block_on(async move {
             let mut inner = driver.inner.lock().await;
             let written = inner.program(&config, offline_ok).await?;
-            let entries = inner.programmed.len();
+            let entries = inner.programmed.len() + inner.groups.len();
             Ok::<_, ChipError>((written, entries, inner.conn.is_some()))
         });
         let (written, entries, connected) = result?;

@@ -12,6 +12,7 @@ pub mod driver;
 pub mod entry;
 pub mod frame_classes;
 pub mod ids;
+pub mod keepalive;
 pub mod plan;
 pub mod platform;
 pub mod regions;

@@ -416,3 +416,109 @@ async fn sessions_reach_the_pair_and_core_the_algorithm_names() {
     assert_eq!(received, sent);
     driver.stop().await;
 }
+
+/// The multicast groups the target holds, as (group, sorted (port, instance)).
+async fn groups_on_target(servers: &Servers) -> Vec<(u32, Vec<(u32, u32)>)> {
+    let mut client = P4RuntimeClient::connect(format!("http://{}", servers.addr))
+        .await
+        .unwrap();
+    let all = p4::Entity {
+        entity: Some(p4::entity::Entity::PacketReplicationEngineEntry(
+            p4::PacketReplicationEngineEntry {
+                r#type: Some(
+                    p4::packet_replication_engine_entry::Type::MulticastGroupEntry(
+                        p4::MulticastGroupEntry::default(),
+                    ),
+                ),
+            },
+        )),
+    };
+    let mut stream = client
+        .read(p4::ReadRequest {
+            device_id: 1,
+            entities: vec![all],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(reply) = stream.message().await.unwrap() {
+        for e in reply.entities {
+            if let Some(p4::entity::Entity::PacketReplicationEngineEntry(pre)) = e.entity
+                && let Some(p4::packet_replication_engine_entry::Type::MulticastGroupEntry(g)) =
+                    pre.r#type
+            {
+                #[allow(deprecated)]
+                let mut replicas: Vec<(u32, u32)> = (g.replicas.iter())
+                    .filter_map(|r| match r.port_kind {
+                        Some(p4::replica::PortKind::EgressPort(port)) => Some((port, r.instance)),
+                        _ => None,
+                    })
+                    .collect();
+                replicas.sort_unstable();
+                out.push((g.multicast_group_id, replicas));
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_groups_follow_the_configuration_and_rounds_are_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let servers = target(0).await;
+    let site = config("");
+    let (driver, _) = start_reconciled(&servers, dir.path(), &site).await;
+    let ids = driver.ids().await;
+    let unit = ids.unit("ef1").unwrap();
+    let groups = groups_on_target(&servers).await;
+    assert_eq!(groups.len(), 1, "one group, the probed unit's: {groups:?}");
+    let (group, replicas) = &groups[0];
+    assert_eq!(*group, unit);
+    assert_eq!(replicas.len(), 16, "both ports of each of the 8 pairs");
+    let ports = PortMap::builtin().unwrap();
+    let device = |name: &str| ports.resolve(name).unwrap();
+    // The pair f1-te1-te2's two ports; the chip names each copy by its port.
+    assert!(replicas.contains(&(device("p9-0"), 0)), "LAN: {replicas:?}");
+    assert!(replicas.contains(&(device("p9-1"), 0)), "WAN: {replicas:?}");
+
+    // A pair removed: the group is modified; the profile removed: the group deleted.
+    let fewer = config("delete ecofilter-balancer ecofilter-unit ef1 pair f1-te1-te2");
+    apply(&driver, &fewer, false).await.unwrap();
+    assert_eq!(groups_on_target(&servers).await[0].1.len(), 14);
+    let unprobed = config("delete ecofilter-balancer ecofilter-unit ef1 liveness-profile");
+    apply(&driver, &unprobed, false).await.unwrap();
+    assert!(groups_on_target(&servers).await.is_empty());
+
+    // Back, then a round sent through the group comes back by the emulated filters and
+    // is read from the chip's registers.
+    apply(&driver, &site, false).await.unwrap();
+    let reader = driver
+        .round_reader()
+        .expect("connected: records can be read");
+    let seq = reader.newest_round().await.unwrap() + 1;
+    let unit_id = u8::try_from(unit).unwrap();
+    let round = efb_liveness::KeepAlive::round(unit_id, seq, 0).encode();
+    driver.send_round(unit_id, round).unwrap();
+    // Out of the pair's WAN port, back on its LAN port: recorded by the port it left by.
+    let cell = efb_liveness::records::cell(device("p9-1"));
+    let wanted = efb_liveness::Wanted {
+        units: vec![unit_id],
+        cells: vec![cell],
+    };
+    let mut records = reader.read(&wanted).await.unwrap();
+    for _ in 0..100 {
+        if records.returns[&cell].newest == seq {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        records = reader.read(&wanted).await.unwrap();
+    }
+    assert_eq!(records.rounds[&unit_id], seq, "the round entered");
+    let returned = records.returns[&cell];
+    assert_eq!((returned.newest, returned.count), (seq, 1), "{returned:?}");
+    assert!(returned.path_ns > 0, "timed by the chip: {returned:?}");
+    driver.stop().await;
+}

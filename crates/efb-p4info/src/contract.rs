@@ -4,9 +4,11 @@
 //! the program that breaks either side fails a test instead of a commit on site.
 
 use crate::names::{
-    ActionName, CounterName, FieldName, PacketFieldName, PacketHeaderName, TableName,
+    ActionName, CounterName, FieldName, PacketFieldName, PacketHeaderName, RegisterName, TableName,
 };
-use crate::names::{actions as a, counters, fields as f, flows, packet_io as io, tables as t};
+use crate::names::{
+    actions as a, counters, fields as f, flows, packet_io as io, registers as r, tables as t,
+};
 use crate::{ActionScope, MatchKind, P4InfoError, P4InfoIndex};
 
 pub struct TableSpec {
@@ -321,8 +323,27 @@ pub const PACKET_IO: &[(PacketHeaderName, &[(PacketFieldName, u32)])] = &[
         io::PACKET_IN,
         &[(io::INGRESS_PORT, 16), (io::RX_TSTAMP, 48)],
     ),
-    (io::PACKET_OUT, &[(io::EGRESS_PORT, 16)]),
+    (
+        io::PACKET_OUT,
+        &[(io::EGRESS_PORT, 16), (io::MCAST_GRP, 16)],
+    ),
 ];
+
+/// The keep-alive registers and their cells: per pair id and direction (pair id << 1 |
+/// direction) what came back, per unit (its multicast group) the newest round that entered.
+pub const REGISTERS: &[(RegisterName, u64)] = &[
+    (r::KEEPALIVE_SEQ, KEEPALIVE_CELLS),
+    (r::KEEPALIVE_RETURNS, KEEPALIVE_CELLS),
+    (r::KEEPALIVE_PATH, KEEPALIVE_CELLS),
+    (r::KEEPALIVE_ARRIVAL, KEEPALIVE_CELLS),
+    (r::KEEPALIVE_ROUNDS, KEEPALIVE_UNITS),
+];
+/// Cells of a per-pair keep-alive register: 256 pair ids x 2 directions.
+pub const KEEPALIVE_CELLS: u64 = 512;
+/// Cells of a per-unit keep-alive register: 256 unit ids.
+pub const KEEPALIVE_UNITS: u64 = 256;
+/// Width of a keep-alive register's cell.
+pub const KEEPALIVE_BITS: u32 = 32;
 
 /// Indexed counters: (name, size at least).
 pub const COUNTERS: &[(CounterName, u64)] = &[(counters::DROP_REASONS, 8)];
@@ -401,6 +422,16 @@ pub enum Departure {
         field: PacketFieldName,
         bits: u32,
     },
+    #[error(
+        "register {register} is {cells} x bit<{bits}>, the contract says {wants} x bit<{}>",
+        KEEPALIVE_BITS
+    )]
+    RegisterShape {
+        register: RegisterName,
+        cells: u64,
+        bits: u32,
+        wants: u64,
+    },
     #[error("counter {counter} has {cells} cells, needs {wants}")]
     CounterSize {
         counter: CounterName,
@@ -420,6 +451,18 @@ pub fn check(index: &P4InfoIndex) -> Vec<Departure> {
     }
     for (header, fields) in PACKET_IO {
         check_packet_io(index, *header, fields, &mut problems);
+    }
+    for &(register, wants) in REGISTERS {
+        match index.register_by_name(register) {
+            Ok(info) if info.size == wants && info.bitwidth == KEEPALIVE_BITS => {}
+            Ok(info) => problems.push(Departure::RegisterShape {
+                register,
+                cells: info.size,
+                bits: info.bitwidth,
+                wants,
+            }),
+            Err(e) => problems.push(e.into()),
+        }
     }
     for &(counter, wants) in COUNTERS {
         match index.counter_by_name(counter) {

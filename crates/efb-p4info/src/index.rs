@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use p4runtime_proto::p4::config::v1::{P4Info, Preamble, action_ref, match_field, p4_ids::Prefix};
 
 use crate::P4InfoError;
-use crate::names::{ActionName, CounterName, FieldName, PacketFieldName, TableName};
+use crate::names::{ActionName, CounterName, FieldName, PacketFieldName, RegisterName, TableName};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MatchKind {
@@ -138,6 +138,16 @@ pub struct CounterInfo {
     pub size: u64,
 }
 
+/// A register of bit strings (the only kind the program declares): `size` cells of
+/// `bitwidth` bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterInfo {
+    pub id: u32,
+    pub name: String,
+    pub bitwidth: u32,
+    pub size: u64,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ActionProfileInfo {
     pub id: u32,
@@ -155,6 +165,7 @@ pub struct P4InfoIndex {
     actions: HashMap<u32, ActionInfo>,
     counters: HashMap<u32, CounterInfo>,
     direct_counters: HashMap<u32, u32>,
+    registers: HashMap<u32, RegisterInfo>,
     action_profiles: HashMap<u32, ActionProfileInfo>,
     names: HashMap<(Prefix, String), u32>,
     packet_in: Option<PacketMetadataInfo>,
@@ -179,6 +190,7 @@ impl P4InfoIndex {
         let mut seen = HashSet::new();
         index.add_actions(p4info, &mut seen)?;
         index.add_counters(p4info, &mut seen)?;
+        index.add_registers(p4info, &mut seen)?;
         index.add_action_profiles(p4info, &mut seen)?;
         index.add_tables(p4info, &mut seen)?;
         index.add_packet_metadata(p4info, &mut seen)?;
@@ -268,6 +280,42 @@ impl P4InfoIndex {
         }
         for meter in &p4info.meters {
             self.preamble(meter.preamble.as_ref(), Prefix::Meter, seen)?;
+        }
+        Ok(())
+    }
+
+    fn add_registers(
+        &mut self,
+        p4info: &P4Info,
+        seen: &mut HashSet<u32>,
+    ) -> Result<(), P4InfoError> {
+        use p4runtime_proto::p4::config::v1::{
+            p4_bitstring_like_type_spec as bitstring, p4_data_type_spec as data,
+        };
+        for register in &p4info.registers {
+            let p = self.preamble(register.preamble.as_ref(), Prefix::Register, seen)?;
+            let bits = match register
+                .type_spec
+                .as_ref()
+                .and_then(|t| t.type_spec.as_ref())
+            {
+                Some(data::TypeSpec::Bitstring(b)) => match &b.type_spec {
+                    Some(bitstring::TypeSpec::Bit(bit)) => Some(bit.bitwidth),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let what = format!("register {}", p.name);
+            let bits = bits.ok_or_else(|| invalid(format!("{what} is not of type bit<W>")))?;
+            self.registers.insert(
+                p.id,
+                RegisterInfo {
+                    id: p.id,
+                    name: p.name.clone(),
+                    bitwidth: width(bits, &what)?,
+                    size: u64::try_from(register.size).unwrap_or(0),
+                },
+            );
         }
         Ok(())
     }
@@ -495,6 +543,24 @@ impl P4InfoIndex {
             .and_then(|id| self.direct_counters.get(id).map(|t| (*id, *t)))
             .ok_or_else(|| P4InfoError::Missing {
                 kind: "direct counter",
+                name: name.to_string(),
+            })
+    }
+
+    pub fn register(&self, id: u32) -> Option<&RegisterInfo> {
+        self.registers.get(&id)
+    }
+
+    pub fn registers(&self) -> impl Iterator<Item = &RegisterInfo> {
+        self.registers.values()
+    }
+
+    pub fn register_by_name(&self, name: RegisterName) -> Result<&RegisterInfo, P4InfoError> {
+        self.names
+            .get(&(Prefix::Register, name.as_str().to_string()))
+            .and_then(|id| self.registers.get(id))
+            .ok_or_else(|| P4InfoError::Missing {
+                kind: "register",
                 name: name.to_string(),
             })
     }

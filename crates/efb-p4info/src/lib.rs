@@ -15,7 +15,7 @@ mod text;
 pub use error::P4InfoError;
 pub use index::{
     ActionInfo, ActionProfileInfo, ActionScope, CounterInfo, FieldInfo, MatchKind, P4InfoIndex,
-    PacketMetadataInfo, ParamInfo, TableInfo,
+    PacketMetadataInfo, ParamInfo, RegisterInfo, TableInfo,
 };
 pub use port_map::{PortMap, PortMapError, PortName};
 pub use text::{p4info_from_text, p4info_to_text};

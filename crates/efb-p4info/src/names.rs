@@ -1,6 +1,6 @@
 //! The names of `p4/efb.p4` that code uses. Code resolves them through the loaded P4Info
 //! ([`crate::P4InfoIndex`]) and never hard-codes ids. `tables`, `actions`, `fields`,
-//! `counters` and `packet_io` are written by `build.rs` from the compiler's P4Info (a name
+//! `counters`, `registers` and `packet_io` are written by `build.rs` from the compiler's P4Info (a name
 //! the program lacks does not compile; each one's doc says its key or parameters);
 //! [`crate::contract`] checks the widths and match kinds the code expects of them.
 
@@ -82,6 +82,11 @@ program_name!(
     /// A counter's or a direct counter's fully qualified name ([`counters`]).
     CounterName,
     counters::ALL
+);
+program_name!(
+    /// A register's fully qualified name ([`registers`]).
+    RegisterName,
+    registers::ALL
 );
 program_name!(
     /// A controller packet header ([`packet_io`]: `packet_in`, `packet_out`).

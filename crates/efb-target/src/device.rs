@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use efb_p4info::names::{PacketFieldName, drop_reasons, ethertypes, packet_io};
+use efb_p4info::names::{PacketFieldName, drop_reasons, packet_io};
 use efb_p4info::{P4InfoIndex, PortMap};
 use p4runtime_proto::p4::v1::{
     self as p4, ForwardingPipelineConfig, PacketMetadata, stream_message_response,
@@ -19,7 +19,7 @@ use crate::bytes;
 use crate::filters::Filters;
 use crate::ports::Ports;
 use crate::profile::Profile;
-use crate::program::{PACKET_IN_BYTES, Program, Verdict};
+use crate::program::{PACKET_IN_BYTES, Program, Verdict, egress_keepalive};
 use crate::tables::Objects;
 
 #[derive(Clone, Debug)]
@@ -82,6 +82,11 @@ pub struct Device {
     /// Bumped by every restart; streams end when it changes.
     pub epoch: watch::Sender<u64>,
     pub packet_in_dropped: AtomicU64,
+    /// Packet-outs taken from the controller, packet-ins sent to it (the CPU port's load).
+    pub packet_outs: AtomicU64,
+    pub packet_ins: AtomicU64,
+    /// Held while frames are handled in the chip's clock order (see `packet_out`).
+    chip_order: Mutex<()>,
     next_stream: AtomicU64,
 }
 
@@ -100,6 +105,9 @@ impl Device {
             restarts: AtomicU64::new(0),
             epoch: watch::channel(0).0,
             packet_in_dropped: AtomicU64::new(0),
+            packet_outs: AtomicU64::new(0),
+            packet_ins: AtomicU64::new(0),
+            chip_order: Mutex::new(()),
             next_stream: AtomicU64::new(1),
         });
         tokio::spawn(delay_line(Arc::downgrade(&device)));
@@ -155,9 +163,12 @@ impl Device {
             } => {
                 // The emulated pipeline takes no time: it leaves when it came in.
                 if stamp_departure {
-                    stamp_keepalive(&mut frame, rx_ns);
+                    egress_keepalive(&mut frame, rx_ns, out);
                 }
                 self.emit(state, port, out, &frame, rx_ns);
+            }
+            Verdict::Replicate { group, frame } => {
+                self.replicate(state, port, group, &frame, rx_ns);
             }
             Verdict::Drop { reason, bytes } => self.dropped_counted(state, port, reason, bytes),
             Verdict::Lost => self.ports.count_drop(port),
@@ -210,15 +221,50 @@ impl Device {
         }
     }
 
+    /// The traffic manager's multicast: a copy of `frame` per replica of `group`, each
+    /// through egress (its departure time and the port it leaves by) and out of the
+    /// replica's port, through the filter there like any frame. A group
+    /// that does not exist (or has no replica) loses the frame, counted by no drop reason,
+    /// as a port the chip lacks does.
+    fn replicate(&self, state: &State, ingress: u32, group: u16, frame: &[u8], time_ns: u64) {
+        let replicas = state
+            .objects
+            .multicast
+            .get(&u32::from(group))
+            .map(|g| g.replicas.as_slice())
+            .unwrap_or_default();
+        if replicas.is_empty() {
+            tracing::debug!(
+                group,
+                "packet-out to a multicast group without replicas: lost"
+            );
+            return self.ports.count_drop(ingress);
+        }
+        let program = state.pipeline.as_ref().and_then(|p| p.program.as_ref());
+        for replica in replicas {
+            let mut copy = frame.to_vec();
+            egress_keepalive(&mut copy, time_ns, replica.port);
+            if let Some(program) = program {
+                program.round_enters(&state.objects, &copy);
+            }
+            self.emit(state, ingress, replica.port, &copy, time_ns);
+        }
+    }
+
     /// A packet-out from the primary: in by the CPU port with its header (the egress port
-    /// it names), through the program like any frame.
-    pub fn packet_out(&self, port: u32, frame: Vec<u8>) {
+    /// and the multicast group it names), through the program like any frame.
+    pub fn packet_out(&self, port: u32, group: u32, frame: Vec<u8>) {
+        // The chip handles frames in the order of its clock: a filter's return due before
+        // this packet-out entered is in before it (the delay line's task may be late).
+        let _in_order = self.chip_order.lock();
+        self.deliver_due();
+        self.packet_outs.fetch_add(1, Ordering::Relaxed);
         let Ok(state) = self.state.read() else { return };
         let cpu = self.ports.map().cpu_port();
-        let mut wire = u16::try_from(port)
-            .unwrap_or(u16::MAX)
-            .to_be_bytes()
-            .to_vec();
+        let field = |v: u32| u16::try_from(v).unwrap_or(u16::MAX).to_be_bytes();
+        let mut wire = Vec::with_capacity(frame.len() + 4);
+        wire.extend_from_slice(&field(port));
+        wire.extend_from_slice(&field(group));
         wire.extend_from_slice(&frame);
         self.run(&state, cpu, &wire, self.now_ns());
     }
@@ -251,6 +297,7 @@ impl Device {
         for tx in primaries {
             delivered |= tx.try_send(Ok(message.clone())).is_ok();
         }
+        self.packet_ins.fetch_add(1, Ordering::Relaxed);
         if !delivered {
             self.packet_in_dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -276,6 +323,16 @@ fn packet_in_metadata(state: &State, port: u32, rx_ns: u64) -> Option<Vec<Packet
 }
 
 impl Device {
+    /// The filters' returns due by now, received at the chip time each was due. Returns
+    /// when the next one is due.
+    fn deliver_due(&self) -> Option<u64> {
+        let (due, next) = self.filters.due(self.now_ns());
+        for f in due {
+            self.receive(f.port, &f.frame, f.due_ns);
+        }
+        next
+    }
+
     /// Restarts the target: streams break, election ids are forgotten; the forwarding
     /// state survives only with `keep_tables`.
     pub fn restart(&self, keep_tables: bool) {
@@ -293,29 +350,16 @@ impl Device {
     }
 }
 
-/// Keep-alive layout after the EtherType: pair id (1), direction (1), sequence (4),
-/// transmit time in ns (8).
-const KEEPALIVE_TSTAMP: std::ops::Range<usize> = 20..28;
-
-fn stamp_keepalive(frame: &mut [u8], now_ns: u64) {
-    if crate::packet::outer_ethertype(frame) != Some(ethertypes::KEEPALIVE) {
-        return;
-    }
-    if let Some(field) = frame.get_mut(KEEPALIVE_TSTAMP) {
-        field.copy_from_slice(&(now_ns & ((1 << 48) - 1)).to_be_bytes());
-    }
-}
-
 /// Returns frames from the filters when they are due. Tokio's timer has millisecond
 /// resolution, so frames may come back late in wall time; the chip time they carry is
 /// exact.
 async fn delay_line(device: Weak<Device>) {
     loop {
         let Some(dev) = device.upgrade() else { return };
-        let (due, next) = dev.filters.due(dev.now_ns());
-        for f in due {
-            dev.receive(f.port, &f.frame, f.due_ns);
-        }
+        let next = {
+            let _in_order = dev.chip_order.lock();
+            dev.deliver_due()
+        };
         let wait = next.map(|n| Duration::from_nanos(n.saturating_sub(dev.now_ns())));
         let notify = dev.filters.wake.clone();
         drop(dev);

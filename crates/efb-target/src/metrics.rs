@@ -45,6 +45,16 @@ pub fn scrape(device: &Device) -> Scraped {
             .iter()
             .map(|(port, c)| (labels(*port), i64::from(c.oper_up()))),
     );
+    values.counters(
+        "efb_target_packet_outs",
+        "Packet-outs taken from the controller (the CPU port's load towards the chip)",
+        [(Vec::new(), device.packet_outs.load(Ordering::Relaxed))],
+    );
+    values.counters(
+        "efb_target_packet_ins",
+        "Packet-ins sent to the controller",
+        [(Vec::new(), device.packet_ins.load(Ordering::Relaxed))],
+    );
     let counters: [(&str, &str, Field); 5] = [
         ("efb_target_port_rx_frames", "Frames received", |c| {
             &c.rx_frames

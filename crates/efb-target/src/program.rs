@@ -6,12 +6,13 @@
 use efb_model::BalancingMethod;
 use efb_p4info::contract::{self, Departure};
 use efb_p4info::names::{
-    ActionName, FieldName, TableName, actions as a, counters, drop_reasons, fields as f, flows,
-    tables as t,
+    ActionName, FieldName, RegisterName, TableName, actions as a, counters, drop_reasons,
+    ethertypes, fields as f, flows, registers as r, tables as t,
 };
 use efb_p4info::{P4InfoError, P4InfoIndex};
 
-use crate::packet;
+use crate::packet::{self, Keepalive, PacketOut};
+use crate::registers::Register;
 use crate::tables::{ActionValue, Entry, Objects, Table, exact_key};
 
 /// What the program does with a frame.
@@ -24,11 +25,27 @@ pub enum Verdict {
         frame: Vec<u8>,
         stamp_departure: bool,
     },
+    /// A packet-out to a multicast group (`mcast_grp_a`): the traffic manager makes one
+    /// copy per replica, and egress stamps each one ([`egress_keepalive`]).
+    Replicate { group: u16, frame: Vec<u8> },
     /// Dropped in ingress, counted under a `drop_reasons` index with `bytes` (the frame
     /// and its FCS).
     Drop { reason: u32, bytes: usize },
-    /// Dropped without a count: by egress (an IP length past the frame).
+    /// Dropped without a count: by egress (an IP length past the frame), or consumed in
+    /// ingress (`drop_ctl`: a keep-alive recorded that the controller did not ask for).
     Lost,
+}
+
+/// Where ingress sends a frame, and the frame it sends.
+enum Forward {
+    /// `ucast_egress_port`.
+    Port(u32, Vec<u8>),
+    /// `ucast_egress_port` of a packet-out, whose keep-alive egress stamps.
+    PacketOut(u32, Vec<u8>),
+    /// `mcast_grp_a`.
+    Group(u16, Vec<u8>),
+    /// Nowhere: marked for a counted drop, or consumed.
+    Nowhere,
 }
 
 /// A table's id in the P4Info the program is bound to.
@@ -39,6 +56,31 @@ struct TableId(u32);
 /// that the emulated control cannot compare one with the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ActionId(u32);
+
+/// The keep-alive registers' ids in the P4Info the program is bound to.
+#[derive(Clone, Copy, Debug)]
+struct KeepaliveRegisters {
+    /// Per port a keep-alive left by (cell = that device port).
+    seq: u32,
+    returns: u32,
+    path: u32,
+    arrival: u32,
+    /// Per unit (cell = the keep-alive's unit id).
+    rounds: u32,
+}
+
+impl KeepaliveRegisters {
+    fn bind(index: &P4InfoIndex) -> Result<KeepaliveRegisters, NotTheProgram> {
+        let id = |n: RegisterName| index.register_by_name(n).map(|x| x.id);
+        Ok(KeepaliveRegisters {
+            seq: id(r::KEEPALIVE_SEQ)?,
+            returns: id(r::KEEPALIVE_RETURNS)?,
+            path: id(r::KEEPALIVE_PATH)?,
+            arrival: id(r::KEEPALIVE_ARRIVAL)?,
+            rounds: id(r::KEEPALIVE_ROUNDS)?,
+        })
+    }
+}
 
 /// Resolved ids of the program's tables and actions.
 #[derive(Clone, Debug)]
@@ -68,6 +110,7 @@ pub struct Program {
     unit_active: ActionId,
     to_pair: ActionId,
     pair_up: ActionId,
+    keepalive: KeepaliveRegisters,
     pub drop_counter: u32,
     /// The initial default action of each table (from the contract, which the P4Info agrees with).
     initial_defaults: Vec<(TableId, ActionId)>,
@@ -226,6 +269,7 @@ impl Program {
             unit_active: action(a::UNIT_ACTIVE)?,
             to_pair: action(a::TO_PAIR)?,
             pair_up: action(a::PAIR_UP)?,
+            keepalive: KeepaliveRegisters::bind(index)?,
             drop_counter: index.counter_by_name(counters::DROP_REASONS)?.id,
             initial_defaults,
         })
@@ -267,56 +311,28 @@ impl Program {
             self.flows(objects, &lkp, &mut md, wire_len);
         }
 
-        let mut out = frame.to_vec();
-        let mut egress_port = None;
-        let mut keepalive_out = false;
-        if md.drop.is_some() {
+        self.keepalive_registers(objects, &h, &md, rx_ns);
+
+        let forward = if md.drop.is_some() {
             // Unknown port or link: counted below.
-        } else if let Some(port) = h.packet_out {
-            if md.from_cpu {
-                // PortId_t is 9 bits wide.
-                egress_port = Some(u32::from(port) & 0x1FF);
-                out.drain(..PACKET_OUT_BYTES);
-                keepalive_out = true;
-            } else {
-                md.mark_drop(drop_reasons::PACKET_OUT_PORT);
-            }
+            Forward::Nowhere
+        } else if let Some(header) = h.packet_out {
+            packet_out(&mut md, header, frame)
         } else if returning {
-            out = packet::strip_tag(frame);
-            egress_port = Some(if md.side_wan {
+            let port = if md.side_wan {
                 md.wan_port
             } else {
                 md.lan_port
-            });
+            };
+            Forward::Port(port, packet::strip_tag(frame))
         } else if md.from_pair {
-            if h.parser_err {
-                md.mark_drop(drop_reasons::MALFORMED);
-            } else if h.keepalive {
-                // To the port `platform` names as the CPU's, with the packet-in header:
-                // where and when (the ingress parser's clock) it came.
-                egress_port = Some(self.cpu_port(objects));
-                out = packet_in_header(ingress, rx_ns);
-                out.extend_from_slice(frame);
-            } else {
-                md.mark_drop(drop_reasons::FROM_FILTER_UNTAGGED);
-            }
+            self.back_from_filter(objects, &h, &mut md, ingress, frame, rx_ns)
         } else if !link_frame {
             md.mark_drop(drop_reasons::MALFORMED);
+            Forward::Nowhere
         } else {
-            egress_port = Some(if md.side_wan {
-                md.lan_port
-            } else {
-                md.wan_port
-            });
-            if md.flow_drop {
-                md.mark_drop(drop_reasons::FLOW_DROP);
-            } else if md.unit_id != 0
-                && let Some((port, core)) = self.balance(objects, md.unit_id, md.side_wan, hash)
-            {
-                out = packet::insert_tag(frame, md.link_id, core);
-                egress_port = Some(port);
-            }
-        }
+            self.operator_frame(objects, &mut md, frame, hash)
+        };
 
         if let Some(reason) = md.drop {
             return Verdict::Drop {
@@ -324,10 +340,130 @@ impl Program {
                 bytes: wire_len,
             };
         }
-        let Some(port) = egress_port else {
-            return Verdict::Lost;
+        match forward {
+            Forward::Port(port, out) => egress(port, out, false, check_length, wire_len),
+            Forward::PacketOut(port, out) => egress(port, out, true, check_length, wire_len),
+            Forward::Group(group, frame) => Verdict::Replicate { group, frame },
+            Forward::Nowhere => Verdict::Lost,
+        }
+    }
+
+    /// A frame back from a filter, untagged: a keep-alive goes to the controller when it
+    /// asks for it (the port `platform` names as the CPU's, with the packet-in header:
+    /// where and when, on the ingress parser's clock), is consumed otherwise.
+    fn back_from_filter(
+        &self,
+        objects: &Objects,
+        h: &packet::Headers,
+        md: &mut Metadata,
+        ingress: u32,
+        frame: &[u8],
+        rx_ns: u64,
+    ) -> Forward {
+        if h.parser_err {
+            // It ends inside a header (a keep-alive or a tag cut short).
+            md.mark_drop(drop_reasons::MALFORMED);
+            return Forward::Nowhere;
+        }
+        match h.keepalive {
+            Some(ka) if ka.punt() => {
+                let mut out = packet_in_header(ingress, rx_ns);
+                out.extend_from_slice(frame);
+                Forward::Port(self.cpu_port(objects), out)
+            }
+            // Recorded already: `drop_ctl`, which no drop reason counts.
+            Some(_) => Forward::Nowhere,
+            None => {
+                md.mark_drop(drop_reasons::FROM_FILTER_UNTAGGED);
+                Forward::Nowhere
+            }
+        }
+    }
+
+    /// A frame from an operator link: bypass (the link's other port) unless the flow sends
+    /// it to a unit and a live pair takes its bucket (then tagged, to the pair's port).
+    fn operator_frame(
+        &self,
+        objects: &Objects,
+        md: &mut Metadata,
+        frame: &[u8],
+        hash: u32,
+    ) -> Forward {
+        if md.flow_drop {
+            md.mark_drop(drop_reasons::FLOW_DROP);
+            return Forward::Nowhere;
+        }
+        if md.unit_id != 0
+            && let Some((port, core)) = self.balance(objects, md.unit_id, md.side_wan, hash)
+        {
+            return Forward::Port(port, packet::insert_tag(frame, md.link_id, core));
+        }
+        let bypass = if md.side_wan {
+            md.lan_port
+        } else {
+            md.wan_port
         };
-        egress(port, out, keepalive_out, check_length, wire_len)
+        Forward::Port(bypass, frame.to_vec())
+    }
+
+    /// A keep-alive back from a filter: efb.p4 sends it to the CPU port, whose egress
+    /// records it in the keep-alive registers (by the port it left by). The emulated
+    /// pipeline takes no time, so it is recorded here, at its arrival.
+    fn keepalive_registers(
+        &self,
+        objects: &Objects,
+        h: &packet::Headers,
+        md: &Metadata,
+        rx_ns: u64,
+    ) {
+        let Some(ka) = h.keepalive else { return };
+        if md.from_pair && !h.parser_err {
+            self.record_return(objects, ka, rx_ns);
+        }
+    }
+
+    /// Egress of a copy of a keep-alive round (`bridged.round`): `keepalive_round_enter`,
+    /// the round is its unit's newest from now on.
+    pub fn round_enters(&self, objects: &Objects, copy: &[u8]) {
+        if packet::outer_ethertype(copy) != Some(ethertypes::KEEPALIVE) {
+            return;
+        }
+        let Some(ka) = copy.get(KEEPALIVE_OFFSET..).and_then(Keepalive::read) else {
+            return;
+        };
+        if let Some(r) = register(objects, self.keepalive.rounds) {
+            r.set(usize::from(ka.unit_id), ka.seq);
+        }
+    }
+
+    /// `keepalive_round_read`, `keepalive_behind`, `keepalive_newer`, and only for a
+    /// return that counts `keepalive_count`, `keepalive_path_write` and
+    /// `keepalive_arrival_write`: a late return (its unit's newest round is another,
+    /// `ka_behind` != 0), a duplicate or an overtaken round is not a return.
+    fn record_return(&self, objects: &Objects, ka: Keepalive, rx_ns: u64) {
+        let ids = self.keepalive;
+        // out_port[8:0]: the device port it left by.
+        let cell = usize::from(ka.out_port & 0x1FF);
+        let round = register(objects, ids.rounds)
+            .and_then(|r| r.get(usize::from(ka.unit_id)))
+            .unwrap_or(0);
+        let behind = round.wrapping_sub(ka.seq);
+        let newer =
+            behind == 0 && register(objects, ids.seq).is_some_and(|r| r.raise(cell, ka.seq));
+        if !newer {
+            return;
+        }
+        // global_tstamp[31:0] - tx_tstamp[31:0]: ns on path, modulo 2^32.
+        let path = (rx_ns as u32).wrapping_sub(ka.tx_tstamp as u32);
+        if let Some(r) = register(objects, ids.returns) {
+            r.increment(cell);
+        }
+        if let Some(r) = register(objects, ids.path) {
+            r.set(cell, path);
+        }
+        if let Some(r) = register(objects, ids.arrival) {
+            r.set(cell, chip_time_units(rx_ns));
+        }
     }
 
     /// `ingress_port`: what the port is. A frame from a filter names its link in the tag.
@@ -512,8 +648,55 @@ impl Program {
 /// `pkt_length` count.
 const FCS: usize = 4;
 
-/// The packet-out header: the egress port (2 bytes).
-const PACKET_OUT_BYTES: usize = 2;
+/// The packet-out header: the egress port (2 bytes), the multicast group (2 bytes).
+const PACKET_OUT_BYTES: usize = 4;
+
+/// A packet-out by the CPU port: unicast to the port it names, or to the group it names;
+/// by a port `ingress_port` does not mark as the CPU's, dropped (the other board's CPU
+/// port number).
+fn packet_out(md: &mut Metadata, header: PacketOut, frame: &[u8]) -> Forward {
+    if !md.from_cpu {
+        md.mark_drop(drop_reasons::PACKET_OUT_PORT);
+        return Forward::Nowhere;
+    }
+    let out = frame.get(PACKET_OUT_BYTES..).unwrap_or_default().to_vec();
+    if header.mcast_grp == 0 {
+        // PortId_t is 9 bits wide.
+        Forward::PacketOut(u32::from(header.egress_port) & 0x1FF, out)
+    } else {
+        Forward::Group(header.mcast_grp, out)
+    }
+}
+
+fn register(objects: &Objects, id: u32) -> Option<&Register> {
+    objects.registers.get(&id)
+}
+
+/// The chip's clock as the keep-alive registers keep it: `global_tstamp[41:10]`, units of
+/// 1.024 us.
+fn chip_time_units(ns: u64) -> u32 {
+    (ns >> 10) as u32
+}
+
+/// Where the keep-alive header starts: right after the Ethernet header.
+const KEEPALIVE_OFFSET: usize = 14;
+/// The 48-bit global timestamp egress writes (into the 64-bit `tx_tstamp`).
+const TSTAMP_MASK: u64 = (1 << 48) - 1;
+
+/// Egress of a packet-out (or a copy of one) that is a keep-alive: the departure time into
+/// `tx_tstamp` and the port it leaves by into `out_port`. The egress parser extracts the
+/// whole keep-alive header or none: a frame that ends inside it leaves unchanged.
+pub fn egress_keepalive(frame: &mut [u8], departure_ns: u64, port: u32) {
+    if packet::outer_ethertype(frame) != Some(ethertypes::KEEPALIVE) {
+        return;
+    }
+    let Some(ka) = frame.get_mut(KEEPALIVE_OFFSET..KEEPALIVE_OFFSET + Keepalive::BYTES) else {
+        return;
+    };
+    ka[6..14].copy_from_slice(&(departure_ns & TSTAMP_MASK).to_be_bytes());
+    // (bit<16>) egress_port: PortId_t is 9 bits.
+    ka[0..2].copy_from_slice(&((port & 0x1FF) as u16).to_be_bytes());
+}
 
 /// The packet-in header: the ingress port (2 bytes), the arrival time (6 bytes, ns).
 pub const PACKET_IN_BYTES: usize = 8;
@@ -681,9 +864,9 @@ fn ip_offset(h: &packet::Headers) -> u16 {
     14 + FCS as u16 + 4 * vlans + 4 * labels + pppoe
 }
 
-/// Egress: the departure time into a keep-alive that the controller sent; the length check
-/// of an operator's IP frame, which drops (uncounted, as the chip's egress does) a frame
-/// whose outer IP packet runs past its end. `pkt_length` is the frame as it was received,
+/// Egress: the length check of an operator's IP frame, which drops (uncounted, as the
+/// chip's egress does) a frame whose outer IP packet runs past its end (a packet-out's
+/// keep-alive is the device's to stamp, with the time it leaves: [`egress_keepalive`]). `pkt_length` is the frame as it was received,
 /// with its FCS, whatever ingress added (the tag).
 fn egress(
     port: u32,

@@ -1,15 +1,17 @@
 //! The Read RPC: wildcard and filtered reads of table entries (with their direct
-//! counters), direct counters, indexed counters and action profiles. A request the
+//! counters), direct counters, indexed counters, action profiles, registers and the
+//! replication engine's multicast groups. A request the
 //! target refuses is reported as the specification says: the others' entities are
 //! returned, then UNKNOWN with one p4.v1.Error per request.
 
 use efb_p4info::TableInfo;
-use p4runtime_proto::p4::v1::{self as p4, entity};
+use p4runtime_proto::p4::v1::{self as p4, entity, packet_replication_engine_entry as pre};
 
 use crate::checks::check_key;
 use crate::device::{Device, Pipeline, State};
 use crate::error::{TargetError, batch_status};
 use crate::profile::Profile;
+use crate::registers;
 use crate::tables::{Entry, Table};
 
 /// Entities per ReadResponse message.
@@ -85,10 +87,10 @@ impl Reader<'_> {
             Some(entity::Entity::ActionProfileGroup(g)) => Ok(self.groups(g)),
             Some(entity::Entity::MeterEntry(m)) if m.meter_id == 0 => Ok(Vec::new()),
             Some(entity::Entity::DirectMeterEntry(_)) => Ok(Vec::new()),
-            Some(entity::Entity::RegisterEntry(r)) if r.register_id == 0 => Ok(Vec::new()),
+            Some(entity::Entity::RegisterEntry(r)) => self.registers(r),
             Some(entity::Entity::ValueSetEntry(v)) if v.value_set_id == 0 => Ok(Vec::new()),
             Some(entity::Entity::DigestEntry(d)) if d.digest_id == 0 => Ok(Vec::new()),
-            Some(entity::Entity::PacketReplicationEngineEntry(_)) => Ok(Vec::new()),
+            Some(entity::Entity::PacketReplicationEngineEntry(p)) => self.replication(p),
             Some(_) => Err(TargetError::not_found("the program has no such object")),
         }
     }
@@ -307,6 +309,100 @@ impl Reader<'_> {
             .into_iter()
             .map(|(_, g)| wrap(entity::Entity::ActionProfileGroup(g)))
             .collect()
+    }
+}
+
+impl Reader<'_> {
+    /// Register cells: one (index set), every cell of one register (index unset), or of
+    /// every register (register_id 0; an index then reads that cell of each register that
+    /// has it).
+    fn registers(&self, q: &p4::RegisterEntry) -> Result<Vec<p4::Entity>, TargetError> {
+        let index = &self.pipeline.index;
+        let mut infos = if q.register_id == 0 {
+            index.registers().collect()
+        } else {
+            vec![registers::info(index, q.register_id)?]
+        };
+        infos.sort_by_key(|r| r.id);
+        let mut out = Vec::new();
+        for info in infos {
+            let cell = match registers::cell(info, q.index.as_ref()) {
+                Ok(cell) => cell,
+                // The wildcard over registers skips those too small for the index.
+                Err(_) if q.register_id == 0 => continue,
+                Err(e) => return Err(e),
+            };
+            let register = self.state.objects.registers.get(&info.id).ok_or_else(|| {
+                TargetError::new(
+                    tonic::Code::Internal,
+                    format!("register {} has no storage", info.name),
+                )
+            })?;
+            let cells: Vec<(usize, u32)> = match cell {
+                Some(i) => register.get(i).map(|v| (i, v)).into_iter().collect(),
+                None => register.values().into_iter().enumerate().collect(),
+            };
+            out.extend(cells.into_iter().map(|(i, v)| {
+                wrap(entity::Entity::RegisterEntry(registers::entry(
+                    info.id, i, v,
+                )))
+            }));
+        }
+        if let Some(want) = &q.index
+            && out.is_empty()
+        {
+            return Err(TargetError::out_of_range(format!(
+                "no register has index {}",
+                want.index
+            )));
+        }
+        Ok(out)
+    }
+
+    /// Multicast groups: every one (multicast_group_id 0) or the one named, which must
+    /// exist (NOT_FOUND otherwise, as Stratum's read of a missing group fails in the SDE).
+    /// The target has no clone sessions: a wildcard read of them finds none.
+    fn replication(
+        &self,
+        q: &p4::PacketReplicationEngineEntry,
+    ) -> Result<Vec<p4::Entity>, TargetError> {
+        let groups = &self.state.objects.multicast;
+        let found: Vec<&p4::MulticastGroupEntry> = match &q.r#type {
+            Some(pre::Type::MulticastGroupEntry(g)) if g.multicast_group_id == 0 => {
+                groups.values().map(|g| &g.entry).collect()
+            }
+            Some(pre::Type::MulticastGroupEntry(g)) => {
+                let id = g.multicast_group_id;
+                let group = groups.get(&id).ok_or_else(|| {
+                    TargetError::not_found(format!(
+                        "multicast group {id} does not exist (multicast_group_id 0 reads every group)"
+                    ))
+                })?;
+                vec![&group.entry]
+            }
+            Some(pre::Type::CloneSessionEntry(c)) if c.session_id == 0 => Vec::new(),
+            Some(pre::Type::CloneSessionEntry(c)) => {
+                return Err(TargetError::not_found(format!(
+                    "clone session {} does not exist: this target has no clone sessions",
+                    c.session_id
+                )));
+            }
+            None => {
+                return Err(TargetError::invalid(
+                    "the packet replication engine entry is empty: say which to read, multicast_group_entry or clone_session_entry",
+                ));
+            }
+        };
+        Ok(found
+            .into_iter()
+            .map(|g| {
+                wrap(entity::Entity::PacketReplicationEngineEntry(
+                    p4::PacketReplicationEngineEntry {
+                        r#type: Some(pre::Type::MulticastGroupEntry(g.clone())),
+                    },
+                ))
+            })
+            .collect())
     }
 }
 

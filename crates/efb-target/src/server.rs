@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use efb_openconfig::InterfacesService;
+use efb_p4info::names::packet_io::{EGRESS_PORT, MCAST_GRP};
 use efb_p4info::{MatchKind, P4InfoIndex};
 use futures::{Stream, StreamExt};
 use gnmi_proto::gnmi::g_nmi_server::GNmiServer;
@@ -250,7 +251,10 @@ fn packet_out(device: &Device, stream: u64, p: &p4::PacketOut) -> Result<(), Tar
             .cloned()
             .ok_or_else(|| TargetError::invalid("the program has no packet_out header"))?
     };
+    // Every field of the header is required, as Stratum's deparser requires it ("Missing
+    // metadata with Id"); a P4Info without mcast_grp sends no group.
     let mut port = None;
+    let mut group = 0;
     for field in &info.fields {
         let mut given = p.metadata.iter().filter(|m| m.metadata_id == field.id);
         let (Some(m), None) = (given.next(), given.next()) else {
@@ -265,8 +269,11 @@ fn packet_out(device: &Device, stream: u64, p: &p4::PacketOut) -> Result<(), Tar
             device.profile().canonical_bytes_required(),
         )
         .map_err(|e| e.context(format!("packet_out metadata {}", field.name)))?;
-        if field.name == efb_p4info::names::packet_io::EGRESS_PORT.as_str() {
-            port = u32::try_from(bytes::to_u128(&value)).ok();
+        let value = u32::try_from(bytes::to_u128(&value)).ok();
+        if field.name == EGRESS_PORT.as_str() {
+            port = value;
+        } else if field.name == MCAST_GRP.as_str() {
+            group = value.unwrap_or(0);
         }
     }
     if let Some(unknown) = p
@@ -280,7 +287,7 @@ fn packet_out(device: &Device, stream: u64, p: &p4::PacketOut) -> Result<(), Tar
         )));
     }
     let port = port.ok_or_else(|| TargetError::invalid("packet_out names no egress port"))?;
-    device.packet_out(port, p.payload.clone());
+    device.packet_out(port, group, p.payload.clone());
     Ok(())
 }
 
@@ -366,6 +373,7 @@ fn set_pipeline(
             for t in pipeline.index.tables() {
                 state.objects.tables.entry(t.id).or_default();
             }
+            state.objects.fit_registers(&pipeline.index);
             state.pipeline = Some(pipeline);
         }
     }
@@ -410,6 +418,17 @@ fn verify(
                 )));
             }
         }
+    }
+    if let Some(wide) = index
+        .registers()
+        .find(|r| r.bitwidth > crate::registers::MAX_BITWIDTH)
+    {
+        return Err(Status::invalid_argument(format!(
+            "register {} is bit<{}>: this target keeps cells of at most {} bits, as Tofino does",
+            wide.name,
+            wide.bitwidth,
+            crate::registers::MAX_BITWIDTH
+        )));
     }
     let program = match Program::bind(&index) {
         Ok(p) => Some(Arc::new(p)),

@@ -1,7 +1,8 @@
 //! The target's P4 objects: table entries (with their direct counters), indexed counters,
-//! action profile members and groups, and the store keys entries are found by. Entries
-//! are kept in the canonical form [`crate::checks`] makes of them, so that reads return
-//! exactly what a correct client wrote (read-write symmetry).
+//! action profile members and groups, registers, the replication engine's multicast
+//! groups, and the store keys entries are found by. Entries are kept in the canonical
+//! form [`crate::checks`] makes of them, so that reads return exactly what a correct
+//! client wrote (read-write symmetry).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
@@ -11,6 +12,8 @@ use efb_p4info::{FieldInfo, P4InfoIndex};
 use p4runtime_proto::p4::v1::{self as p4, field_match::FieldMatchType};
 
 use crate::bytes::{self, fixed, width_bytes};
+use crate::registers::Register;
+use crate::replication::MulticastGroup;
 
 /// One key field of an entry, ready for matching packets (values of the efb program fit
 /// in 128 bits).
@@ -250,6 +253,10 @@ pub struct Objects {
     pub counters: HashMap<u32, Vec<CounterCell>>,
     pub members: HashMap<(u32, u32), (p4::ActionProfileMember, ActionValue)>,
     pub groups: HashMap<(u32, u32), Group>,
+    /// By register id.
+    pub registers: HashMap<u32, Register>,
+    /// The replication engine's multicast groups, by group id.
+    pub multicast: BTreeMap<u32, MulticastGroup>,
     next_seq: u64,
 }
 
@@ -263,7 +270,20 @@ impl Objects {
             let cells = (0..counter.size).map(|_| CounterCell::default()).collect();
             objects.counters.insert(counter.id, cells);
         }
+        objects.fit_registers(index);
         objects
+    }
+
+    /// Registers as a new P4Info declares them: one it keeps (same id, name, width and
+    /// size) keeps its cells, a new or changed one starts at 0, one it drops goes.
+    pub fn fit_registers(&mut self, index: &P4InfoIndex) {
+        self.registers
+            .retain(|id, r| index.register(*id).is_some_and(|info| r.fits(info)));
+        for info in index.registers() {
+            self.registers
+                .entry(info.id)
+                .or_insert_with(|| Register::new(info));
+        }
     }
 
     pub fn next_seq(&mut self) -> u64 {

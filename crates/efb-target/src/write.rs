@@ -4,14 +4,18 @@
 //! DATAPLANE_ATOMIC the batch is all or nothing (the state lock makes every batch atomic
 //! for packets anyway).
 
-use efb_p4info::{P4InfoIndex, TableInfo};
-use p4runtime_proto::p4::v1::{self as p4, entity, update, write_request::Atomicity};
+use efb_p4info::{P4InfoIndex, PortMap, TableInfo};
+use p4runtime_proto::p4::v1::{
+    self as p4, entity, packet_replication_engine_entry as pre, update, write_request::Atomicity,
+};
 use tonic::Code;
 
 use crate::checks::{self, ActionUse, check_action, check_key, check_table_action};
 use crate::device::{Device, State};
 use crate::error::{TargetError, batch_status};
 use crate::profile::Profile;
+use crate::registers;
+use crate::replication::{self, MulticastGroup};
 use crate::tables::{self, ActionValue, DefaultEntry, Entry, Group, Objects};
 
 /// How to undo one applied update.
@@ -37,6 +41,16 @@ enum Undo {
     Group {
         key: (u32, u32),
         old: Option<Group>,
+    },
+    /// Cells `first..` of a register held `old`.
+    Register {
+        id: u32,
+        first: usize,
+        old: Vec<u32>,
+    },
+    Multicast {
+        id: u32,
+        old: Option<MulticastGroup>,
     },
 }
 
@@ -100,6 +114,7 @@ pub fn write(device: &Device, req: &p4::WriteRequest) -> Result<(), tonic::Statu
             .ok_or_else(no_pipeline)?;
         let mut batch = Batch {
             index: &index,
+            ports: device.ports.map(),
             profile: device.profile(),
             table_size_limit: device.options.table_size_limit,
             state: &mut state,
@@ -124,6 +139,8 @@ const UPDATES_PER_LOCK: usize = 16;
 
 struct Batch<'a> {
     index: &'a P4InfoIndex,
+    /// The chip's ports, which replicas must name.
+    ports: &'a PortMap,
     profile: Profile,
     /// A smaller capacity than the P4Info's for every table (0: none), to test full tables.
     table_size_limit: u64,
@@ -186,6 +203,19 @@ impl Batch<'_> {
                 }
                 Undo::Member { key, old } => restore(&mut objects.members, key, old),
                 Undo::Group { key, old } => restore(&mut objects.groups, key, old),
+                Undo::Register { id, first, old } => {
+                    if let Some(r) = objects.registers.get(&id) {
+                        for (i, v) in old.iter().enumerate() {
+                            r.set(first + i, *v);
+                        }
+                    }
+                }
+                Undo::Multicast { id, old: Some(g) } => {
+                    objects.multicast.insert(id, g);
+                }
+                Undo::Multicast { id, old: None } => {
+                    objects.multicast.remove(&id);
+                }
             }
         }
     }
@@ -206,8 +236,10 @@ impl Batch<'_> {
             entity::Entity::CounterEntry(e) => self.counter(kind, e),
             entity::Entity::ActionProfileMember(m) => self.member(kind, m),
             entity::Entity::ActionProfileGroup(g) => self.group(kind, g),
+            entity::Entity::RegisterEntry(e) => self.register(kind, e),
+            entity::Entity::PacketReplicationEngineEntry(e) => self.replication(kind, e),
             _ => Err(TargetError::unimplemented(
-                "this target writes table entries, counters and action profiles only",
+                "this target writes table entries, counters, action profiles, registers and multicast groups only",
             )),
         }
     }
@@ -628,6 +660,112 @@ impl Batch<'_> {
             }
         }
         self.undo.push(Undo::Group { key, old });
+        Ok(())
+    }
+}
+
+impl Batch<'_> {
+    /// A register's cell, or every cell when the index is unset (a reset): MODIFY only,
+    /// as on Tofino, where registers are arrays the program declares, never inserted.
+    fn register(&mut self, kind: update::Type, e: &p4::RegisterEntry) -> Result<(), TargetError> {
+        if e.register_id == 0 {
+            return Err(TargetError::invalid(
+                "a register write names its register: register_id 0 is the wildcard of reads",
+            ));
+        }
+        let info = registers::info(self.index, e.register_id)?;
+        if kind != update::Type::Modify {
+            return Err(TargetError::invalid(format!(
+                "register {}: {} does not apply to register cells; MODIFY sets one (index set) or every one (index unset)",
+                info.name,
+                kind.as_str_name()
+            )));
+        }
+        let value = registers::value(
+            info,
+            e.data.as_ref(),
+            self.profile.canonical_bytes_required(),
+        )?;
+        let cell = registers::cell(info, e.index.as_ref())?;
+        let register = self
+            .state
+            .objects
+            .registers
+            .get(&e.register_id)
+            .ok_or_else(|| {
+                TargetError::new(
+                    Code::Internal,
+                    format!("register {} has no storage", info.name),
+                )
+            })?;
+        let (first, old) = match cell {
+            Some(i) => {
+                let old = register.get(i).unwrap_or(0);
+                register.set(i, value);
+                (i, vec![old])
+            }
+            None => {
+                let old = register.values();
+                register.set_all(value);
+                (0, old)
+            }
+        };
+        self.undo.push(Undo::Register {
+            id: e.register_id,
+            first,
+            old,
+        });
+        Ok(())
+    }
+
+    fn replication(
+        &mut self,
+        kind: update::Type,
+        e: &p4::PacketReplicationEngineEntry,
+    ) -> Result<(), TargetError> {
+        match &e.r#type {
+            Some(pre::Type::MulticastGroupEntry(g)) => self.multicast_group(kind, g),
+            Some(pre::Type::CloneSessionEntry(c)) => Err(TargetError::unimplemented(format!(
+                "clone session {}: clone sessions are not implemented (the program clones nothing); the replication engine takes multicast groups (multicast_group_entry)",
+                c.session_id
+            ))),
+            None => Err(TargetError::invalid(
+                "the packet replication engine entry is empty: set multicast_group_entry",
+            )),
+        }
+    }
+
+    /// INSERT a group, MODIFY it (its replicas replaced), DELETE it (replicas ignored).
+    fn multicast_group(
+        &mut self,
+        kind: update::Type,
+        g: &p4::MulticastGroupEntry,
+    ) -> Result<(), TargetError> {
+        let id = g.multicast_group_id;
+        replication::check_group_id(id)?;
+        let multicast = &mut self.state.objects.multicast;
+        let old = multicast.get(&id).cloned();
+        match (kind, &old) {
+            (update::Type::Insert, Some(_)) => {
+                return Err(TargetError::new(
+                    Code::AlreadyExists,
+                    format!("multicast group {id} exists already: MODIFY replaces its replicas"),
+                ));
+            }
+            (update::Type::Modify | update::Type::Delete, None) => {
+                return Err(TargetError::not_found(format!(
+                    "multicast group {id} does not exist: INSERT it first"
+                )));
+            }
+            _ => {}
+        }
+        if kind == update::Type::Delete {
+            multicast.remove(&id);
+        } else {
+            let group = replication::check_group(g, self.ports, self.profile)?;
+            multicast.insert(id, group);
+        }
+        self.undo.push(Undo::Multicast { id, old });
         Ok(())
     }
 }

@@ -407,12 +407,15 @@ async fn malformed_frames_are_dropped_or_passed_as_the_program_says() {
     assert_eq!(bench.frames(&[WAN], 1).await[0].payload, frame);
 }
 
-/// A keep-alive as the controller builds it: pair id, direction, sequence, time.
+/// A keep-alive as the controller builds it: pair id, direction, sequence, time; asking
+/// for its return as a packet-in (what these tests are about).
 fn keepalive(pair: u8, direction: u8, seq: u32) -> Vec<u8> {
-    let mut payload = vec![pair, direction];
-    payload.extend_from_slice(&seq.to_be_bytes());
-    payload.extend_from_slice(&0u64.to_be_bytes());
-    eth(&[], 0x88b6, &payload)
+    common::keepalive(
+        u16::from(pair) << 8 | u16::from(direction),
+        seq,
+        common::PUNT,
+        0,
+    )
 }
 
 #[tokio::test]
@@ -450,7 +453,12 @@ async fn keepalives_go_round_the_filter_and_reach_the_controller_with_times() {
         300_000,
         "time on path is the filter's delay, on the chip's clock"
     );
-    assert_eq!(&pin.payload[14..20], &[1, 0, 0, 0, 0, 7]);
+    // Egress wrote the port it left by (the pair's LAN port) over what was sent.
+    let out_port = (bench.port(lan) as u16).to_be_bytes();
+    assert_eq!(
+        &pin.payload[14..20],
+        &[out_port[0], out_port[1], 0, 0, 0, 7]
+    );
 
     // A dead filter returns nothing; a backup may not send.
     bench.set_filter(wan, lan, 25_000, 0.0, true).await;
@@ -593,7 +601,11 @@ async fn a_packet_out_needs_the_cpu_ports_from_cpu_entry() {
     session.tx.send(send[3].clone()).await.unwrap();
     let out = bench.frames(&[lan], 1).await;
     assert_eq!(out.len(), 1, "{out:?}");
-    assert_eq!(&out[0].payload[14..20], &[1, 0, 0, 0, 0, 3]);
+    let out_port = (bench.port(lan) as u16).to_be_bytes();
+    assert_eq!(
+        &out[0].payload[14..20],
+        &[out_port[0], out_port[1], 0, 0, 0, 3]
+    );
 }
 
 #[tokio::test]

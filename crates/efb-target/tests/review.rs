@@ -243,17 +243,16 @@ async fn lengths_up_to_1500_are_802_3_and_the_rest_ethertypes() {
     }
 }
 
-/// From a pair, a frame that ends inside a keep-alive (28 bytes) or inside the tag is
+/// From a pair, a frame that ends inside a keep-alive (30 bytes) or inside the tag is
 /// malformed (reason 4), not a packet-in and not untagged (reason 2). A packet-out to a
 /// port the chip does not have is lost in the traffic manager, counted by no drop reason.
 #[tokio::test]
 async fn frames_cut_short_and_packet_outs_nowhere() {
     let (mut bench, session) = site(Profile::StratumTofino).await;
     let wan = PAIRS[0].1;
-    let mut keepalive = eth(&[], 0x88b6, &[1, 1, 0, 0, 0, 1]);
-    keepalive.extend_from_slice(&[0; 8]);
-    assert_eq!(keepalive.len(), 28);
-    bench.inject(wan, keepalive[..27].to_vec()).await;
+    let keepalive = common::keepalive(0x0101, 1, common::PUNT, 0);
+    assert_eq!(keepalive.len(), 30);
+    bench.inject(wan, keepalive[..29].to_vec()).await;
     bench.inject(wan, eth(&[], 0x88b5, &[1])).await;
     assert!(bench.frames(&[], 0).await.is_empty());
     assert!(

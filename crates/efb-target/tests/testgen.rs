@@ -131,11 +131,32 @@ fn hex_bytes(text: &str) -> Vec<Expected> {
         .collect()
 }
 
+/// The balancing method a suite was generated with (`-DEFB_DEFAULT_METHOD=`, by its file
+/// names' prefix): p4testgen runs only the default action the program declares, so the
+/// layer-4 and destination-address hashes have suites of their own. On the target, the
+/// method is the default entry the controller sets: the test's first write.
+fn generated_method(name: &str) -> Option<&'static str> {
+    if name.starts_with("l4_") {
+        Some("EfbIngress.hash_layer4")
+    } else if name.starts_with("dst_") {
+        Some("EfbIngress.hash_dst_ip")
+    } else {
+        None
+    }
+}
+
 fn parse_stf(name: &str, text: &str) -> StfTest {
     let mut test = StfTest {
         name: name.to_string(),
         ..StfTest::default()
     };
+    if let Some(action) = generated_method(name) {
+        test.writes.push(Write::Default {
+            table: "EfbIngress.balancing".to_string(),
+            action: action.to_string(),
+            params: Vec::new(),
+        });
+    }
     for line in text.lines().map(str::trim) {
         test.length_check.read_trace(line);
         if line.starts_with("# [ExtractFailure]") {
@@ -497,7 +518,8 @@ fn frame_with_fcs(frame: &[u8]) -> u32 {
     frame.len() as u32 + 4
 }
 
-/// The same test with its frame padded to its IP end: the program never reads bytes past the
+/// The same test with its frame padded to its IP end (where the rewrite cannot be made): the
+/// program never reads bytes past the
 /// headers it parsed (they leave as they came, after the deparsed headers), so the padding
 /// changes nothing but the length check, which it now passes: the chip sends p4testgen's
 /// frame with the same padding at its end. Only for tests whose parser read every header it
@@ -523,8 +545,74 @@ fn padded_to_ip_end(test: &StfTest) -> Option<(Frame, Expect)> {
     Some(((port, frame), expect))
 }
 
+/// The same test with its outer IP length rewritten to end with the frame (and, for
+/// IPv4, the header checksum made right again), as a real sender's frame would: p4testgen
+/// fills lengths at random, up to 64 KiB past a frame of 100 bytes. The program never
+/// changes an IP header, so the expected frame carries the same two rewrites where the
+/// header lands in it (headers are added or removed only before it). `None` when the
+/// frame is too short for its IP header, or the parser fell short.
+fn rewritten_to_frame_end(test: &StfTest) -> Option<(Frame, Expect)> {
+    let (version, at) = test.length_check.outer_ip?;
+    let offset = test.length_check.offset?;
+    if test.parser_fell_short || !test.length_check.checked {
+        return None;
+    }
+    let ip_len = frame_with_fcs(&test.packet.1).checked_sub(offset)?;
+    let (field, value) = match version {
+        4 if ip_len >= 20 => (at + 2, ip_len),
+        6 if ip_len >= 40 => (at + 4, ip_len - 40),
+        _ => return None,
+    };
+    let value = u16::try_from(value).ok()?.to_be_bytes();
+    let (port, mut frame) = test.packet.clone();
+    frame.get_mut(field..field + 2)?.copy_from_slice(&value);
+    let checksum = if version == 4 {
+        let header_len = usize::from(frame.get(at)? & 0x0F) * 4;
+        let header = frame.get_mut(at..at + header_len)?;
+        header[10..12].copy_from_slice(&[0, 0]);
+        let sum = ipv4_checksum(header);
+        header[10..12].copy_from_slice(&sum);
+        Some(sum)
+    } else {
+        None
+    };
+    let expect = match test.expect.clone() {
+        None => None,
+        Some((out_port, mut bytes)) => {
+            let shift = bytes.len() as isize - test.packet.1.len() as isize;
+            let out_at = usize::try_from(at as isize + shift).ok()?;
+            let mut set = |place: usize, two: [u8; 2]| -> Option<()> {
+                for (i, value) in two.iter().enumerate() {
+                    let byte = bytes.get_mut(out_at + place + i)?;
+                    byte.value = value & byte.mask;
+                }
+                Some(())
+            };
+            set(field - at, value)?;
+            if let Some(sum) = checksum {
+                set(10, sum)?;
+            }
+            Some((out_port, bytes))
+        }
+    };
+    Some(((port, frame), expect))
+}
+
+/// The IPv4 header checksum of `header` (its checksum field zero).
+fn ipv4_checksum(header: &[u8]) -> [u8; 2] {
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    (!(sum as u16)).to_be_bytes()
+}
+
 /// The replays of one test: as p4testgen wrote it, or, where the accepted difference
-/// applies, with the chip's verdict and again padded to its IP end.
+/// applies, with the chip's verdict and again with its IP length rewritten to end with the
+/// frame (padded to its IP end where that cannot be).
 fn runs_of(test: &StfTest) -> Vec<(String, Frame, Expect)> {
     if !chip_drops_for_length(test) {
         return vec![(test.name.clone(), test.packet.clone(), test.expect.clone())];
@@ -537,7 +625,13 @@ fn runs_of(test: &StfTest) -> Vec<(String, Frame, Expect)> {
         test.packet.clone(),
         None,
     )];
-    if let Some((packet, expect)) = padded_to_ip_end(test) {
+    if let Some((packet, expect)) = rewritten_to_frame_end(test) {
+        runs.push((
+            format!("{} (IP length rewritten to end with the frame)", test.name),
+            packet,
+            expect,
+        ));
+    } else if let Some((packet, expect)) = padded_to_ip_end(test) {
         runs.push((
             format!("{} (padded to its IP end)", test.name),
             packet,

@@ -42,7 +42,7 @@ impl Inner {
         Ok(())
     }
 
-    async fn undo(&mut self, applied: Vec<Op>) {
+    pub(super) async fn undo(&mut self, applied: Vec<Op>) {
         let inverse: Vec<Op> = applied.iter().rev().map(Op::inverse).collect();
         let Some(conn) = self.conn.as_mut() else {
             error!(

@@ -3,7 +3,7 @@
 
 pub mod parse;
 
-pub use parse::{Headers, parse};
+pub use parse::{Headers, Keepalive, PacketOut, parse};
 
 use efb_p4info::names::ethertypes::EFB_TAG;
 

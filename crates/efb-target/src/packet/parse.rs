@@ -74,14 +74,61 @@ pub struct Ipv6 {
     pub dst: Ipv6Addr,
 }
 
+/// The controller's header before a packet-out (by a CPU port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketOut {
+    /// A device port, when `mcast_grp` is 0.
+    pub egress_port: u16,
+    /// A multicast group of the replication engine, or 0.
+    pub mcast_grp: u16,
+}
+
+/// A keep-alive's payload, after its EtherType.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keepalive {
+    /// The device port it left by (egress writes it): its register cell on the way back.
+    pub out_port: u16,
+    /// The round.
+    pub seq: u32,
+    /// The departure time (ns, chip clock) egress wrote.
+    pub tx_tstamp: u64,
+    /// Bit 0: the controller wants the return as a packet-in too.
+    pub flags: u8,
+    /// The unit whose round it is (its multicast group).
+    pub unit_id: u8,
+}
+
+impl Keepalive {
+    /// Bytes of the header after the EtherType.
+    pub const BYTES: usize = 16;
+
+    pub fn punt(&self) -> bool {
+        self.flags & 1 == 1
+    }
+
+    /// The header at the start of `b`, when `b` holds all of it.
+    pub fn read(b: &[u8]) -> Option<Keepalive> {
+        (b.len() >= Self::BYTES).then(|| Self::of(b))
+    }
+
+    fn of(b: &[u8]) -> Keepalive {
+        Keepalive {
+            out_port: u16::from_be_bytes([b[0], b[1]]),
+            seq: u32::from_be_bytes([b[2], b[3], b[4], b[5]]),
+            tx_tstamp: be_number(&b[6..14]),
+            flags: b[14],
+            unit_id: b[15],
+        }
+    }
+}
+
 /// The headers the parser made valid, and how it ended.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Headers {
-    /// A packet-out's header (by a CPU port): the egress port it names.
-    pub packet_out: Option<u16>,
+    pub packet_out: Option<PacketOut>,
     pub ethernet: Option<Ethernet>,
     pub efb_tag: Option<Tag>,
-    pub keepalive: bool,
+    pub keepalive: Option<Keepalive>,
     pub vlan: Vec<VlanTag>,
     /// MPLS labels extracted.
     pub mpls: u8,
@@ -108,9 +155,7 @@ pub fn parse(ingress_port: u32, frame: &[u8]) -> Headers {
         h: Headers::default(),
     };
     if ingress_port == CPU_PORT_2_PIPES || ingress_port == CPU_PORT_4_PIPES {
-        if let Some(b) = p.take(2) {
-            p.h.packet_out = Some(be16(b));
-        }
+        p.packet_out();
     } else {
         p.ethernet();
     }
@@ -127,7 +172,8 @@ fn be16(b: &[u8]) -> u16 {
     u16::from_be_bytes([b[0], b[1]])
 }
 
-fn be48(b: &[u8]) -> u64 {
+/// A big-endian number of up to 8 bytes.
+fn be_number(b: &[u8]) -> u64 {
     b.iter().fold(0, |acc, x| (acc << 8) | u64::from(*x))
 }
 
@@ -146,14 +192,37 @@ impl<'a> Parser<'a> {
         self.h.malformed = true;
     }
 
-    fn ethernet(&mut self) {
-        let Some(b) = self.take(14) else { return };
+    /// The controller's header, then (so that ingress can record a keep-alive round as
+    /// it enters) the frame's Ethernet header and keep-alive, nothing deeper.
+    fn packet_out(&mut self) {
+        let Some(b) = self.take(4) else { return };
+        self.h.packet_out = Some(PacketOut {
+            egress_port: be16(&b[0..2]),
+            mcast_grp: be16(&b[2..4]),
+        });
+        let Some(eth) = self.ethernet_header() else {
+            return;
+        };
+        if eth.ether_type == ETHERTYPE_KEEPALIVE {
+            self.keepalive();
+        }
+    }
+
+    fn ethernet_header(&mut self) -> Option<Ethernet> {
+        let b = self.take(14)?;
         let eth = Ethernet {
-            dst: be48(&b[0..6]),
-            src: be48(&b[6..12]),
+            dst: be_number(&b[0..6]),
+            src: be_number(&b[6..12]),
             ether_type: be16(&b[12..14]),
         };
         self.h.ethernet = Some(eth);
+        Some(eth)
+    }
+
+    fn ethernet(&mut self) {
+        let Some(eth) = self.ethernet_header() else {
+            return;
+        };
         match eth.ether_type {
             ETHERTYPE_EFB_TAG => self.efb_tag(),
             ETHERTYPE_KEEPALIVE => self.keepalive(),
@@ -173,8 +242,8 @@ impl<'a> Parser<'a> {
     }
 
     fn keepalive(&mut self) {
-        if self.take(14).is_some() {
-            self.h.keepalive = true;
+        if let Some(b) = self.take(Keepalive::BYTES) {
+            self.h.keepalive = Some(Keepalive::of(b));
         }
     }
 
@@ -423,9 +492,51 @@ mod tests {
 
     #[test]
     fn a_packet_out_is_parsed_by_the_cpu_ports_only() {
-        let f = [0x00, 0x84, 1, 2, 3];
-        assert_eq!(parse(192, &f).packet_out, Some(0x84));
-        assert_eq!(parse(320, &f).packet_out, Some(0x84));
+        let f = [0x00, 0x84, 0x01, 0x02, 3];
+        let header = PacketOut {
+            egress_port: 0x84,
+            mcast_grp: 0x0102,
+        };
+        assert_eq!(parse(192, &f).packet_out, Some(header));
+        assert_eq!(parse(320, &f).packet_out, Some(header));
         assert_eq!(parse(191, &f).packet_out, None);
+    }
+
+    fn keepalive_frame() -> Vec<u8> {
+        let mut f = ethernet(ETHERTYPE_KEEPALIVE);
+        f.extend([7, 1, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0x30, 0x39, 0x01, 3]);
+        f
+    }
+
+    #[test]
+    fn a_keepalive_is_30_bytes_with_its_flags_and_unit() {
+        let f = keepalive_frame();
+        assert_eq!(f.len(), 30);
+        let ka = Keepalive {
+            out_port: 0x0701,
+            seq: 0x0102,
+            tx_tstamp: 12345,
+            flags: 1,
+            unit_id: 3,
+        };
+        assert_eq!(parse(1, &f).keepalive, Some(ka));
+        assert!(ka.punt());
+        let h = parse(1, &f[..29]);
+        assert!(h.parser_err && h.keepalive.is_none());
+    }
+
+    #[test]
+    fn a_packet_outs_keepalive_is_parsed_behind_its_header() {
+        let mut f = vec![0, 0, 0, 9];
+        f.extend(keepalive_frame());
+        let h = parse(192, &f);
+        assert_eq!(h.keepalive.map(|k| k.seq), Some(0x0102));
+        assert!(!h.parser_err);
+        // Not deeper than the keep-alive: an IP frame's headers are left alone.
+        let mut f = vec![0, 5, 0, 0];
+        f.extend(ethernet(ETHERTYPE_IPV4));
+        f.extend(ipv4(5, 6));
+        let h = parse(192, &f);
+        assert!(h.ethernet.is_some() && h.ipv4.is_none() && h.keepalive.is_none());
     }
 }

@@ -615,19 +615,139 @@ pub mod frames_out {
 
 /// A packet-out as a controller sends it: out of device port `port`.
 pub fn packet_out(index: &P4InfoIndex, port: u32, frame: Vec<u8>) -> p4::StreamMessageRequest {
-    let id = index
-        .packet_out()
-        .unwrap()
-        .field(io::EGRESS_PORT)
-        .unwrap()
-        .id;
+    packet_out_with(index, port, 0, frame)
+}
+
+/// A packet-out to multicast group `group`: a copy out of each of its replicas.
+pub fn packet_out_to_group(
+    index: &P4InfoIndex,
+    group: u32,
+    frame: Vec<u8>,
+) -> p4::StreamMessageRequest {
+    packet_out_with(index, 0, group, frame)
+}
+
+fn packet_out_with(
+    index: &P4InfoIndex,
+    port: u32,
+    group: u32,
+    frame: Vec<u8>,
+) -> p4::StreamMessageRequest {
+    let header = index.packet_out().unwrap();
+    let field = |name, value: u32| p4::PacketMetadata {
+        metadata_id: header.field(name).unwrap().id,
+        value: b(u128::from(value)),
+    };
     p4::StreamMessageRequest {
         update: Some(p4::stream_message_request::Update::Packet(p4::PacketOut {
             payload: frame,
-            metadata: vec![p4::PacketMetadata {
-                metadata_id: id,
-                value: b(u128::from(port)),
-            }],
+            metadata: vec![field(io::EGRESS_PORT, port), field(io::MCAST_GRP, group)],
         })),
+    }
+}
+
+/// The keep-alive flag asking for the return as a packet-in too.
+pub const PUNT: u8 = 1;
+
+/// A keep-alive as the controller builds it: pair id, direction, round, departure time
+/// (egress writes it), flags, unit.
+pub fn keepalive(out_port: u16, seq: u32, flags: u8, unit: u8) -> Vec<u8> {
+    let mut payload = out_port.to_be_bytes().to_vec();
+    payload.extend_from_slice(&seq.to_be_bytes());
+    payload.extend_from_slice(&0u64.to_be_bytes());
+    payload.extend_from_slice(&[flags, unit]);
+    frames::eth(&[], 0x88b6, &payload)
+}
+
+/// A multicast group of the replication engine: (device port, instance) per replica.
+pub fn multicast_group(id: u32, replicas: &[(u32, u32)]) -> p4::Entity {
+    #[allow(deprecated)]
+    let replicas = replicas
+        .iter()
+        .map(|&(port, instance)| p4::Replica {
+            port_kind: Some(p4::replica::PortKind::EgressPort(port)),
+            instance,
+        })
+        .collect();
+    replication_entity(
+        p4::packet_replication_engine_entry::Type::MulticastGroupEntry(p4::MulticastGroupEntry {
+            multicast_group_id: id,
+            replicas,
+        }),
+    )
+}
+
+pub fn replication_entity(t: p4::packet_replication_engine_entry::Type) -> p4::Entity {
+    p4::Entity {
+        entity: Some(p4::entity::Entity::PacketReplicationEngineEntry(
+            p4::PacketReplicationEngineEntry { r#type: Some(t) },
+        )),
+    }
+}
+
+/// A register cell (`index` None: every cell), with a bit-string value when given.
+pub fn register_entity(register_id: u32, index: Option<i64>, value: Option<u128>) -> p4::Entity {
+    p4::Entity {
+        entity: Some(p4::entity::Entity::RegisterEntry(p4::RegisterEntry {
+            register_id,
+            index: index.map(|index| p4::Index { index }),
+            data: value.map(|v| p4::P4Data {
+                data: Some(p4::p4_data::Data::Bitstring(b(v))),
+            }),
+        })),
+    }
+}
+
+pub fn write_entity(kind: p4::update::Type, entity: p4::Entity) -> p4::Update {
+    p4::Update {
+        r#type: kind as i32,
+        entity: Some(entity),
+    }
+}
+
+impl Bench {
+    /// Every cell of a register, by name, in index order.
+    pub async fn register(&mut self, name: efb_p4info::names::RegisterName) -> Vec<u32> {
+        let id = self.index.register_by_name(name).unwrap().id;
+        let read = self
+            .read(vec![register_entity(id, None, None)])
+            .await
+            .unwrap();
+        read.into_iter()
+            .enumerate()
+            .map(|(i, e)| match e.entity {
+                Some(p4::entity::Entity::RegisterEntry(r)) => {
+                    assert_eq!(r.register_id, id);
+                    assert_eq!(r.index.unwrap().index, i as i64, "cells in index order");
+                    match r.data.unwrap().data {
+                        Some(p4::p4_data::Data::Bitstring(v)) => {
+                            u32::try_from(efb_target::bytes::to_u128(&v)).unwrap()
+                        }
+                        other => panic!("a register cell reads as a bitstring: {other:?}"),
+                    }
+                }
+                other => panic!("a register read returned {other:?}"),
+            })
+            .collect()
+    }
+
+    /// The multicast groups a read of `id` (0: every group) returns.
+    pub async fn multicast_groups(
+        &mut self,
+        id: u32,
+    ) -> Result<Vec<p4::MulticastGroupEntry>, tonic::Status> {
+        let read = self.read(vec![multicast_group(id, &[])]).await?;
+        Ok(read
+            .into_iter()
+            .map(|e| match e.entity {
+                Some(p4::entity::Entity::PacketReplicationEngineEntry(
+                    p4::PacketReplicationEngineEntry {
+                        r#type:
+                            Some(p4::packet_replication_engine_entry::Type::MulticastGroupEntry(g)),
+                    },
+                )) => g,
+                other => panic!("a multicast group read returned {other:?}"),
+            })
+            .collect())
     }
 }

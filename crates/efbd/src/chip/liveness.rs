@@ -1,25 +1,26 @@
 //! efbd's side of liveness: a task that probes the pairs of every unit with a liveness
-//! profile (keep-alives out through the driver, back as packet-ins), and hands each status
-//! change on (to the configuration owner, which updates the live state, programs the chip
-//! and logs it). Probing never waits for the owner or for a commit: a 4-second commit must
-//! not make healthy filters look dead.
+//! profile (one keep-alive round per unit through the driver, to the unit's multicast
+//! group; what came back read from the chip's registers once a round), and hands each
+//! status change on (to the configuration owner, which updates the live state, programs the
+//! chip and logs it). Probing never waits for the owner or for a commit: a 4-second commit
+//! must not make healthy filters look dead.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use efb_liveness::{Change, Engine, KeepAlive, PairSpec, PairState, PairStatus, Timing};
+use efb_liveness::{Change, Engine, PairSpec, PairState, PairStatus, Records, Timing, Wanted};
 use efb_model::Config;
 use efb_p4::Driver;
+use efb_p4::keepalive::RoundReader;
 use efb_p4info::PortMap;
-use p4runtime_proto::p4::v1::PacketIn;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tracing::{error, warn};
 
 use crate::chip;
 
-/// Frames waiting between the driver and the probing task.
-const PACKET_IN_QUEUE: usize = 8192;
+/// How long a read of the chip's records may take before the round is read again later.
+const READ_WAIT: Duration = Duration::from_millis(200);
 
 /// The owner's handle: it tells the task about new configurations and reads what the
 /// task found.
@@ -76,7 +77,7 @@ impl Task {
     /// Runs until `stop` turns true, handing every batch of status changes to `changes`,
     /// which must not wait. The returned task ends once `changes` is dropped (efbd waits for
     /// it before it waits for the owner `changes` holds).
-    /// Each returned keep-alive's round trip (packet-out sent to packet-in handled) goes to
+    /// How long after a round was sent efbd read that the chip took it in goes to
     /// `round_trips`.
     pub fn spawn(
         self,
@@ -95,11 +96,9 @@ impl Task {
         round_trips: impl Fn(Duration),
         mut stop: watch::Receiver<bool>,
     ) {
-        // When each pair's current round was sent: (pair id) -> (seq, sent at).
-        let mut sent: HashMap<u8, (u32, Instant)> = HashMap::new();
-        let (packet_ins, mut received) = mpsc::channel(PACKET_IN_QUEUE);
-        driver.subscribe_packet_ins(packet_ins);
-        let rx_field = rx_timestamp_field();
+        // When each round still in flight was sent: seq -> sent at.
+        let mut sent: HashMap<u32, Instant> = HashMap::new();
+        let mut reader: Option<RoundReader> = None;
         self.resync(&driver).await;
         loop {
             let due = self.lock().next_due();
@@ -109,18 +108,9 @@ impl Task {
                     None => std::future::pending().await,
                 }
             };
-            // Frames first: a keep-alive that is back must count before its round is judged.
             tokio::select! {
                 biased;
                 () = stopped(&mut stop) => break,
-                Some(packet) = received.recv() => {
-                    let rx_ns = rx_timestamp(&packet, rx_field);
-                    if self.lock().received(&packet.payload, rx_ns)
-                        && let Some(took) = round_trip(&sent, &packet.payload)
-                    {
-                        round_trips(took);
-                    }
-                }
                 changed = self.configs.changed() => {
                     if changed.is_err() {
                         break;
@@ -128,7 +118,10 @@ impl Task {
                     self.resync(&driver).await;
                 }
                 () = wake => {
-                    let found = self.probe(&driver, &mut sent);
+                    reader = self.connected(&driver, reader).await;
+                    self.send_rounds(&driver, &mut sent);
+                    let (found, took) = self.read_records(reader.as_ref(), &mut sent).await;
+                    took.into_iter().for_each(&round_trips);
                     if !found.is_empty() {
                         let went_down = found.iter().any(|c| c.new == PairStatus::Down);
                         changes(Verdicts {
@@ -145,28 +138,65 @@ impl Task {
         self.engine.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sends the rounds due; returns the status changes they decided.
-    fn probe(&self, driver: &Driver, sent: &mut HashMap<u8, (u32, Instant)>) -> Vec<Change> {
-        let (probes, found) = self.lock().tick(Instant::now(), SystemTime::now());
-        let mut unsent = Vec::new();
-        for probe in probes {
-            if driver.packet_out(probe.device_port, probe.frame).is_err() {
-                unsent.push((probe.unit, probe.pair));
+    /// The reader of the chip's records on the current connection; on a new one, counting
+    /// starts again from what the chip holds (see `Engine::reconnected`).
+    async fn connected(&self, driver: &Driver, reader: Option<RoundReader>) -> Option<RoundReader> {
+        let current = driver.round_reader();
+        let same = matches!((&reader, &current), (Some(a), Some(b)) if a.same_connection(b));
+        if same || current.is_none() {
+            return current;
+        }
+        let fresh = current?;
+        match tokio::time::timeout(READ_WAIT, fresh.newest_round()).await {
+            Ok(Ok(newest)) => {
+                self.lock().reconnected(newest);
+                Some(fresh)
+            }
+            Ok(Err(e)) => {
+                warn!(%e, "the chip's keep-alive records could not be read: pairs are not judged");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Sends the rounds due; a round the chip cannot be sent counts neither way.
+    fn send_rounds(&self, driver: &Driver, sent: &mut HashMap<u32, Instant>) {
+        let rounds = self.lock().tick(Instant::now());
+        for round in rounds {
+            if driver.send_round(round.unit_id, round.frame).is_err() {
+                self.lock().not_sent(&round.unit, round.seq);
                 continue;
             }
-            // A round's first keep-alive sets its time; the second (same seq) keeps it.
-            let entry = sent
-                .entry(probe.pair_id)
-                .or_insert((probe.seq, Instant::now()));
-            if entry.0 != probe.seq {
-                *entry = (probe.seq, Instant::now());
-            }
+            sent.insert(round.seq, Instant::now());
         }
-        let mut engine = self.lock();
-        for (unit, pair) in unsent {
-            engine.not_sent(&unit, &pair);
-        }
-        found
+    }
+
+    /// Reads what the chip recorded of the units whose read is due, and judges it. Also
+    /// returns, for each round the chip was first seen to have taken in, how long after
+    /// it was sent.
+    async fn read_records(
+        &self,
+        reader: Option<&RoundReader>,
+        sent: &mut HashMap<u32, Instant>,
+    ) -> (Vec<Change>, Vec<Duration>) {
+        let Some(wanted) = self.lock().wanted(Instant::now()) else {
+            return (Vec::new(), Vec::new());
+        };
+        let Some(records) = read(reader, &wanted).await else {
+            self.lock().unread(&wanted, Instant::now() + READ_WAIT);
+            return (Vec::new(), Vec::new());
+        };
+        let took = (records.rounds.values())
+            .filter_map(|seq| sent.remove(seq))
+            .map(|at| at.elapsed())
+            .collect();
+        // Rounds the chip never took in are forgotten after a while.
+        sent.retain(|_, at| at.elapsed() < Duration::from_secs(60));
+        let changes = self
+            .lock()
+            .recorded(&records, Instant::now(), SystemTime::now());
+        (changes, took)
     }
 
     /// Asks the chip which ports are up, beside the verdict: the bypass must not wait for
@@ -197,11 +227,19 @@ impl Task {
     }
 }
 
-/// How long ago the round of the keep-alive `frame` was sent, if it is the current one.
-fn round_trip(sent: &HashMap<u8, (u32, Instant)>, frame: &[u8]) -> Option<Duration> {
-    let ka = KeepAlive::decode(frame).ok()?;
-    let (seq, at) = sent.get(&ka.pair_id)?;
-    (*seq == ka.seq).then(|| at.elapsed())
+/// One read of the chip's records, bounded in time; none without a connection.
+async fn read(reader: Option<&RoundReader>, wanted: &Wanted) -> Option<Records> {
+    match tokio::time::timeout(READ_WAIT, reader?.read(wanted)).await {
+        Ok(Ok(records)) => Some(records),
+        Ok(Err(e)) => {
+            warn!(%e, "the chip's keep-alive records could not be read");
+            None
+        }
+        Err(_) => {
+            warn!("the chip's keep-alive records took over 200 ms to read");
+            None
+        }
+    }
 }
 
 /// How long the owner waits, after programming the chip, for the answer to which ports are
@@ -270,7 +308,8 @@ fn specs(config: &Config, ids: &efb_p4::ids::Ids, map: &PortMap) -> Vec<PairSpec
         for pair in &unit.pairs {
             let port =
                 |name: &str| chip::device_port(map, config, name).map(|d| (name.to_string(), d));
-            let (Some(id), Some(lan), Some(wan)) = (
+            let (Some(unit_id), Some(id), Some(lan), Some(wan)) = (
+                ids.unit(&unit.name).and_then(|id| u8::try_from(id).ok()),
                 ids.pair(&unit.name, &pair.name)
                     .and_then(|id| u8::try_from(id).ok()),
                 port(&pair.lan_port),
@@ -283,6 +322,7 @@ fn specs(config: &Config, ids: &efb_p4::ids::Ids, map: &PortMap) -> Vec<PairSpec
                 unit: unit.name.clone(),
                 pair: pair.name.clone(),
                 profile: name.clone(),
+                unit_id,
                 id,
                 ports: [lan, wan],
                 timing: Timing::from(profile),
@@ -290,31 +330,6 @@ fn specs(config: &Config, ids: &efb_p4::ids::Ids, map: &PortMap) -> Vec<PairSpec
         }
     }
     out
-}
-
-fn rx_timestamp_field() -> Option<u32> {
-    let index = efb_p4info::index().ok()?;
-    let header = index.packet_in()?;
-    header
-        .field(efb_p4info::names::packet_io::RX_TSTAMP)
-        .map(|f| f.id)
-}
-
-/// The chip's arrival time of a packet-in (0 when it does not say).
-fn rx_timestamp(packet: &PacketIn, field: Option<u32>) -> u64 {
-    packet
-        .metadata
-        .iter()
-        .find(|m| Some(m.metadata_id) == field)
-        .map(|m| {
-            m.value
-                .iter()
-                .rev()
-                .take(8)
-                .rev()
-                .fold(0u64, |acc, b| (acc << 8) | u64::from(*b))
-        })
-        .unwrap_or(0)
 }
 
 /// Unit name -> whether it filters traffic, and how many of its pairs are live.

@@ -123,9 +123,9 @@ impl Instruments {
         );
         registry.register_with_unit(
             "efb_keepalive_round_trip",
-            "Wall-clock time from a keep-alive's packet-out leaving efbd to its packet-in \
-             handled by liveness (both keep-alives of every returned round); a liveness interval \
-             must be well above it",
+            "Wall-clock time from a keep-alive round's packet-out leaving efbd to the read of \
+             the chip's records that found the round taken in (one per round): the control \
+             path liveness waits on, which the chip's timing of keep-alives leaves out",
             Unit::Seconds,
             keepalive_round_trip.clone(),
         );
