@@ -340,23 +340,15 @@ impl Driver {
     /// Sends a keep-alive round: one frame to the unit's multicast group, which the chip
     /// copies out of each port of its pairs. Never waits for a commit in progress.
     pub fn send_round(&self, unit_id: u8, payload: Vec<u8>) -> Result<(), NotConnected> {
-        self.send_packet(0, u32::from(unit_id), payload)
-    }
-
-    fn send_packet(
-        &self,
-        device_port: u32,
-        group: u32,
-        payload: Vec<u8>,
-    ) -> Result<(), NotConnected> {
         let sender = self
             .packet_out
             .lock()
             .ok()
             .and_then(|slot| slot.clone())
             .ok_or(NotConnected)?;
+        // No port (the group names them), and the group: the unit's id.
         let (port_field, group_field) = self.packet_out_fields;
-        let metadata = [(port_field, device_port), (group_field, group)]
+        let metadata = [(port_field, 0), (group_field, u32::from(unit_id))]
             .into_iter()
             .filter_map(|(id, value)| {
                 Some(p4runtime_proto::p4::v1::PacketMetadata {
