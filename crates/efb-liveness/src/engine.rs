@@ -17,7 +17,7 @@
 //! profile configured, its ports changed), and a unit sends none before one of its pairs
 //! counts them.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime};
 
 use efb_model::Profile;
@@ -156,12 +156,6 @@ pub struct Round {
     pub frame: Vec<u8>,
 }
 
-/// A round sent to a unit and not yet judged for all its pairs.
-#[derive(Clone, Copy, Debug)]
-struct Sent {
-    seq: u32,
-}
-
 /// A unit's rounds.
 #[derive(Clone, Debug)]
 struct UnitRounds {
@@ -169,8 +163,8 @@ struct UnitRounds {
     timing: Timing,
     /// When its next round is due (none before one of its pairs counts rounds).
     next_at: Instant,
-    /// Sent, oldest first, until every pair has judged them.
-    sent: VecDeque<Sent>,
+    /// The rounds sent, oldest first, until every pair has judged them.
+    sent: Vec<u32>,
     /// When the chip's records are to be read (after a round, again while it has not
     /// entered).
     read_at: Option<Instant>,
@@ -215,10 +209,8 @@ impl Engine {
     pub fn reconnected(&mut self, seq: u32) {
         self.seq = self.seq.max(seq);
         for probed in self.pairs.values_mut() {
-            let open = self.units.get(&probed.spec.unit).map_or(0, |unit| {
-                let rounds: Vec<u32> = unit.sent.iter().map(|s| s.seq).collect();
-                probed.open_rounds(&rounds)
-            });
+            let open = (self.units.get(&probed.spec.unit))
+                .map_or(0, |unit| probed.open_rounds(&unit.sent));
             for sent in &mut probed.state.sent {
                 *sent = sent.saturating_sub(open);
             }
@@ -273,7 +265,7 @@ impl Engine {
                         id: spec.unit_id,
                         timing: spec.timing,
                         next_at: probed.starts_at,
-                        sent: VecDeque::new(),
+                        sent: Vec::new(),
                         read_at: None,
                         last_sent_at: None,
                     },
@@ -315,7 +307,7 @@ impl Engine {
             }
             self.seq = self.seq.wrapping_add(1).max(1);
             let seq = self.seq;
-            unit.sent.push_back(Sent { seq });
+            unit.sent.push(seq);
             unit.read_at = Some(now + READ_AFTER);
             unit.last_sent_at = Some(now);
             let decisive = self
@@ -345,7 +337,7 @@ impl Engine {
         let Some(rounds) = self.units.get_mut(unit) else {
             return;
         };
-        rounds.sent.retain(|s| s.seq != seq);
+        rounds.sent.retain(|&s| s != seq);
         for probed in self.pairs.values_mut().filter(|p| p.spec.unit == unit) {
             if probed.first == Some(seq) {
                 probed.first = None;
@@ -392,16 +384,14 @@ impl Engine {
             let Some(&entered) = records.rounds.get(&unit.id) else {
                 continue;
             };
-            let newest_sent = unit.sent.back().map(|s| s.seq);
-            unit.read_at = match newest_sent {
-                Some(seq) if entered < seq => Some(now + READ_AFTER),
+            unit.read_at = match unit.sent.last() {
+                Some(&seq) if entered < seq => Some(now + READ_AFTER),
                 _ => None,
             };
-            let rounds: Vec<u32> = unit.sent.iter().map(|s| s.seq).collect();
             let mut oldest_open = None::<u32>;
             for probed in self.pairs.values_mut().filter(|p| p.spec.unit == *name) {
-                probed.absorb(records, &rounds);
-                changes.extend(probed.judge_closed(&rounds, entered, now, wall));
+                probed.absorb(records, &unit.sent);
+                changes.extend(probed.judge_closed(&unit.sent, entered, now, wall));
                 let open = probed
                     .judged
                     .map_or(probed.first, |j| Some(j.wrapping_add(1)));
@@ -411,13 +401,13 @@ impl Engine {
             }
             // Rounds every pair has judged are done with.
             let keep_from = oldest_open.unwrap_or(u32::MAX);
-            unit.sent.retain(|s| s.seq >= keep_from);
+            unit.sent.retain(|&s| s >= keep_from);
             // A verdict may have made the open round decisive (it closes sooner), or ended
             // the wait for one (the interval again).
             let decisive = self
                 .pairs
                 .values()
-                .any(|p| p.spec.unit == *name && p.decisive_next() && p.has_open(&rounds));
+                .any(|p| p.spec.unit == *name && p.decisive_next() && p.has_open(&unit.sent));
             if let Some(last) = unit.last_sent_at {
                 unit.next_at = last + unit.step(decisive);
             }

@@ -442,25 +442,20 @@ async fn groups_on_target(servers: &Servers) -> Vec<(u32, Vec<(u32, u32)>)> {
         .await
         .unwrap()
         .into_inner();
-    let mut out = Vec::new();
+    let mut read = Vec::new();
     while let Some(reply) = stream.message().await.unwrap() {
         for e in reply.entities {
             if let Some(p4::entity::Entity::PacketReplicationEngineEntry(pre)) = e.entity
                 && let Some(p4::packet_replication_engine_entry::Type::MulticastGroupEntry(g)) =
                     pre.r#type
             {
-                #[allow(deprecated)]
-                let mut replicas: Vec<(u32, u32)> = (g.replicas.iter())
-                    .filter_map(|r| match r.port_kind {
-                        Some(p4::replica::PortKind::EgressPort(port)) => Some((port, r.instance)),
-                        _ => None,
-                    })
-                    .collect();
-                replicas.sort_unstable();
-                out.push((g.multicast_group_id, replicas));
+                read.push(g);
             }
         }
     }
+    // The driver's own reading of replicas, sorted by group.
+    let mut out: Vec<(u32, Vec<(u32, u32)>)> =
+        efb_p4::keepalive::groups_read(read).into_iter().collect();
     out.sort_unstable();
     out
 }
