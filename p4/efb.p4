@@ -42,6 +42,7 @@
  * per unit (its multicast group, 8 bits). */
 #define KEEPALIVE_CELLS  512
 #define KEEPALIVE_UNITS  256
+#define KEEPALIVE_TALLIES 512   /* per unit, and per parity of its rounds' numbers */
 
 /* The balancing method before the controller sets one (the default action of table
  * `balancing`). A compile-time choice so that p4testgen, which runs only the declared
@@ -307,6 +308,7 @@ struct eg_metadata_t {
      * entered after its own, and the chip's clock in units of 1.024 us (wraps after 73
      * minutes, beyond any interval). */
     bit<9>  ka_cell;
+    bit<9>  ka_tally;      /* the tally cell: the unit and its round number's parity */
     bit<32> ka_path;
     bit<32> ka_round;
     bit<32> ka_behind;
@@ -1300,6 +1302,12 @@ control EfbEgress(inout headers_t hdr,
      * one enters (the controller sends the next one round-timeout after a round whose loss
      * would take a pair down): a return after that is late, and not counted. */
     Register<bit<32>, bit<8>>(KEEPALIVE_UNITS, 0) keepalive_rounds;
+    /* Per unit, rounds numbered even and odd apart (the controller alternates them): the
+     * copies of its rounds that left, and the returns counted. Once the next round entered,
+     * a round's tally no longer moves, so the controller reads two cells a unit instead of
+     * every pair's, and every pair's only when a round's copies and returns differ. */
+    Register<bit<32>, bit<9>>(KEEPALIVE_TALLIES, 0) keepalive_copies;
+    Register<bit<32>, bit<9>>(KEEPALIVE_TALLIES, 0) keepalive_counted;
 
     /* A return counts once, only while its round is its unit's newest, and only if it is
      * newer than the last one counted: late, duplicated or overtaken, it is not a return. */
@@ -1327,11 +1335,21 @@ control EfbEgress(inout headers_t hdr,
     RegisterAction<bit<32>, bit<8>, bit<32>>(keepalive_rounds) keepalive_round_read = {
         void apply(inout bit<32> seq, out bit<32> newest) { newest = seq; }
     };
+    RegisterAction<bit<32>, bit<9>, bit<32>>(keepalive_copies) keepalive_copy_tally = {
+        void apply(inout bit<32> copies) { copies = copies + 1; }
+    };
+    RegisterAction<bit<32>, bit<9>, bit<32>>(keepalive_counted) keepalive_return_tally = {
+        void apply(inout bit<32> returns) { returns = returns + 1; }
+    };
 
     action keepalive_cell() {
         md.ka_cell = hdr.keepalive.out_port[8:0];
         md.ka_path = eg_prsr_md.global_tstamp[31:0] - hdr.keepalive.tx_tstamp[31:0];
         md.ka_now = eg_prsr_md.global_tstamp[41:10];
+    }
+
+    action keepalive_tally() {
+        md.ka_tally = hdr.keepalive.unit_id ++ hdr.keepalive.seq[0:0];
     }
 
     /* 0 when the return's round is still its unit's newest (a subtraction: the chip
@@ -1345,6 +1363,7 @@ control EfbEgress(inout headers_t hdr,
         if (hdr.bridged.ka_return == 1) {
             /* Back from a filter (ingress sent it to the CPU port). */
             keepalive_cell();
+            keepalive_tally();
             md.ka_round = keepalive_round_read.execute(hdr.keepalive.unit_id);
             keepalive_behind();
             md.ka_newer = keepalive_newer.execute(md.ka_cell);
@@ -1352,6 +1371,7 @@ control EfbEgress(inout headers_t hdr,
                 keepalive_count.execute(md.ka_cell);
                 keepalive_path_write.execute(md.ka_cell);
                 keepalive_arrival_write.execute(md.ka_cell);
+                keepalive_return_tally.execute(md.ka_tally);
             }
             if (hdr.bridged.punted == 0) {
                 consume_keepalive();
@@ -1365,7 +1385,9 @@ control EfbEgress(inout headers_t hdr,
             hdr.keepalive.tx_tstamp = (bit<64>)eg_prsr_md.global_tstamp;
             hdr.keepalive.out_port = (bit<16>)eg_intr_md.egress_port;
             if (hdr.bridged.round == 1) {
+                keepalive_tally();
                 keepalive_round_enter.execute(hdr.keepalive.unit_id);
+                keepalive_copy_tally.execute(md.ka_tally);
             }
         }
         /* Wrong lengths: an IP length past the frame (pkt_length counts the 4-byte FCS).

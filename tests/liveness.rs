@@ -404,19 +404,44 @@ fn rounds_lost(site: &mut Site) -> BTreeMap<String, u64> {
     by_pair(site, "rounds-lost")
 }
 
+/// efbd's counters of its reads of the keep-alive records: (units' tallies only, pairs'
+/// cells too).
+fn keepalive_reads(site: &Site) -> (u64, u64) {
+    let address = site.daemon.metrics.as_deref().expect("efbd serves metrics");
+    let (_, text) = efb_tests::http_get(address, "/metrics").expect("a scrape is answered");
+    let counter = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(&format!("{name} ")));
+        let value = line.and_then(|l| l.split_whitespace().nth(1));
+        value
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}:\n{text}"))
+    };
+    (
+        counter("efb_keepalive_unit_reads_total"),
+        counter("efb_keepalive_pair_reads_total"),
+    )
+}
+
 /// At the shortest interval the model allows (10 ms, down after 3 lost), healthy filters
 /// lose no round: a keep-alive comes back well within an interval. (Each came back up to
-/// 40 ms late while efb-target's connections waited for delayed acknowledgements.)
+/// 40 ms late while efb-target's connections waited for delayed acknowledgements.) And
+/// while every copy comes back, efbd reads the unit's tallies, not its pairs' cells, but
+/// once a second.
 #[test]
 fn healthy_pairs_lose_no_round_at_the_shortest_interval() {
     let mut site = Site::start(
         "set liveness profile standard interval 10 probes-down-count 3",
-        &[],
+        &["--metrics-listen", "127.0.0.1:0"],
     );
     let before = rounds_lost(&mut site);
+    let reads_before = keepalive_reads(&site);
     std::thread::sleep(Duration::from_secs(3));
+    let reads = keepalive_reads(&site);
     let after = rounds_lost(&mut site);
     assert_eq!(before, after, "rounds lost in 3 s of 300 rounds a pair");
+    let (units, pairs) = (reads.0 - reads_before.0, reads.1 - reads_before.1);
+    assert!(units >= 250, "{units} reads of the tallies in 300 rounds");
+    assert!(pairs <= 5, "{pairs} reads of the pairs' cells in 3 s");
     for pair in site.unit_json()["pair"].as_array().unwrap() {
         assert_eq!(pair["state"]["rounds-lost-in-a-row"], 0, "{pair}");
     }

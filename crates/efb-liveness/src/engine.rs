@@ -5,8 +5,10 @@
 //! next round's entry into the chip, on the chip's clock. efbd reads the counts after each
 //! round it sends ([`Engine::wanted`], [`Engine::recorded`]) and judges every round an
 //! entered one has closed: a pair's round returned when both copies were counted, otherwise
-//! it is lost. A late read loses nothing, and a round the chip has not seen is not judged:
-//! if efbd stops sending, nothing is judged.
+//! it is lost. What it reads is the unit's two tallies (the `tally` module), and every
+//! pair's cells only when the tallies cannot say that every copy came back. A late read
+//! loses nothing, and a round the chip has not seen is not judged: if efbd stops sending,
+//! nothing is judged.
 //!
 //! `probes-down-count` lost rounds in a row take the pair down, `probes-up-count` returned
 //! rounds in a row bring it up. The round whose loss would take a pair down gets
@@ -17,6 +19,7 @@
 //! profile configured, its ports changed), and a unit sends none before one of its pairs
 //! counts them.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -24,6 +27,7 @@ use efb_model::Profile;
 
 use crate::keepalive::{Direction, KeepAlive};
 use crate::records::{Records, Returned, Wanted, cell};
+use crate::tally::{Tallies, parity};
 
 /// Added to `round-timeout` before the round that closes a decisive one is sent: the
 /// control path to the chip takes some of it, and a round that entered too soon would cut
@@ -32,6 +36,9 @@ pub const DECISIVE_GRACE: Duration = Duration::from_millis(1);
 /// How long after sending a round efbd reads what the chip recorded, and reads again while
 /// the chip has not seen the round yet.
 pub const READ_AFTER: Duration = Duration::from_millis(1);
+/// How often every pair's records are read even when the unit's tallies say all came
+/// back: the time on path shown is at most this old.
+pub const FULL_READ_EVERY: Duration = Duration::from_secs(1);
 
 /// How a pair is probed (its unit's liveness profile).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +175,22 @@ struct UnitRounds {
     /// When the chip's records are to be read (after a round, again while it has not
     /// entered).
     read_at: Option<Instant>,
-    last_sent_at: Option<Instant>,
+    /// The last round: when it was sent, and when it was due (a late wake-up sends it
+    /// after).
+    last_sent_at: Option<(Instant, Instant)>,
+    /// The newest round sent: the next one has the other parity (see [`Tallies`]).
+    last_seq: Option<u32>,
+    tallies: Tallies,
+    /// Rounds before this one are judged (the unit's newest round at the last read that
+    /// judged).
+    judged_below: Option<u32>,
+    /// Whether the next read is of every pair's records: the tallies could not tell, or
+    /// [`FULL_READ_EVERY`] passed (at `full_read_at`).
+    full_read: bool,
+    full_read_at: Option<Instant>,
+    /// Whether its records were read since its next round came due (a quiet unit's are
+    /// read then, before the round, instead of after each round).
+    read_when_due: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -222,6 +244,8 @@ impl Engine {
         for unit in self.units.values_mut() {
             unit.sent.clear();
             unit.read_at = None;
+            unit.tallies = Tallies::default();
+            unit.judged_below = None;
         }
     }
 
@@ -268,6 +292,12 @@ impl Engine {
                         sent: Vec::new(),
                         read_at: None,
                         last_sent_at: None,
+                        last_seq: None,
+                        tallies: Tallies::default(),
+                        judged_below: None,
+                        full_read: false,
+                        full_read_at: None,
+                        read_when_due: false,
                     },
                 }
             });
@@ -305,11 +335,23 @@ impl Engine {
                 unit.read_at.get_or_insert(now);
                 continue;
             }
-            self.seq = self.seq.wrapping_add(1).max(1);
-            let seq = self.seq;
+            // A quiet unit (every pair up, nothing lost, no verdict near) is read when its
+            // round is due, before sending it: that read judges the round before, and no
+            // read of its own follows each round. Anything else is read after each round.
+            let quiet = !unit.full_read
+                && (self.pairs.values())
+                    .filter(|p| p.spec.unit == *name)
+                    .all(Probed::is_quiet);
+            if quiet && !unit.read_when_due {
+                unit.read_at.get_or_insert(now);
+                continue;
+            }
+            unit.read_when_due = false;
+            let seq = unit.next_seq(self.seq);
+            self.seq = seq;
             unit.sent.push(seq);
-            unit.read_at = Some(now + READ_AFTER);
-            unit.last_sent_at = Some(now);
+            unit.read_at = (!quiet).then_some(now + READ_AFTER);
+            unit.last_sent_at = Some((now, unit.next_at.min(now)));
             let decisive = self
                 .pairs
                 .values_mut()
@@ -321,7 +363,7 @@ impl Engine {
                     }
                     decisive || p.decisive_next()
                 });
-            unit.next_at = now + unit.step(decisive);
+            unit.next_at = unit.after_last(decisive).unwrap_or(now);
             rounds.push(Round {
                 unit: name.clone(),
                 unit_id: unit.id,
@@ -338,6 +380,8 @@ impl Engine {
             return;
         };
         rounds.sent.retain(|&s| s != seq);
+        // The next round's parity is chosen against the last one the chip may have seen.
+        rounds.last_seq = rounds.sent.last().copied();
         for probed in self.pairs.values_mut().filter(|p| p.spec.unit == unit) {
             if probed.first == Some(seq) {
                 probed.first = None;
@@ -350,7 +394,8 @@ impl Engine {
         }
     }
 
-    /// What is to be read now: the units whose records are due, and their pairs' cells.
+    /// What is to be read now: the units whose records are due, and the pairs' cells of
+    /// those whose tallies will not do.
     pub fn wanted(&self, now: Instant) -> Option<Wanted> {
         let mut wanted = Wanted::default();
         for (name, unit) in &self.units {
@@ -358,20 +403,27 @@ impl Engine {
                 continue;
             }
             wanted.units.push(unit.id);
-            for probed in self.pairs.values().filter(|p| p.spec.unit == *name) {
-                wanted
-                    .cells
-                    .extend(probed.spec.ports.iter().map(|(_, port)| cell(*port)));
+            if !unit.read_when_due_pending(now) {
+                wanted.after_round.push(unit.id);
+            }
+            let mut pairs = self.pairs.values().filter(|p| p.spec.unit == *name);
+            let full = unit.full_read
+                || unit.full_read_at.is_none_or(|at| at <= now)
+                || pairs.clone().any(|p| p.seen.contains(&None));
+            if full {
+                wanted.cells.extend(pairs.by_ref().flat_map(Probed::cells));
             }
         }
         (!wanted.units.is_empty()).then_some(wanted)
     }
 
-    /// The read of `wanted` failed (no connection, no answer): it is tried again at `at`.
+    /// The read of `wanted` failed (no connection, no answer): it is tried again at `at`,
+    /// and rounds go on meanwhile.
     pub fn unread(&mut self, wanted: &Wanted, at: Instant) {
         for unit in self.units.values_mut() {
             if wanted.units.contains(&unit.id) {
                 unit.read_at = Some(at);
+                unit.read_when_due = true;
             }
         }
     }
@@ -388,9 +440,16 @@ impl Engine {
                 Some(&seq) if entered < seq => Some(now + READ_AFTER),
                 _ => None,
             };
+            unit.read_when_due |= unit.next_at <= now;
+            let Some(records) = unit.records_to_judge(records, entered, &self.pairs, name, now)
+            else {
+                continue;
+            };
+            // Worked out from the tallies, the cells carry no time on path.
+            let timed = matches!(records, Cow::Borrowed(_));
             let mut oldest_open = None::<u32>;
             for probed in self.pairs.values_mut().filter(|p| p.spec.unit == *name) {
-                probed.absorb(records, &unit.sent);
+                probed.absorb(&records, &unit.sent, timed);
                 changes.extend(probed.judge_closed(&unit.sent, entered, now, wall));
                 let open = probed
                     .judged
@@ -399,6 +458,13 @@ impl Engine {
                     oldest_open = Some(oldest_open.map_or(open, |o: u32| o.min(open)));
                 }
             }
+            // A pair returning again after a loss has no time on path: its cells are read
+            // next time rather than at the next full read.
+            unit.full_read |= self.pairs.values().any(|p| {
+                p.spec.unit == *name
+                    && p.returned_run > 0
+                    && p.state.time_on_path_ns.contains(&None)
+            });
             // Rounds every pair has judged are done with.
             let keep_from = oldest_open.unwrap_or(u32::MAX);
             unit.sent.retain(|&s| s >= keep_from);
@@ -408,8 +474,8 @@ impl Engine {
                 .pairs
                 .values()
                 .any(|p| p.spec.unit == *name && p.decisive_next() && p.has_open(&unit.sent));
-            if let Some(last) = unit.last_sent_at {
-                unit.next_at = last + unit.step(decisive);
+            if let Some(next) = unit.after_last(decisive) {
+                unit.next_at = next;
             }
         }
         changes
@@ -440,6 +506,81 @@ impl Engine {
 }
 
 impl UnitRounds {
+    /// Whether a read now is the one a quiet unit makes when its round is due.
+    fn read_when_due_pending(&self, now: Instant) -> bool {
+        self.next_at <= now && !self.read_when_due
+    }
+
+    /// The number of its next round: above every round sent (`newest` anywhere), of the
+    /// other parity than its own last.
+    fn next_seq(&mut self, newest: u32) -> u32 {
+        let mut seq = newest.wrapping_add(1).max(1);
+        if self
+            .last_seq
+            .is_some_and(|last| parity(last) == parity(seq))
+        {
+            seq = seq.wrapping_add(1).max(1);
+        }
+        self.last_seq = Some(seq);
+        seq
+    }
+
+    /// What its pairs' records are, as far as this read tells: read (every pair's cells),
+    /// or worked out from the tallies when they say that every copy of the rounds this read
+    /// closed came back. None when there is nothing to judge, or when the pairs' cells must
+    /// be read first (then at once).
+    fn records_to_judge<'r>(
+        &mut self,
+        records: &'r Records,
+        entered: u32,
+        pairs: &BTreeMap<(String, String), Probed>,
+        name: &str,
+        now: Instant,
+    ) -> Option<Cow<'r, Records>> {
+        let own: Vec<&Probed> = pairs.values().filter(|p| p.spec.unit == name).collect();
+        let closed: Vec<u32> = (self.sent.iter().copied())
+            .filter(|&seq| seq < entered && self.judged_below.is_none_or(|b| seq >= b))
+            .collect();
+        let copies_per_round = u32::try_from(own.len() * 2).unwrap_or(u32::MAX);
+        // Taken in at every read: each keeps the last read of the tally that stood still.
+        let all_returned = (records.tallies.get(&self.id)).is_some_and(|read| {
+            (self.tallies).all_returned(entered, *read, &closed, copies_per_round)
+        });
+        let read_all = (own.iter()).all(|p| p.cells().all(|c| records.returns.contains_key(&c)));
+        let judged = if read_all {
+            self.full_read = false;
+            self.full_read_at = Some(now + FULL_READ_EVERY);
+            Cow::Borrowed(records)
+        } else {
+            let worked_out: Option<Vec<Vec<(u16, Returned)>>> = all_returned
+                .then(|| own.iter().map(|p| p.all_returned(&closed)).collect())
+                .flatten();
+            let Some(cells) = worked_out else {
+                if !closed.is_empty() {
+                    self.full_read = true;
+                    self.read_at = Some(now);
+                }
+                return None;
+            };
+            Cow::Owned(Records {
+                returns: cells.into_iter().flatten().collect(),
+                ..Records::default()
+            })
+        };
+        self.judged_below = Some(entered);
+        Some(judged)
+    }
+
+    /// When the round after the last is due: a step after the last was due, so that a
+    /// late wake-up does not push every later round back (rounds drifted 1 to 2 ms each on
+    /// a busy box), but never sooner than round-timeout (and the grace) after it was sent:
+    /// a round has that long before the next one closes it.
+    fn after_last(&self, decisive: bool) -> Option<Instant> {
+        let (sent, due) = self.last_sent_at?;
+        let least = (self.timing.round_timeout + DECISIVE_GRACE).min(self.timing.interval);
+        Some((due + self.step(decisive)).max(sent + least))
+    }
+
     /// Time to the next round: the interval, or round-timeout (and the grace) while a
     /// pair's next verdict would take it down.
     fn step(&self, decisive: bool) -> Duration {
@@ -481,6 +622,35 @@ impl Probed {
         }
     }
 
+    /// Its two cells (LAN then WAN port).
+    fn cells(&self) -> impl Iterator<Item = u16> + '_ {
+        self.spec.ports.iter().map(|(_, port)| cell(*port))
+    }
+
+    /// Its cells as the chip holds them once every copy of `rounds` came back: each
+    /// counted, in order, those it had not counted yet. None before its first read.
+    fn all_returned(&self, rounds: &[u32]) -> Option<Vec<(u16, Returned)>> {
+        let mut cells = Vec::with_capacity(2);
+        for (seen, c) in self.seen.iter().zip(self.cells()) {
+            let before = (*seen)?;
+            let newer = rounds.iter().filter(|&&seq| seq > before.newest);
+            let count = u32::try_from(newer.clone().count()).unwrap_or(u32::MAX);
+            let returned = Returned {
+                newest: newer.max().copied().unwrap_or(before.newest),
+                count: before.count.wrapping_add(count),
+                ..before
+            };
+            cells.push((c, returned));
+        }
+        Some(cells)
+    }
+
+    /// Up, with nothing lost since, and no verdict near: its unit's reads can wait for
+    /// the unit's next round.
+    fn is_quiet(&self) -> bool {
+        self.state.status == PairStatus::Up && self.lost_run == 0 && !self.decisive_next()
+    }
+
     /// Whether the next verdict, if a loss, takes the pair down.
     fn decisive_next(&self) -> bool {
         self.lost_run + 1 >= u32::from(self.spec.timing.down_count)
@@ -505,10 +675,12 @@ impl Probed {
     /// Takes in the chip's record of each direction: the newest round counted is one, and
     /// the count's difference since the last read says how many of this pair's rounds
     /// before it were counted too (the newest of them: the chip counts in order, each once;
-    /// with a read after every round there are none). A read of the chip is not a snapshot
-    /// (the count and the newest round are two registers, read one after the other while
-    /// returns come in), so the newest round is believed over the count.
-    fn absorb(&mut self, records: &Records, rounds: &[u32]) {
+    /// with a read after every round there are none). The count and the newest round are
+    /// two registers, read one after the other while returns come in: the reader reads the
+    /// count on both sides of the newest and reads again when they differ (a count behind
+    /// its newest would lose a returned round when a read covers two), and the newest
+    /// round is believed over the count.
+    fn absorb(&mut self, records: &Records, rounds: &[u32], timed: bool) {
         for direction in Direction::BOTH {
             let d = direction.index();
             let port = self.spec.ports[d].1;
@@ -527,7 +699,9 @@ impl Probed {
             let newest_is_new = now.newest > after && now.newest >= first;
             if newest_is_new {
                 self.returned[d].insert(now.newest);
-                self.state.time_on_path_ns[d] = Some(u64::from(now.path_ns));
+                if timed {
+                    self.state.time_on_path_ns[d] = Some(u64::from(now.path_ns));
+                }
             }
             let older = counted.saturating_sub(u32::from(newest_is_new));
             let candidates = rounds
@@ -628,6 +802,7 @@ impl Probed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::Tally;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -657,12 +832,23 @@ mod tests {
     #[derive(Default)]
     struct Chip {
         rounds: BTreeMap<u8, u32>,
+        tallies: BTreeMap<u8, [Tally; 2]>,
         returns: BTreeMap<u16, Returned>,
+        /// Reads that asked for pairs' cells.
+        reads_of_cells: std::cell::Cell<usize>,
+        /// When [`run`] read.
+        read_times: Vec<Instant>,
     }
 
     impl Chip {
-        fn enter(&mut self, round: &Round) {
+        /// A round enters, copied to both ports of `pairs` pairs.
+        fn enter(&mut self, round: &Round, pairs: u32) {
             self.rounds.insert(round.unit_id, round.seq);
+            self.tally(round.unit_id, round.seq).copies += 2 * pairs;
+        }
+
+        fn tally(&mut self, unit: u8, seq: u32) -> &mut Tally {
+            &mut self.tallies.entry(unit).or_default()[parity(seq)]
         }
 
         fn back(&mut self, unit: u8, pair: u8, direction: Direction, seq: u32) {
@@ -679,13 +865,20 @@ mod tests {
                     path_ns: 25_000,
                     arrival: 0,
                 };
+                self.tally(unit, seq).counted += 1;
             }
         }
 
         fn records(&self, wanted: &Wanted) -> Records {
+            if !wanted.cells.is_empty() {
+                self.reads_of_cells.set(self.reads_of_cells.get() + 1);
+            }
             Records {
                 rounds: (wanted.units.iter())
                     .map(|u| (*u, self.rounds.get(u).copied().unwrap_or(0)))
+                    .collect(),
+                tallies: (wanted.units.iter())
+                    .map(|u| (*u, self.tallies.get(u).copied().unwrap_or_default()))
                     .collect(),
                 returns: (wanted.cells.iter())
                     .map(|c| (*c, self.returns.get(c).copied().unwrap_or_default()))
@@ -703,6 +896,19 @@ mod tests {
                 .recorded(&chip.records(&wanted), now, SystemTime::UNIX_EPOCH)
                 .is_empty()
         );
+    }
+
+    /// Reads what is due at `now` as efbd does: at once again while the engine wants
+    /// more (the pairs' cells, when the tallies could not tell).
+    fn read_due(engine: &mut Engine, chip: &Chip, now: Instant) -> Vec<Change> {
+        let mut changes = Vec::new();
+        for _ in 0..3 {
+            let Some(wanted) = engine.wanted(now) else {
+                break;
+            };
+            changes.extend(engine.recorded(&chip.records(&wanted), now, SystemTime::UNIX_EPOCH));
+        }
+        changes
     }
 
     /// Runs the engine against the chip until `end`, as efbd does: sends what is due,
@@ -724,7 +930,7 @@ mod tests {
         while let Some(now) = engine.next_due().filter(|at| *at < end) {
             for round in engine.tick(now) {
                 sent.push(now);
-                chip.enter(&round);
+                chip.enter(&round, pairs.len() as u32);
                 for &pair in pairs {
                     for direction in Direction::BOTH {
                         if filter(slot(now), pair, direction) {
@@ -734,6 +940,7 @@ mod tests {
                 }
             }
             if let Some(wanted) = engine.wanted(now) {
+                chip.read_times.push(now);
                 let found = engine.recorded(&chip.records(&wanted), now, SystemTime::UNIX_EPOCH);
                 changes.extend(found.into_iter().map(|c| (slot(now), c)));
             }
@@ -748,6 +955,13 @@ mod tests {
         engine.sync(vec![spec("a", 1), spec("b", 2)], start);
         assert_eq!(engine.next_due(), Some(start + 50 * MS));
         assert!(engine.tick(start + 49 * MS).is_empty());
+        assert!(engine.tick(start + 50 * MS).is_empty());
+        let baseline = engine.wanted(start + 50 * MS).unwrap();
+        assert_eq!(
+            (baseline.units, baseline.cells),
+            (vec![1], vec![2, 3, 4, 5]),
+            "before the first round, both directions of both pairs"
+        );
         read_baseline(&mut engine, &Chip::default(), start + 50 * MS);
         let rounds = engine.tick(start + 50 * MS);
         assert_eq!(rounds.len(), 1, "one packet-out for the unit's two pairs");
@@ -755,10 +969,60 @@ mod tests {
         assert_eq!((ka.unit_id, ka.seq), (1, rounds[0].seq));
         let wanted = engine.wanted(start + 51 * MS).unwrap();
         assert_eq!(wanted.units, vec![1]);
+        assert!(wanted.cells.is_empty(), "then the unit's tallies");
+    }
+
+    #[test]
+    fn the_tallies_spare_reading_the_pairs_until_a_copy_is_missing() {
+        let mut engine = Engine::new();
+        let mut chip = Chip::default();
+        let start = Instant::now();
+        let pairs: Vec<PairSpec> = (1..=20).map(|id| spec(&format!("p{id}"), id)).collect();
+        let ids: Vec<u8> = (1..=20).collect();
+        engine.sync(pairs, start);
+        // Two seconds healthy: 195 rounds, every pair's cells read 3 times (the baseline,
+        // after the first returns for their time on path, and a second later).
+        let healthy = start + 2_000 * MS;
+        let (changes, sent) = run(&mut engine, &mut chip, start, healthy, &ids, |_, _, _| true);
+        assert_eq!(sent.len(), 195);
+        assert_eq!(changes.len(), 20, "all up: {changes:?}");
+        assert_eq!(chip.reads_of_cells.get(), 3);
+        assert!(
+            engine
+                .pairs()
+                .all(|p| p.time_on_path_ns == [Some(25_000); 2]),
+            "the time on path read, never worked out"
+        );
+        // Every pair up and nothing lost, the unit is read when its round is due, before
+        // sending it: no read of its own between rounds.
+        let last_second = |at: &&Instant| **at >= start + 1_000 * MS;
+        let reads: Vec<&Instant> = chip.read_times.iter().filter(last_second).collect();
+        let rounds: Vec<&Instant> = sent.iter().filter(last_second).collect();
+        assert_eq!(reads, rounds);
+        // Then pair 7's WAN side dies: its rounds have a copy missing, the pairs are read.
+        let dead = healthy + 100 * MS;
+        let (changes, _) = run(&mut engine, &mut chip, healthy, dead, &ids, |_, id, d| {
+            !(id == 7 && d == Direction::OutOfWan)
+        });
+        assert_eq!(changes.len(), 1);
         assert_eq!(
-            wanted.cells,
-            vec![2, 3, 4, 5],
-            "both directions of both pairs"
+            (changes[0].1.pair.as_str(), changes[0].1.new),
+            ("p7", PairStatus::Down)
+        );
+        let lost: BTreeMap<&str, u64> = (engine.pairs())
+            .map(|p| (p.pair.as_str(), p.rounds_lost))
+            .collect();
+        assert!(lost["p7"] >= 9, "{lost:?}");
+        assert!(
+            lost.iter().all(|(pair, n)| *pair == "p7" || *n == 0),
+            "only p7 lost rounds: {lost:?}"
+        );
+        // The rounds with a copy missing had the pairs' cells read (a read judges the
+        // rounds closed since the one before: one, or two after a quiet unit's).
+        let reads = chip.reads_of_cells.get() - 3;
+        assert!(
+            reads >= lost["p7"] as usize / 2,
+            "{reads} reads of cells, {lost:?}"
         );
     }
 
@@ -890,15 +1154,19 @@ mod tests {
         read_baseline(&mut engine, &chip, now);
         for _ in 0..5 {
             for round in engine.tick(now) {
-                chip.enter(&round);
+                chip.enter(&round, 1);
                 for d in Direction::BOTH {
                     chip.back(1, 1, d, round.seq);
                 }
             }
             now += 10 * MS;
         }
-        let wanted = engine.wanted(now).unwrap();
-        let changes = engine.recorded(&chip.records(&wanted), now, SystemTime::UNIX_EPOCH);
+        let changes = read_due(&mut engine, &chip, now);
+        assert_eq!(
+            chip.reads_of_cells.get(),
+            2,
+            "the baseline, then the tallies could not tell"
+        );
         let a = engine.pairs().next().unwrap();
         assert_eq!(a.rounds_lost, 0);
         assert_eq!(changes.len(), 1, "up after four closed rounds: {changes:?}");
@@ -915,18 +1183,13 @@ mod tests {
         engine.sync(vec![one], start);
         read_baseline(&mut engine, &chip, start + 50 * MS);
         let first = engine.tick(start + 50 * MS).remove(0);
-        chip.enter(&first);
+        chip.enter(&first, 1);
         chip.back(1, 1, Direction::OutOfLan, first.seq);
         let second = engine.tick(start + 55 * MS).remove(0);
-        chip.enter(&second);
+        chip.enter(&second, 1);
         // The WAN-bound copy of the first round comes back now: too late, not counted.
         chip.back(1, 1, Direction::OutOfWan, first.seq);
-        let wanted = engine.wanted(start + 56 * MS).unwrap();
-        let changes = engine.recorded(
-            &chip.records(&wanted),
-            start + 56 * MS,
-            SystemTime::UNIX_EPOCH,
-        );
+        let changes = read_due(&mut engine, &chip, start + 56 * MS);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].new, PairStatus::Down);
         assert_eq!(engine.pairs().next().unwrap().lost, [0, 1]);
@@ -945,20 +1208,23 @@ mod tests {
             let mut now = start + 50 * MS;
             for _ in 0..4 {
                 let round = engine.tick(now).remove(0);
-                chip.enter(&round);
+                chip.enter(&round, 1);
                 for d in Direction::BOTH {
                     chip.back(1, 1, d, round.seq);
                 }
-                let wanted = engine.wanted(now + READ_AFTER).unwrap();
-                let mut records = chip.records(&wanted);
-                // The return came in between the reads of its two registers.
-                for returned in records.returns.values_mut() {
-                    match torn {
-                        Torn::CountBehind => returned.count -= 1,
-                        Torn::NewestBehind => returned.newest = round.seq - 1,
+                while let Some(wanted) = engine.wanted(now + READ_AFTER) {
+                    // Every read is of the pair's cells, and the return came in between
+                    // the reads of its two registers.
+                    let cells = vec![cell(2), cell(3)];
+                    let mut records = chip.records(&Wanted { cells, ..wanted });
+                    for returned in records.returns.values_mut() {
+                        match torn {
+                            Torn::CountBehind => returned.count -= 1,
+                            Torn::NewestBehind => returned.newest = round.seq - 1,
+                        }
                     }
+                    engine.recorded(&records, now + READ_AFTER, SystemTime::UNIX_EPOCH);
                 }
-                engine.recorded(&records, now + READ_AFTER, SystemTime::UNIX_EPOCH);
                 now += 5 * MS;
             }
             let a = engine.pairs().next().unwrap();
@@ -1040,6 +1306,24 @@ mod tests {
     }
 
     #[test]
+    fn a_late_wake_up_does_not_push_later_rounds_back() {
+        let mut engine = Engine::new();
+        let start = Instant::now();
+        engine.sync(vec![spec("a", 1)], start);
+        read_baseline(&mut engine, &Chip::default(), start + 50 * MS);
+        assert_eq!(engine.tick(start + 50 * MS).len(), 1);
+        assert!(engine.tick(start + 60 * MS - MS / 2).is_empty());
+        // Sent 3 ms late: the next is still due on the interval's grid.
+        assert_eq!(engine.tick(start + 63 * MS).len(), 1);
+        assert!(engine.tick(start + 70 * MS - MS / 2).is_empty());
+        assert_eq!(engine.tick(start + 70 * MS).len(), 1);
+        // 9 ms late: the next one still gets round-timeout and the grace (4 + 1 ms).
+        assert_eq!(engine.tick(start + 89 * MS).len(), 1);
+        assert!(engine.tick(start + 94 * MS - MS / 2).is_empty());
+        assert_eq!(engine.tick(start + 94 * MS).len(), 1);
+    }
+
+    #[test]
     fn rounds_are_numbered_above_what_the_chip_holds() {
         let mut engine = Engine::new();
         let start = Instant::now();
@@ -1068,10 +1352,9 @@ mod tests {
         let mut chip = Chip::default();
         engine.reconnected(0);
         let after = engine.pairs().next().unwrap();
-        assert_eq!(
-            after.sent[0],
-            before.sent[0] - 1,
-            "the round in flight uncounted"
+        assert!(
+            (before.sent[0] - 2..before.sent[0]).contains(&after.sent[0]),
+            "the rounds in flight (one, or two of a quiet unit) uncounted: {after:?}"
         );
         run(
             &mut engine,

@@ -8,7 +8,8 @@
 pub mod engine;
 pub mod keepalive;
 pub mod records;
+mod tally;
 
 pub use engine::{Change, Engine, PairSpec, PairState, PairStatus, Round, Timing};
 pub use keepalive::{Direction, KeepAlive, KeepAliveError};
-pub use records::{Records, Returned, Wanted};
+pub use records::{Records, Returned, Tally, Wanted};

@@ -25,17 +25,31 @@ pub struct Returned {
     pub arrival: u32,
 }
 
+/// A unit's tally of the rounds numbered with one parity: the copies that left the chip
+/// and the returns it counted. Once a round of the other parity entered, it does not move.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub copies: u32,
+    pub counted: u32,
+}
+
 /// One read of the registers: per unit id, per cell.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Records {
     /// Per unit id, the newest of its rounds that entered the chip.
     pub rounds: BTreeMap<u8, u32>,
+    /// Per unit id, its tallies of even and odd rounds (read after its newest round).
+    pub tallies: BTreeMap<u8, [Tally; 2]>,
     pub returns: BTreeMap<u16, Returned>,
 }
 
-/// What to read: units (their round registers) and cells (their return registers).
+/// What to read: units (their round register and tallies) and cells (their return
+/// registers: only for units whose tallies cannot say that every copy came back).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Wanted {
     pub units: Vec<u8>,
     pub cells: Vec<u16>,
+    /// Of `units`, those read right after a round (not a quiet unit's read when its next
+    /// round is due): how soon the round shows is the control path's time.
+    pub after_round: Vec<u8>,
 }

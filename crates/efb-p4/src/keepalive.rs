@@ -132,6 +132,8 @@ pub struct RegisterIds {
     returns: u32,
     path: u32,
     rounds: u32,
+    copies: u32,
+    counted: u32,
 }
 
 impl RegisterIds {
@@ -142,6 +144,8 @@ impl RegisterIds {
             returns: id(r::KEEPALIVE_RETURNS)?,
             path: id(r::KEEPALIVE_PATH)?,
             rounds: id(r::KEEPALIVE_ROUNDS)?,
+            copies: id(r::KEEPALIVE_COPIES)?,
+            counted: id(r::KEEPALIVE_COUNTED)?,
         })
     }
 }
@@ -161,20 +165,48 @@ impl RoundReader {
         self.reader.same_channel(&other.reader)
     }
 
-    /// One Read of the cells `wanted` names: per unit its newest round entered, per cell
-    /// what came back (the arrival time is left for diagnostics: not read).
+    /// One Read of what `wanted` names: per unit its newest round entered, then its
+    /// tallies (returns before copies: a round entering meanwhile makes them differ, never
+    /// agree), per cell what came back. A cell's count is read before and after its newest
+    /// round (the arrival time is left for diagnostics: not read); when the two differ, a
+    /// return came in between and the whole read is made again (a torn cell could make
+    /// the engine count a returned round as lost), at most [`TORN_READS`] times; after
+    /// that the torn cells are left out (the engine reads them again).
     pub async fn read(&self, wanted: &Wanted) -> Result<Records, ClientError> {
+        let mut records = Records::default();
+        for _ in 0..TORN_READS {
+            let torn;
+            (records, torn) = self.read_once(wanted).await?;
+            if torn.is_empty() {
+                return Ok(records);
+            }
+            tracing::debug!(cells = ?torn, "torn read of keep-alive records: read again");
+            for cell in torn {
+                records.returns.remove(&cell);
+            }
+        }
+        Ok(records)
+    }
+
+    async fn read_once(&self, wanted: &Wanted) -> Result<(Records, Vec<u16>), ClientError> {
         let ids = self.ids;
-        let mut entities: Vec<p4::Entity> = (wanted.units.iter())
-            .map(|unit| register_entity(ids.rounds, Some(u32::from(*unit))))
-            .collect();
+        let mut entities: Vec<p4::Entity> = Vec::new();
+        for unit in &wanted.units {
+            let unit = u32::from(*unit);
+            entities.push(register_entity(ids.rounds, Some(unit)));
+            for register in [ids.counted, ids.copies] {
+                for parity in 0..2 {
+                    entities.push(register_entity(register, Some(unit << 1 | parity)));
+                }
+            }
+        }
         for cell in &wanted.cells {
-            // The count before the newest round: see efb_liveness's absorb.
-            for register in [ids.returns, ids.seq, ids.path] {
+            for register in [ids.returns, ids.seq, ids.path, ids.returns] {
                 entities.push(register_entity(register, Some(u32::from(*cell))));
             }
         }
         let mut records = Records::default();
+        let mut torn = Vec::new();
         for (register, index, value) in cells(self.reader.read(entities).await?) {
             if register == ids.rounds {
                 if let Ok(unit) = u8::try_from(index) {
@@ -182,18 +214,33 @@ impl RoundReader {
                 }
                 continue;
             }
+            if register == ids.copies || register == ids.counted {
+                let Ok(unit) = u8::try_from(index >> 1) else {
+                    continue;
+                };
+                let tally = &mut records.tallies.entry(unit).or_default()[(index & 1) as usize];
+                if register == ids.copies {
+                    tally.copies = value;
+                } else {
+                    tally.counted = value;
+                }
+                continue;
+            }
             let Ok(cell) = u16::try_from(index) else {
                 continue;
             };
+            let seen = records.returns.contains_key(&cell);
             let returned: &mut Returned = records.returns.entry(cell).or_default();
             match register {
                 r if r == ids.seq => returned.newest = value,
+                // Read again after the newest: a return came in between when it moved.
+                r if r == ids.returns && seen && returned.count != value => torn.push(cell),
                 r if r == ids.returns => returned.count = value,
                 r if r == ids.path => returned.path_ns = value,
                 _ => {}
             }
         }
-        Ok(records)
+        Ok((records, torn))
     }
 
     /// The newest round number the chip holds anywhere: efbd numbers its rounds above it.
@@ -206,6 +253,9 @@ impl RoundReader {
         Ok(cells(read).map(|(_, _, value)| value).max().unwrap_or(0))
     }
 }
+
+/// How many times a torn read is made before the torn cells are left out.
+pub const TORN_READS: usize = 3;
 
 fn register_entity(register_id: u32, index: Option<u32>) -> p4::Entity {
     p4::Entity {

@@ -502,10 +502,12 @@ async fn keep_alive_groups_follow_the_configuration_and_rounds_are_read_back() {
     let wanted = efb_liveness::Wanted {
         units: vec![unit_id],
         cells: vec![cell],
+        ..Default::default()
     };
     let mut records = reader.read(&wanted).await.unwrap();
+    // A read is no snapshot: the round may enter between the reads of two cells.
     for _ in 0..100 {
-        if records.returns[&cell].newest == seq {
+        if records.returns[&cell].newest == seq && records.rounds[&unit_id] == seq {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -515,5 +517,14 @@ async fn keep_alive_groups_follow_the_configuration_and_rounds_are_read_back() {
     let returned = records.returns[&cell];
     assert_eq!((returned.newest, returned.count), (seq, 1), "{returned:?}");
     assert!(returned.path_ns > 0, "timed by the chip: {returned:?}");
+    let odd = usize::from(seq % 2 == 1);
+    assert_eq!(
+        records.tallies[&unit_id][odd],
+        efb_liveness::Tally {
+            copies: 16,
+            counted: 16
+        },
+        "the unit's tally of the round's parity: 16 copies left, 16 came back"
+    );
     driver.stop().await;
 }

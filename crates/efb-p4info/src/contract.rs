@@ -329,19 +329,24 @@ pub const PACKET_IO: &[(PacketHeaderName, &[(PacketFieldName, u32)])] = &[
     ),
 ];
 
-/// The keep-alive registers and their cells: per pair id and direction (pair id << 1 |
-/// direction) what came back, per unit (its multicast group) the newest round that entered.
+/// The keep-alive registers and their cells: per port a keep-alive left by what came back,
+/// per unit (its multicast group) the newest round that entered, and per unit and parity
+/// of its rounds' numbers (unit id << 1 | parity) the copies that left and returns counted.
 pub const REGISTERS: &[(RegisterName, u64)] = &[
     (r::KEEPALIVE_SEQ, KEEPALIVE_CELLS),
     (r::KEEPALIVE_RETURNS, KEEPALIVE_CELLS),
     (r::KEEPALIVE_PATH, KEEPALIVE_CELLS),
     (r::KEEPALIVE_ARRIVAL, KEEPALIVE_CELLS),
     (r::KEEPALIVE_ROUNDS, KEEPALIVE_UNITS),
+    (r::KEEPALIVE_COPIES, KEEPALIVE_TALLIES),
+    (r::KEEPALIVE_COUNTED, KEEPALIVE_TALLIES),
 ];
-/// Cells of a per-pair keep-alive register: 256 pair ids x 2 directions.
+/// Cells of a per-port keep-alive register: the 9 bits of a device port.
 pub const KEEPALIVE_CELLS: u64 = 512;
 /// Cells of a per-unit keep-alive register: 256 unit ids.
 pub const KEEPALIVE_UNITS: u64 = 256;
+/// Cells of a per-unit tally: 256 unit ids x 2 parities of a round's number.
+pub const KEEPALIVE_TALLIES: u64 = 512;
 /// Width of a keep-alive register's cell.
 pub const KEEPALIVE_BITS: u32 = 32;
 

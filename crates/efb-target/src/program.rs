@@ -67,6 +67,9 @@ struct KeepaliveRegisters {
     arrival: u32,
     /// Per unit (cell = the keep-alive's unit id).
     rounds: u32,
+    /// Per unit and parity of the round's number (cell = [`tally_cell`]).
+    copies: u32,
+    counted: u32,
 }
 
 impl KeepaliveRegisters {
@@ -78,6 +81,8 @@ impl KeepaliveRegisters {
             path: id(r::KEEPALIVE_PATH)?,
             arrival: id(r::KEEPALIVE_ARRIVAL)?,
             rounds: id(r::KEEPALIVE_ROUNDS)?,
+            copies: id(r::KEEPALIVE_COPIES)?,
+            counted: id(r::KEEPALIVE_COUNTED)?,
         })
     }
 }
@@ -423,7 +428,7 @@ impl Program {
     }
 
     /// Egress of a copy of a keep-alive round (`bridged.round`): `keepalive_round_enter`,
-    /// the round is its unit's newest from now on.
+    /// the round is its unit's newest from now on, and `keepalive_copy_tally`.
     pub fn round_enters(&self, objects: &Objects, copy: &[u8]) {
         if packet::outer_ethertype(copy) != Some(ethertypes::KEEPALIVE) {
             return;
@@ -434,11 +439,14 @@ impl Program {
         if let Some(r) = register(objects, self.keepalive.rounds) {
             r.set(usize::from(ka.unit_id), ka.seq);
         }
+        if let Some(r) = register(objects, self.keepalive.copies) {
+            r.increment(tally_cell(ka));
+        }
     }
 
     /// `keepalive_round_read`, `keepalive_behind`, `keepalive_newer`, and only for a
-    /// return that counts `keepalive_count`, `keepalive_path_write` and
-    /// `keepalive_arrival_write`: a late return (its unit's newest round is another,
+    /// return that counts `keepalive_count`, `keepalive_path_write`,
+    /// `keepalive_arrival_write` and `keepalive_return_tally`: a late return (its unit's newest round is another,
     /// `ka_behind` != 0), a duplicate or an overtaken round is not a return.
     fn record_return(&self, objects: &Objects, ka: Keepalive, rx_ns: u64) {
         let ids = self.keepalive;
@@ -463,6 +471,9 @@ impl Program {
         }
         if let Some(r) = register(objects, ids.arrival) {
             r.set(cell, chip_time_units(rx_ns));
+        }
+        if let Some(r) = register(objects, ids.counted) {
+            r.increment(tally_cell(ka));
         }
     }
 
@@ -666,6 +677,11 @@ fn packet_out(md: &mut Metadata, header: PacketOut, frame: &[u8]) -> Forward {
     } else {
         Forward::Group(header.mcast_grp, out)
     }
+}
+
+/// `keepalive_tally`: the cell of a round's unit and its number's parity.
+fn tally_cell(ka: Keepalive) -> usize {
+    usize::from(ka.unit_id) << 1 | (ka.seq & 1) as usize
 }
 
 fn register(objects: &Objects, id: u32) -> Option<&Register> {

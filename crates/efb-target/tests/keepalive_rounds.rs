@@ -107,6 +107,19 @@ async fn round_entered(bench: &mut Bench, seq: u32) {
     panic!("round {seq} never entered");
 }
 
+/// The unit's tallies of its even and odd rounds: (copies, counted) each.
+async fn tallies(bench: &mut Bench) -> [(u32, u32); 2] {
+    let copies = bench.register(r::KEEPALIVE_COPIES).await;
+    let counted = bench.register(r::KEEPALIVE_COUNTED).await;
+    let others = (0..copies.len()).filter(|c| c >> 1 != usize::from(UNIT));
+    assert!(
+        others.clone().all(|c| copies[c] == 0 && counted[c] == 0),
+        "no other unit's tally moves"
+    );
+    let cell = |parity: usize| usize::from(UNIT) << 1 | parity;
+    [0, 1].map(|p| (copies[cell(p)], counted[cell(p)]))
+}
+
 fn pair_ports() -> Vec<&'static str> {
     PAIRS.iter().flat_map(|(l, w)| [*l, *w]).collect()
 }
@@ -162,6 +175,11 @@ async fn one_packet_out_a_round_leaves_by_every_pair_port_and_comes_back_into_th
         5,
         "the unit's newest round, recorded as it entered"
     );
+    assert_eq!(
+        tallies(&mut bench).await,
+        [(0, 0), (4, 4)],
+        "round 5 is odd: 4 copies left, 4 counted"
+    );
     // The returns end in the chip: no packet-in, nothing out, no drop reason.
     assert!(
         tokio::time::timeout(Duration::from_millis(300), session.packet_in())
@@ -214,6 +232,9 @@ async fn a_duplicate_an_older_or_a_late_return_is_not_counted() {
     bench.inject(wan, keepalive(left_by, 8, 0, UNIT)).await;
     assert_eq!(bench.register(r::KEEPALIVE_RETURNS).await[cell(1, 0)], 3);
     assert_eq!(bench.register(r::KEEPALIVE_SEQ).await[cell(1, 0)], 8);
+    // Even rounds 6 and 8: 8 copies, 4 + 1 counted; odd 5 and 7: 8 copies, 4 counted (the
+    // duplicate, the older, the unsent and the late ones are not).
+    assert_eq!(tallies(&mut bench).await, [(8, 5), (8, 4)]);
 }
 
 #[tokio::test]

@@ -136,7 +136,7 @@ async fn run(settings: Settings, boot_id: Option<String>) -> Result<()> {
         task.spawn(
             driver,
             to_owner,
-            instruments.round_trip_observer(),
+            instruments.liveness_observers(),
             stopped.clone(),
         )
     });

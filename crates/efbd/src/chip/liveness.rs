@@ -19,6 +19,15 @@ use tracing::{error, warn};
 
 use crate::chip;
 
+/// What the probing task tells as it goes (efbd's metrics).
+pub struct Observers {
+    /// How long after a round was sent efbd read that the chip took it in.
+    pub round_trip: Box<dyn Fn(Duration) + Send + Sync>,
+    /// A read of the chip's records, and whether it was of pairs' cells too (not only of
+    /// the units' tallies).
+    pub read: Box<dyn Fn(bool) + Send + Sync>,
+}
+
 /// How long a read of the chip's records may take before the round is read again later.
 const READ_WAIT: Duration = Duration::from_millis(200);
 
@@ -75,31 +84,30 @@ impl Liveness {
 
 impl Task {
     /// Runs until `stop` turns true, handing every batch of status changes to `changes`,
-    /// which must not wait. The returned task ends once `changes` is dropped (efbd waits for
-    /// it before it waits for the owner `changes` holds).
-    /// How long after a round was sent efbd read that the chip took it in goes to
-    /// `round_trips`.
+    /// which must not wait, and telling `observers` what it does. The returned task ends
+    /// once `changes` is dropped (efbd waits for it before it waits for the owner `changes`
+    /// holds).
     pub fn spawn(
         self,
         driver: Driver,
-        changes: impl Fn(Verdicts) + Send + 'static,
-        round_trips: impl Fn(Duration) + Send + 'static,
+        changes: impl Fn(Verdicts) + Send + Sync + 'static,
+        observers: Observers,
         stop: watch::Receiver<bool>,
     ) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(self.run(driver, changes, round_trips, stop))
+        tokio::spawn(self.run(driver, changes, observers, stop))
     }
 
     async fn run(
         mut self,
         driver: Driver,
         changes: impl Fn(Verdicts),
-        round_trips: impl Fn(Duration),
+        observers: Observers,
         mut stop: watch::Receiver<bool>,
     ) {
         // When each round still in flight was sent: seq -> sent at.
         let mut sent: HashMap<u32, Instant> = HashMap::new();
         let mut reader: Option<RoundReader> = None;
-        self.resync(&driver).await;
+        self.resync(&driver, &changes).await;
         loop {
             let due = self.lock().next_due();
             let wake = async {
@@ -115,13 +123,14 @@ impl Task {
                     if changed.is_err() {
                         break;
                     }
-                    self.resync(&driver).await;
+                    self.resync(&driver, &changes).await;
                 }
                 () = wake => {
                     reader = self.connected(&driver, reader).await;
                     self.send_rounds(&driver, &mut sent);
-                    let (found, took) = self.read_records(reader.as_ref(), &mut sent).await;
-                    took.into_iter().for_each(&round_trips);
+                    let (found, took) =
+                        self.read_records(reader.as_ref(), &mut sent, &observers).await;
+                    took.into_iter().for_each(&observers.round_trip);
                     if !found.is_empty() {
                         let went_down = found.iter().any(|c| c.new == PairStatus::Down);
                         changes(Verdicts {
@@ -179,17 +188,21 @@ impl Task {
         &self,
         reader: Option<&RoundReader>,
         sent: &mut HashMap<u32, Instant>,
+        observers: &Observers,
     ) -> (Vec<Change>, Vec<Duration>) {
         let Some(wanted) = self.lock().wanted(Instant::now()) else {
             return (Vec::new(), Vec::new());
         };
+        (observers.read)(!wanted.cells.is_empty());
         let Some(records) = read(reader, &wanted).await else {
             self.lock().unread(&wanted, Instant::now() + READ_WAIT);
             return (Vec::new(), Vec::new());
         };
-        let took = (records.rounds.values())
-            .filter_map(|seq| sent.remove(seq))
-            .map(|at| at.elapsed())
+        // A quiet unit's rounds are read when the next is due: not the control path's time.
+        let took = (records.rounds.iter())
+            .filter_map(|(unit, seq)| Some((unit, sent.remove(seq)?)))
+            .filter(|(unit, _)| wanted.after_round.contains(unit))
+            .map(|(_, at)| at.elapsed())
             .collect();
         // Rounds the chip never took in are forgotten after a while.
         sent.retain(|_, at| at.elapsed() < Duration::from_secs(60));
@@ -213,7 +226,9 @@ impl Task {
         answered
     }
 
-    async fn resync(&mut self, driver: &Driver) {
+    /// Probes the pairs of the configuration now running, and tells the owner (with no
+    /// change of status) so that the state it publishes shows the pairs probed.
+    async fn resync(&mut self, driver: &Driver, changes: &impl Fn(Verdicts)) {
         let config = self.configs.borrow_and_update().clone();
         let ids = driver.ids().await;
         let specs = match PortMap::builtin() {
@@ -224,6 +239,10 @@ impl Task {
             }
         };
         self.lock().sync(specs, Instant::now());
+        changes(Verdicts {
+            changes: Vec::new(),
+            ports: None,
+        });
     }
 }
 

@@ -140,6 +140,11 @@ impl OwnerState {
     /// entries the change touches; the bypass first), then logged with the port to blame
     /// if a port went down, and the units whose status follows logged too.
     pub(super) fn liveness_changed(&mut self, mut verdicts: Verdicts) {
+        if verdicts.changes.is_empty() {
+            // The pairs probed changed (new ones are `init`): only the state says so.
+            self.state_version += 1;
+            return;
+        }
         let config = self.running_config();
         let before = liveness::unit_statuses(&config, &self.live);
         for c in &verdicts.changes {

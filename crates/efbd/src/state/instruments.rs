@@ -15,6 +15,7 @@ use efb_metrics::prometheus_client::metrics::counter::{ConstCounter, Counter};
 use efb_metrics::prometheus_client::metrics::histogram::Histogram;
 use efb_metrics::prometheus_client::registry::{Registry, Unit};
 
+use crate::chip::liveness::Observers;
 use crate::record::events::Origin;
 
 /// An origin as a label value: Prometheus's convention is snake_case (`confirm_timeout`),
@@ -84,6 +85,8 @@ pub struct Instruments {
     commit_duration: Histogram,
     validation_duration: Histogram,
     keepalive_round_trip: Histogram,
+    /// Reads of the keep-alive records: of the units' tallies only, of the pairs' cells.
+    keepalive_reads: [Counter; 2],
     started: SystemTime,
 }
 
@@ -129,6 +132,19 @@ impl Instruments {
             Unit::Seconds,
             keepalive_round_trip.clone(),
         );
+        let keepalive_reads = [Counter::default(), Counter::default()];
+        registry.register(
+            "efb_keepalive_unit_reads",
+            "Reads of the chip's keep-alive records that read only the units' newest rounds \
+             and tallies: the tallies said every copy of the rounds judged came back",
+            keepalive_reads[0].clone(),
+        );
+        registry.register(
+            "efb_keepalive_pair_reads",
+            "Reads of the chip's keep-alive records that read every pair's cells too: a \
+             copy missing, a pair starting, or once a second (for the time on path)",
+            keepalive_reads[1].clone(),
+        );
         Instruments {
             registry: Arc::new(registry),
             commits,
@@ -136,6 +152,7 @@ impl Instruments {
             commit_duration,
             validation_duration,
             keepalive_round_trip,
+            keepalive_reads,
             started: SystemTime::now(),
         }
     }
@@ -152,10 +169,16 @@ impl Instruments {
         self.committed_changes.inc_by(changes as u64);
     }
 
-    /// What liveness calls with each returned keep-alive's round trip.
-    pub fn round_trip_observer(&self) -> impl Fn(Duration) + Send + 'static {
+    /// What the probing task tells: each round's round trip, each read of the records.
+    pub fn liveness_observers(&self) -> Observers {
         let histogram = self.keepalive_round_trip.clone();
-        move |took| histogram.observe(took.as_secs_f64())
+        let reads = self.keepalive_reads.clone();
+        Observers {
+            round_trip: Box::new(move |took| histogram.observe(took.as_secs_f64())),
+            read: Box::new(move |of_pairs| {
+                reads[usize::from(of_pairs)].inc();
+            }),
+        }
     }
 
     /// The metrics counted so far, for a scrape.
@@ -190,6 +213,10 @@ mod tests {
         instruments.commit_finished(Origin::Shell, Some(&storage), Duration::from_millis(1));
         (instruments.validation_observer())(Duration::from_millis(2));
         instruments.changes_committed(56);
+        let liveness = instruments.liveness_observers();
+        (liveness.read)(false);
+        (liveness.read)(false);
+        (liveness.read)(true);
         let text = efb_metrics::render(std::slice::from_ref(&instruments.registry), false).unwrap();
         for line in [
             "efb_committed_changes_total 56",
@@ -200,6 +227,8 @@ mod tests {
             "efb_commits_total{origin=\"boot\",result=\"ok\"} 1",
             "efb_commit_duration_seconds_count 4",
             "efb_validation_duration_seconds_count 1",
+            "efb_keepalive_unit_reads_total 2",
+            "efb_keepalive_pair_reads_total 1",
         ] {
             assert!(text.contains(line), "{line} missing from:\n{text}");
         }
