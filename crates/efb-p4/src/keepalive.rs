@@ -148,6 +148,47 @@ impl RegisterIds {
             counted: id(r::KEEPALIVE_COUNTED)?,
         })
     }
+
+    /// What a read of the keep-alive registers says, and the cells whose count moved
+    /// between its two reads (torn: a return came in between).
+    fn records(&self, read: impl Iterator<Item = (u32, u32, u32)>) -> (Records, Vec<u16>) {
+        let mut records = Records::default();
+        let mut torn = Vec::new();
+        for (register, index, value) in read {
+            if register == self.rounds {
+                if let Ok(unit) = u8::try_from(index) {
+                    records.rounds.insert(unit, value);
+                }
+                continue;
+            }
+            if register == self.copies || register == self.counted {
+                let Ok(unit) = u8::try_from(index >> 1) else {
+                    continue;
+                };
+                let tally = &mut records.tallies.entry(unit).or_default()[(index & 1) as usize];
+                if register == self.copies {
+                    tally.copies = value;
+                } else {
+                    tally.counted = value;
+                }
+                continue;
+            }
+            let Ok(cell) = u16::try_from(index) else {
+                continue;
+            };
+            let seen = records.returns.contains_key(&cell);
+            let returned: &mut Returned = records.returns.entry(cell).or_default();
+            match register {
+                r if r == self.seq => returned.newest = value,
+                // Read again after the newest: a return came in between when it moved.
+                r if r == self.returns && seen && returned.count != value => torn.push(cell),
+                r if r == self.returns => returned.count = value,
+                r if r == self.path => returned.path_ns = value,
+                _ => {}
+            }
+        }
+        (records, torn)
+    }
 }
 
 /// Reads what the chip recorded of keep-alive rounds, on the connection's channel but
@@ -205,42 +246,7 @@ impl RoundReader {
                 entities.push(register_entity(register, Some(u32::from(*cell))));
             }
         }
-        let mut records = Records::default();
-        let mut torn = Vec::new();
-        for (register, index, value) in cells(self.reader.read(entities).await?) {
-            if register == ids.rounds {
-                if let Ok(unit) = u8::try_from(index) {
-                    records.rounds.insert(unit, value);
-                }
-                continue;
-            }
-            if register == ids.copies || register == ids.counted {
-                let Ok(unit) = u8::try_from(index >> 1) else {
-                    continue;
-                };
-                let tally = &mut records.tallies.entry(unit).or_default()[(index & 1) as usize];
-                if register == ids.copies {
-                    tally.copies = value;
-                } else {
-                    tally.counted = value;
-                }
-                continue;
-            }
-            let Ok(cell) = u16::try_from(index) else {
-                continue;
-            };
-            let seen = records.returns.contains_key(&cell);
-            let returned: &mut Returned = records.returns.entry(cell).or_default();
-            match register {
-                r if r == ids.seq => returned.newest = value,
-                // Read again after the newest: a return came in between when it moved.
-                r if r == ids.returns && seen && returned.count != value => torn.push(cell),
-                r if r == ids.returns => returned.count = value,
-                r if r == ids.path => returned.path_ns = value,
-                _ => {}
-            }
-        }
-        Ok((records, torn))
+        Ok(ids.records(cells(self.reader.read(entities).await?)))
     }
 
     /// The newest round number the chip holds anywhere: efbd numbers its rounds above it.
@@ -322,6 +328,45 @@ mod tests {
         let modify = group_updates(&held, &moved);
         assert_eq!(modify.len(), 2, "2 deleted, 1 modified");
         assert_eq!(modify[1].r#type, Type::Modify as i32);
+    }
+
+    #[test]
+    fn a_cell_whose_count_moved_during_the_read_is_torn() {
+        let ids = RegisterIds {
+            seq: 1,
+            returns: 2,
+            path: 3,
+            rounds: 4,
+            copies: 5,
+            counted: 6,
+        };
+        let read = [
+            (4, 1, 9),
+            (6, 2, 40),
+            (6, 3, 38),
+            (5, 2, 40),
+            (5, 3, 40),
+            // Cell 7 read as the reader asks: count, newest, path, count again.
+            (2, 7, 12),
+            (1, 7, 9),
+            (3, 7, 25_000),
+            (2, 7, 12),
+            // Cell 8: a return came in between its two counts.
+            (2, 8, 11),
+            (1, 8, 9),
+            (3, 8, 25_000),
+            (2, 8, 12),
+        ];
+        let (records, torn) = ids.records(read.into_iter());
+        assert_eq!(torn, vec![8]);
+        assert_eq!(records.rounds[&1], 9);
+        let tally = |copies, counted| efb_liveness::Tally { copies, counted };
+        assert_eq!(records.tallies[&1], [tally(40, 40), tally(40, 38)]);
+        let returned = records.returns[&7];
+        assert_eq!(
+            (returned.newest, returned.count, returned.path_ns),
+            (9, 12, 25_000)
+        );
     }
 
     #[test]
