@@ -646,9 +646,13 @@ impl Probed {
     }
 
     /// Up, with nothing lost since, and no verdict near: its unit's reads can wait for
-    /// the unit's next round.
+    /// the unit's next round. A first loss is then judged an interval late, which the
+    /// rounds after it make up for only when it takes 3 or more to go down.
     fn is_quiet(&self) -> bool {
-        self.state.status == PairStatus::Up && self.lost_run == 0 && !self.decisive_next()
+        self.state.status == PairStatus::Up
+            && self.lost_run == 0
+            && self.spec.timing.down_count >= 3
+            && !self.decisive_next()
     }
 
     /// Whether the next verdict, if a loss, takes the pair down.
@@ -1110,6 +1114,31 @@ mod tests {
         // Down: the rounds keep the interval again.
         let (_, later) = run(&mut engine, &mut chip, start, start + 150 * MS, &[1], dead);
         assert_eq!(later.first(), Some(&(closing + 10 * MS)), "{later:?}");
+    }
+
+    #[test]
+    fn a_quiet_unit_finds_a_death_as_soon_as_one_read_after_each_round() {
+        // A quiet unit judges a first loss an interval late; from 3 lost rounds in a row on
+        // the rounds after it make up for that, with 2 they could not: read after each.
+        for down_count in [2, 3, 4] {
+            let mut engine = Engine::new();
+            let mut chip = Chip::default();
+            let start = Instant::now();
+            let mut one = spec("a", 1);
+            one.timing.down_count = down_count;
+            engine.sync(vec![one], start);
+            // Dead from the slot 10 on: the round at 100 is the first lost.
+            let dead = |slot: u32, _, _| slot < 10;
+            let (changes, _) = run(&mut engine, &mut chip, start, start + 200 * MS, &[1], dead);
+            let down = changes.iter().find(|(_, c)| c.new == PairStatus::Down);
+            let decisive = start + (100 + 10 * (u32::from(down_count) - 1)) * MS;
+            let closing = decisive + 4 * MS + DECISIVE_GRACE;
+            assert_eq!(
+                down.map(|(_, c)| c.at),
+                Some(closing + READ_AFTER),
+                "down after {down_count}"
+            );
+        }
     }
 
     #[test]
