@@ -184,9 +184,9 @@ struct UnitRounds {
     /// Rounds before this one are judged (the unit's newest round at the last read that
     /// judged).
     judged_below: Option<u32>,
-    /// Whether the next read is of every pair's records: the tallies could not tell, or
-    /// [`FULL_READ_EVERY`] passed (at `full_read_at`).
-    full_read: bool,
+    /// When every pair's records are read next (none: at the next read, as the tallies
+    /// could not tell or a pair has no time on path; else [`FULL_READ_EVERY`] after the
+    /// last).
     full_read_at: Option<Instant>,
     /// Whether its records were read since its next round came due (a quiet unit's are
     /// read then, before the round, instead of after each round).
@@ -295,7 +295,6 @@ impl Engine {
                         last_seq: None,
                         tallies: Tallies::default(),
                         judged_below: None,
-                        full_read: false,
                         full_read_at: None,
                         read_when_due: false,
                     },
@@ -338,7 +337,7 @@ impl Engine {
             // A quiet unit (every pair up, nothing lost, no verdict near) is read when its
             // round is due, before sending it: that read judges the round before, and no
             // read of its own follows each round. Anything else is read after each round.
-            let quiet = !unit.full_read
+            let quiet = unit.full_read_at.is_some()
                 && (self.pairs.values())
                     .filter(|p| p.spec.unit == *name)
                     .all(Probed::is_quiet);
@@ -407,8 +406,7 @@ impl Engine {
                 wanted.after_round.push(unit.id);
             }
             let mut pairs = self.pairs.values().filter(|p| p.spec.unit == *name);
-            let full = unit.full_read
-                || unit.full_read_at.is_none_or(|at| at <= now)
+            let full = unit.full_read_at.is_none_or(|at| at <= now)
                 || pairs.clone().any(|p| p.seen.contains(&None));
             if full {
                 wanted.cells.extend(pairs.by_ref().flat_map(Probed::cells));
@@ -460,11 +458,13 @@ impl Engine {
             }
             // A pair returning again after a loss has no time on path: its cells are read
             // next time rather than at the next full read.
-            unit.full_read |= self.pairs.values().any(|p| {
+            if self.pairs.values().any(|p| {
                 p.spec.unit == *name
                     && p.returned_run > 0
                     && p.state.time_on_path_ns.contains(&None)
-            });
+            }) {
+                unit.full_read_at = None;
+            }
             // Rounds every pair has judged are done with.
             let keep_from = oldest_open.unwrap_or(u32::MAX);
             unit.sent.retain(|&s| s >= keep_from);
@@ -548,7 +548,6 @@ impl UnitRounds {
         });
         let read_all = (own.iter()).all(|p| p.cells().all(|c| records.returns.contains_key(&c)));
         let judged = if read_all {
-            self.full_read = false;
             self.full_read_at = Some(now + FULL_READ_EVERY);
             Cow::Borrowed(records)
         } else {
@@ -557,7 +556,7 @@ impl UnitRounds {
                 .flatten();
             let Some(cells) = worked_out else {
                 if !closed.is_empty() {
-                    self.full_read = true;
+                    self.full_read_at = None;
                     self.read_at = Some(now);
                 }
                 return None;

@@ -214,19 +214,18 @@ impl RoundReader {
     /// the engine count a returned round as lost), at most [`TORN_READS`] times; after
     /// that the torn cells are left out (the engine reads them again).
     pub async fn read(&self, wanted: &Wanted) -> Result<Records, ClientError> {
-        let mut records = Records::default();
-        for _ in 0..TORN_READS {
-            let torn;
-            (records, torn) = self.read_once(wanted).await?;
-            if torn.is_empty() {
+        let mut attempts = 1;
+        loop {
+            let (mut records, torn) = self.read_once(wanted).await?;
+            if torn.is_empty() || attempts == TORN_READS {
+                for cell in torn {
+                    records.returns.remove(&cell);
+                }
                 return Ok(records);
             }
             tracing::debug!(cells = ?torn, "torn read of keep-alive records: read again");
-            for cell in torn {
-                records.returns.remove(&cell);
-            }
+            attempts += 1;
         }
-        Ok(records)
     }
 
     async fn read_once(&self, wanted: &Wanted) -> Result<(Records, Vec<u16>), ClientError> {
